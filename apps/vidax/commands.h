@@ -1,0 +1,17 @@
+// Each subcommand lives in its own cmd_<name>.cpp and registers itself here.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace vidax::app {
+
+// Adds the subcommand to `app`; the returned callback runs it and gives the exit code.
+using CommandRunner = std::function<int()>;
+struct Command {
+  CLI::App* sub;
+  CommandRunner run;
+};
+
+// One line per subcommand (cmd_<name>.cpp); main.cpp lists them in the same order.
+
+}  // namespace vidax::app

@@ -1,0 +1,31 @@
+// vidax: command-line front end. No math here: each subcommand parses its
+// arguments and calls the library.
+#include <cstdio>
+#include <vector>
+
+#include "commands.h"
+#include "core/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"vidax: inference engine for open video diffusion models"};
+  app.set_version_flag("--version", std::string("vidax ") + VIDAX_VERSION);
+  app.require_subcommand(1);
+  std::vector<vidax::app::Command> cmds = {
+  };
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& c : cmds)
+      if (c.sub->parsed()) return c.run();
+  } catch (const vidax::Error& e) {
+    std::fprintf(stderr, "vidax: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vidax: internal error: %s\n", e.what());
+    return 2;
+  }
+  return 0;
+}

@@ -1,0 +1,336 @@
+#include "core/tensor.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+#include <sstream>
+
+namespace vidax {
+
+const char* device_name(Device d) {
+  switch (d) {
+    case Device::CPU: return "cpu";
+    case Device::CUDA: return "cuda";
+    case Device::Meta: return "meta";
+  }
+  return "?";
+}
+
+std::string shape_str(const Shape& s) {
+  std::ostringstream o;
+  o << '[';
+  for (size_t i = 0; i < s.size(); ++i) o << (i ? ", " : "") << s[i];
+  o << ']';
+  return o.str();
+}
+
+int64_t shape_numel(const Shape& s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+Strides contiguous_strides(const Shape& s) {
+  Strides st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= std::max<int64_t>(s[i], 1);
+  }
+  return st;
+}
+
+Buffer::~Buffer() {
+  if (owned_) std::free(data_);
+}
+
+std::shared_ptr<Buffer> Buffer::allocate_host(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded);
+  VIDAX_CHECK(p != nullptr, "out of host memory allocating " << bytes << " bytes");
+  auto b = std::shared_ptr<Buffer>(new Buffer(p, bytes, Device::CPU));
+  b->owned_ = true;
+  return b;
+}
+
+std::shared_ptr<Buffer> Buffer::view(void* data, size_t bytes, std::shared_ptr<void> keepalive, Device dev) {
+  return std::make_shared<Buffer>(data, bytes, dev, std::move(keepalive));
+}
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
+  for (int64_t d : shape) VIDAX_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = dtype;
+  t.dtype_set_ = true;
+  t.device_ = device;
+  if (device == Device::CPU) t.buf_ = Buffer::allocate_host(t.nbytes());
+  else VIDAX_CHECK(device == Device::Meta, "Tensor::empty on " << device_name(device)
+                                            << " needs that backend's allocator");
+  return t;
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::memset(t.data_ptr(), 0, t.nbytes());
+  return t;
+}
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = empty(shape, dtype);
+  std::vector<double> v(static_cast<size_t>(t.numel()), value);
+  convert(v.data(), DType::F64, t.data_ptr(), dtype, v.size());
+  return t;
+}
+
+Tensor Tensor::from_buffer(std::shared_ptr<Buffer> buf, size_t byte_offset, const Shape& shape,
+                           DType dtype, const Strides& strides) {
+  VIDAX_CHECK(buf != nullptr, "Tensor::from_buffer: null buffer");
+  Tensor t;
+  t.buf_ = std::move(buf);
+  t.offset_ = byte_offset;
+  t.shape_ = shape;
+  t.strides_ = strides.empty() ? contiguous_strides(shape) : strides;
+  VIDAX_CHECK(t.strides_.size() == shape.size(), "strides rank " << t.strides_.size()
+                                                 << " != shape rank " << shape.size());
+  t.dtype_ = dtype;
+  t.dtype_set_ = true;
+  // The highest element reached must lie inside the buffer.
+  if (t.numel() > 0) {
+    int64_t hi = 0;
+    for (size_t i = 0; i < shape.size(); ++i) {
+      VIDAX_CHECK(t.strides_[i] >= 0, "negative stride in view " << shape_str(shape));
+      hi += (shape[i] - 1) * t.strides_[i];
+    }
+    size_t end = byte_offset + static_cast<size_t>(hi + 1) * dtype_size(dtype);
+    VIDAX_CHECK(end <= t.buf_->bytes(), "tensor view " << dtype_name(dtype) << shape_str(shape)
+                                        << " at byte offset " << byte_offset << " ends at byte " << end
+                                        << ", past the buffer's " << t.buf_->bytes() << " bytes");
+  }
+  return t;
+}
+
+Tensor Tensor::from_f32(const std::vector<float>& v, const Shape& shape, DType dtype) {
+  VIDAX_CHECK(static_cast<int64_t>(v.size()) == shape_numel(shape),
+              "from_f32: " << v.size() << " values for shape " << shape_str(shape));
+  Tensor t = empty(shape, dtype);
+  convert(v.data(), DType::F32, t.data_ptr(), dtype, v.size());
+  return t;
+}
+
+Tensor Tensor::from_f64(const std::vector<double>& v, const Shape& shape, DType dtype) {
+  VIDAX_CHECK(static_cast<int64_t>(v.size()) == shape_numel(shape),
+              "from_f64: " << v.size() << " values for shape " << shape_str(shape));
+  Tensor t = empty(shape, dtype);
+  convert(v.data(), DType::F64, t.data_ptr(), dtype, v.size());
+  return t;
+}
+
+Tensor Tensor::from_i64(const std::vector<int64_t>& v, const Shape& shape) {
+  VIDAX_CHECK(static_cast<int64_t>(v.size()) == shape_numel(shape),
+              "from_i64: " << v.size() << " values for shape " << shape_str(shape));
+  Tensor t = empty(shape, DType::I64);
+  std::memcpy(t.data_ptr(), v.data(), v.size() * 8);
+  return t;
+}
+
+int64_t Tensor::size(int64_t d) const {
+  int64_t n = dim();
+  if (d < 0) d += n;
+  VIDAX_CHECK(d >= 0 && d < n, "dimension " << d << " out of range for " << str());
+  return shape_[static_cast<size_t>(d)];
+}
+
+bool Tensor::is_contiguous() const {
+  int64_t acc = 1;
+  for (size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] == 1) continue;
+    if (strides_[i] != acc) return false;
+    acc *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::data_ptr() const {
+  VIDAX_CHECK(buf_ != nullptr, "tensor " << str() << " on " << device_name(device()) << " has no data");
+  return static_cast<char*>(buf_->data()) + offset_;
+}
+
+static int64_t norm_dim(int64_t d, int64_t n, const Tensor& t) {
+  if (d < 0) d += n;
+  VIDAX_CHECK(d >= 0 && d < n, "dimension out of range for " << t.str());
+  return d;
+}
+
+Tensor Tensor::view(const Shape& shape) const {
+  VIDAX_CHECK(is_contiguous(), "view of non-contiguous tensor " << str() << " (use reshape)");
+  Shape s = shape;
+  int64_t known = 1, infer = -1;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == -1) {
+      VIDAX_CHECK(infer < 0, "view: more than one -1 in " << shape_str(shape));
+      infer = static_cast<int64_t>(i);
+    } else {
+      known *= s[i];
+    }
+  }
+  if (infer >= 0) {
+    VIDAX_CHECK(known > 0 && numel() % known == 0, "view: cannot infer -1 in " << shape_str(shape) << " for " << str());
+    s[static_cast<size_t>(infer)] = numel() / known;
+  }
+  VIDAX_CHECK(shape_numel(s) == numel(), "view: shape " << shape_str(s) << " does not match " << str());
+  Tensor t = *this;
+  t.shape_ = s;
+  t.strides_ = contiguous_strides(s);
+  return t;
+}
+
+Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  VIDAX_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: " << dims.size() << " dims for " << str());
+  Tensor t = *this;
+  std::vector<bool> seen(dims.size(), false);
+  for (size_t i = 0; i < dims.size(); ++i) {
+    int64_t d = norm_dim(dims[i], dim(), *this);
+    VIDAX_CHECK(!seen[static_cast<size_t>(d)], "permute: repeated dim " << d);
+    seen[static_cast<size_t>(d)] = true;
+    t.shape_[i] = shape_[static_cast<size_t>(d)];
+    t.strides_[i] = strides_[static_cast<size_t>(d)];
+  }
+  return t;
+}
+
+Tensor Tensor::transpose(int64_t a, int64_t b) const {
+  std::vector<int64_t> p(static_cast<size_t>(dim()));
+  std::iota(p.begin(), p.end(), 0);
+  std::swap(p[static_cast<size_t>(norm_dim(a, dim(), *this))], p[static_cast<size_t>(norm_dim(b, dim(), *this))]);
+  return permute(p);
+}
+
+Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  d = norm_dim(d, dim(), *this);
+  int64_t n = shape_[static_cast<size_t>(d)];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  VIDAX_CHECK(step >= 1, "slice: step must be >= 1");
+  Tensor t = *this;
+  t.offset_ += static_cast<size_t>(start * strides_[static_cast<size_t>(d)]) * dtype_size(dtype_);
+  t.shape_[static_cast<size_t>(d)] = (end - start + step - 1) / step;
+  t.strides_[static_cast<size_t>(d)] *= step;
+  return t;
+}
+
+Tensor Tensor::select(int64_t d, int64_t index) const {
+  d = norm_dim(d, dim(), *this);
+  int64_t n = shape_[static_cast<size_t>(d)];
+  if (index < 0) index += n;
+  VIDAX_CHECK(index >= 0 && index < n, "select: index " << index << " out of range for " << str());
+  Tensor t = slice(d, index, index + 1);
+  t.shape_.erase(t.shape_.begin() + d);
+  t.strides_.erase(t.strides_.begin() + d);
+  return t;
+}
+
+Tensor Tensor::unsqueeze(int64_t d) const {
+  if (d < 0) d += dim() + 1;
+  VIDAX_CHECK(d >= 0 && d <= dim(), "unsqueeze: dim out of range for " << str());
+  Tensor t = *this;
+  int64_t st = d < dim() ? strides_[static_cast<size_t>(d)] * shape_[static_cast<size_t>(d)] : 1;
+  t.shape_.insert(t.shape_.begin() + d, 1);
+  t.strides_.insert(t.strides_.begin() + d, st);
+  return t;
+}
+
+Tensor Tensor::squeeze(int64_t d) const {
+  d = norm_dim(d, dim(), *this);
+  VIDAX_CHECK(shape_[static_cast<size_t>(d)] == 1, "squeeze: dim " << d << " of " << str() << " is not 1");
+  Tensor t = *this;
+  t.shape_.erase(t.shape_.begin() + d);
+  t.strides_.erase(t.strides_.begin() + d);
+  return t;
+}
+
+Tensor Tensor::reshape(const Shape& shape) const {
+  return is_contiguous() ? view(shape) : contiguous().view(shape);
+}
+
+Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+
+Tensor Tensor::clone() const {
+  Tensor out = Tensor::empty(shape_, dtype_, device());
+  if (device() == Device::Meta) return out;
+  copy_into(*this, out);
+  return out;
+}
+
+Tensor Tensor::to(DType dtype) const {
+  if (dtype == dtype_) return *this;
+  Tensor out = Tensor::empty(shape_, dtype, device());
+  if (device() == Device::Meta) return out;
+  copy_into(*this, out);
+  return out;
+}
+
+std::vector<float> Tensor::to_f32_vector() const {
+  Tensor c = contiguous();
+  std::vector<float> v(static_cast<size_t>(numel()));
+  convert(c.data_ptr(), dtype_, v.data(), DType::F32, v.size());
+  return v;
+}
+
+std::vector<double> Tensor::to_f64_vector() const {
+  Tensor c = contiguous();
+  std::vector<double> v(static_cast<size_t>(numel()));
+  convert(c.data_ptr(), dtype_, v.data(), DType::F64, v.size());
+  return v;
+}
+
+std::string Tensor::str() const {
+  if (!defined()) return "<undefined tensor>";
+  return std::string(dtype_name(dtype_)) + shape_str(shape_);
+}
+
+void copy_into(const Tensor& src, Tensor& dst) {
+  VIDAX_CHECK(src.shape() == dst.shape(), "copy: shape " << src.str() << " into " << dst.str());
+  const int64_t n = src.numel();
+  if (n == 0) return;
+  const size_t es = dtype_size(src.dtype()), ed = dtype_size(dst.dtype());
+  const char* s = static_cast<const char*>(src.data_ptr());
+  char* d = static_cast<char*>(dst.data_ptr());
+  if (src.is_contiguous() && dst.is_contiguous()) {
+    convert(s, src.dtype(), d, dst.dtype(), static_cast<size_t>(n));
+    return;
+  }
+  // Walk the innermost dimension as a run; odometer over the rest.
+  const int64_t nd = src.dim();
+  if (nd == 0) { convert(s, src.dtype(), d, dst.dtype(), 1); return; }
+  const Shape& sh = src.shape();
+  const int64_t inner = sh[static_cast<size_t>(nd - 1)];
+  const int64_t sis = src.strides()[static_cast<size_t>(nd - 1)], dis = dst.strides()[static_cast<size_t>(nd - 1)];
+  std::vector<int64_t> idx(static_cast<size_t>(nd), 0);
+  std::vector<char> tmp(static_cast<size_t>(inner) * 8);
+  for (int64_t outer = 0; outer < n / inner; ++outer) {
+    int64_t so = 0, doff = 0;
+    for (int64_t k = 0; k < nd - 1; ++k) {
+      so += idx[static_cast<size_t>(k)] * src.strides()[static_cast<size_t>(k)];
+      doff += idx[static_cast<size_t>(k)] * dst.strides()[static_cast<size_t>(k)];
+    }
+    if (sis == 1 && dis == 1) {
+      convert(s + so * static_cast<int64_t>(es), src.dtype(), d + doff * static_cast<int64_t>(ed), dst.dtype(),
+              static_cast<size_t>(inner));
+    } else {
+      for (int64_t i = 0; i < inner; ++i)
+        convert(s + (so + i * sis) * static_cast<int64_t>(es), src.dtype(),
+                d + (doff + i * dis) * static_cast<int64_t>(ed), dst.dtype(), 1);
+    }
+    for (int64_t k = nd - 2; k >= 0; --k) {
+      if (++idx[static_cast<size_t>(k)] < sh[static_cast<size_t>(k)]) break;
+      idx[static_cast<size_t>(k)] = 0;
+    }
+  }
+}
+
+}  // namespace vidax
