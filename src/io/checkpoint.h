@@ -1,0 +1,49 @@
+// A set of named tensors read from what publishers ship: one file
+// (.safetensors, .pth/.pt/.bin from torch.save, .gguf later), a sharded
+// *.safetensors.index.json, or a directory of such files. Opening reads only
+// headers; get() returns zero-copy views into the mmap'd files where the bytes
+// are stored raw (safetensors; torch.save's uncompressed zip entries).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace vidax::io {
+
+struct TensorInfo {
+  std::string name;
+  DType dtype;
+  Shape shape;
+  std::string file;  // the file that holds it
+  size_t nbytes() const { return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype); }
+};
+
+class Checkpoint {
+ public:
+  // path: a file, a *.safetensors.index.json, or a directory (every
+  // *.safetensors / *.pth / *.pt / *.bin file in it, not recursive). Throws
+  // vidax::Error naming the file and the problem on malformed input.
+  static Checkpoint open(const std::string& path);
+
+  std::vector<std::string> names() const;  // sorted
+  bool contains(const std::string& name) const;
+  const TensorInfo& info(const std::string& name) const;  // throws naming the key
+  Tensor get(const std::string& name) const;              // throws naming the key
+  size_t size() const;
+  // safetensors __metadata__ (merged over files; empty for .pth).
+  const std::map<std::string, std::string>& metadata() const;
+
+  struct Impl;
+ private:
+  std::shared_ptr<Impl> impl_;
+};
+
+// Writes tensors (any dtype/strides; stored contiguous) with optional
+// __metadata__, to a temporary file renamed into place.
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata = {});
+
+}  // namespace vidax::io

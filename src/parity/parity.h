@@ -1,0 +1,62 @@
+// The parity contract (DESIGN.md §4): a golden file made by the official
+// PyTorch code holds the config, the parameters under the reference's own
+// names, input.* tensors and the expected output* / inter.* tensors. A runner
+// per kind rebuilds the component from the file, runs it, and returns the
+// tensors it produced under the golden names; compare() measures each one.
+#pragma once
+#include <functional>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/checkpoint.h"
+
+namespace vidax::parity {
+
+struct Options {
+  std::string precision = "fp32";  // fp32 | bf16
+  double rtol = -1;                // relative L2 bound; <0 = default for the precision
+  std::string mesh;                // "" = single rank
+};
+
+struct Golden {
+  std::string path;
+  io::Checkpoint file;
+  std::string kind;
+  nlohmann::json config;  // __metadata__.config parsed
+  // Tensors whose names start with prefix (e.g. "input.", "param." or ""), prefix stripped.
+  std::map<std::string, Tensor> with_prefix(const std::string& prefix) const;
+  Tensor input(const std::string& name) const;  // "input.<name>", throws if absent
+  bool has(const std::string& name) const { return file.contains(name); }
+};
+
+// Produced tensors keyed by golden name: "output", "output.<x>", "inter.<x>".
+using Produced = std::map<std::string, Tensor>;
+using Runner = std::function<Produced(const Golden&, const Options&)>;
+
+void register_kind(const std::string& kind, Runner runner);
+std::vector<std::string> registered_kinds();
+
+struct Comparison {
+  std::string name;
+  double max_abs = 0, mean_abs = 0, rel_l2 = 0;
+  enum class Status { Ok, Fail, Skip } status = Status::Skip;
+  std::string note;  // why skipped / failed (e.g. shape mismatch)
+};
+
+struct Report {
+  std::string kind;
+  std::vector<Comparison> rows;
+  int passed = 0, compared = 0;
+  bool ok() const { return compared > 0 && passed == compared; }
+};
+
+// Loads the golden file, runs its kind's runner, compares every output* (must
+// be produced) and inter.* (SKIP when not produced) tensor.
+Report run(const std::string& path, const Options& opt);
+Comparison compare(const std::string& name, const Tensor& expected, const Tensor& got, double rtol);
+double default_rtol(const std::string& precision);  // fp32 1e-5, bf16 1e-2
+
+}  // namespace vidax::parity
