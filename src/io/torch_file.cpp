@@ -74,11 +74,30 @@ struct TorchArchive {
 };
 
 
+// Per storage, ", used by tensor 'a.weight' (and N more)" for error messages.
+std::vector<std::string> storage_users(const pickle::Unpickled& u,
+                                       const std::vector<std::pair<std::string, size_t>>& named) {
+  std::vector<std::string> first(u.storages.size());
+  std::vector<size_t> count(u.storages.size(), 0);
+  for (const auto& [name, ti] : named) {
+    const size_t s = u.tensors[ti].storage;
+    if (count[s]++ == 0) first[s] = name;
+  }
+  std::vector<std::string> out(u.storages.size());
+  for (size_t s = 0; s < out.size(); ++s) {
+    if (count[s] == 0) continue;
+    out[s] = ", used by tensor '" + first[s] + "'";
+    if (count[s] > 1) out[s] += " and " + std::to_string(count[s] - 1) + " more";
+  }
+  return out;
+}
+
 // The tensors described by an unpickled state dict, with loaders over `archive`.
-SourceFile tensors_from_pickle(const pickle::Unpickled& u, const std::shared_ptr<TorchArchive>& archive,
-                               const std::string& path) {
+SourceFile tensors_from_pickle(const pickle::Unpickled& u,
+                               const std::vector<std::pair<std::string, size_t>>& named,
+                               const std::shared_ptr<TorchArchive>& archive, const std::string& path) {
   SourceFile out;
-  for (auto& [name, ti] : pickle::flatten_tensors(u, path)) {
+  for (auto& [name, ti] : named) {
     const pickle::TensorRef& t = u.tensors[ti];
     SourceTensor st;
     st.info = TensorInfo{name, t.dtype, t.shape, path};
@@ -150,19 +169,22 @@ SourceFile read_torch_zip(const std::shared_ptr<MappedFile>& file) {
   std::vector<uint8_t> pkl_bytes(pst.size);
   archive->read_member(static_cast<zip_uint64_t>(pkl), pkl_name, pkl_bytes.data(), pst.size);
   const pickle::Unpickled u = pickle::unpickle(pkl_bytes.data(), pkl_bytes.size(), path + ":" + pkl_name);
+  const auto named = pickle::flatten_tensors(u, path + ":" + pkl_name);
+  const auto users = storage_users(u, named);
 
   // Locate every storage's member; stored ones become ranges of the mapping.
   std::unordered_map<std::string, ZipMember> layout;
   bool have_layout = false;
-  for (const pickle::StorageRef& s : u.storages) {
+  for (size_t si = 0; si < u.storages.size(); ++si) {
+    const pickle::StorageRef& s = u.storages[si];
     const std::string member = prefix + "data/" + s.key;
     const zip_int64_t index = find(member);
     VIDAX_CHECK(index >= 0, path << ": storage '" << s.key << "' (" << s.type << ", " << s.nbytes
-                                 << " bytes) has no zip member '" << member << "'");
+                                 << " bytes" << users[si] << ") has no zip member '" << member << "'");
     zip_stat_t st = stat(index, member);
     VIDAX_CHECK(st.size == s.nbytes, path << ": zip member '" << member << "' holds " << st.size
                                           << " bytes but the pickle declares storage '" << s.key << "' ("
-                                          << s.type << ") of " << s.nbytes << " bytes");
+                                          << s.type << users[si] << ") of " << s.nbytes << " bytes");
     StorageBytes b;
     b.nbytes = s.nbytes;
     b.member = member;
@@ -180,7 +202,7 @@ SourceFile read_torch_zip(const std::shared_ptr<MappedFile>& file) {
     }
     archive->storages.push_back(std::move(b));
   }
-  return tensors_from_pickle(u, archive, path);
+  return tensors_from_pickle(u, named, archive, path);
 }
 
 // torch.save(..., _use_new_zipfile_serialization=False): five pickles (magic
@@ -206,6 +228,8 @@ SourceFile read_torch_legacy(const std::shared_ptr<MappedFile>& file) {
               path << ": unsupported legacy torch protocol version");
   next("sys info");
   pickle::Unpickled u = next("state dict");
+  const auto named = pickle::flatten_tensors(u, path);
+  const auto users = storage_users(u, named);
   pickle::Unpickled keys = next("storage keys");
   const pickle::Object& list = keys.objects[keys.root];
   VIDAX_CHECK(list.kind == pickle::Kind::List, path << ": legacy storage key list is not a list");
@@ -222,7 +246,7 @@ SourceFile read_torch_legacy(const std::shared_ptr<MappedFile>& file) {
       if (u.storages[i].key == ko.s) idx = i;
     VIDAX_CHECK(idx != SIZE_MAX, path << ": legacy storage key '" << ko.s << "' is not used by any tensor");
     const pickle::StorageRef& s = u.storages[idx];
-    VIDAX_CHECK(n - pos >= 8, path << ": storage '" << s.key << "' is missing (truncated file?)");
+    VIDAX_CHECK(n - pos >= 8, path << ": storage '" << s.key << "'" << users[idx] << " is missing (truncated file?)");
     uint64_t numel = 0;
     for (int i = 7; i >= 0; --i) numel = (numel << 8) | d[pos + static_cast<size_t>(i)];
     pos += 8;
@@ -230,7 +254,8 @@ SourceFile read_torch_legacy(const std::shared_ptr<MappedFile>& file) {
     VIDAX_CHECK(numel <= UINT64_MAX / es && numel * es == s.nbytes,
                 path << ": storage '" << s.key << "' holds " << numel << " elements, the pickle declares "
                      << s.nbytes / es);
-    VIDAX_CHECK(s.nbytes <= n - pos, path << ": storage '" << s.key << "' runs past the end of the file (truncated?)");
+    VIDAX_CHECK(s.nbytes <= n - pos, path << ": storage '" << s.key << "'" << users[idx]
+                                          << " runs past the end of the file (truncated?)");
     StorageBytes& b = archive->storages[idx];
     b.nbytes = s.nbytes;
     b.in_file = true;
@@ -240,7 +265,7 @@ SourceFile read_torch_legacy(const std::shared_ptr<MappedFile>& file) {
   }
   for (size_t i = 0; i < placed.size(); ++i)
     VIDAX_CHECK(placed[i], path << ": storage '" << u.storages[i].key << "' is not in the legacy key list");
-  return tensors_from_pickle(u, archive, path);
+  return tensors_from_pickle(u, named, archive, path);
 }
 
 }  // namespace

@@ -82,6 +82,10 @@ TEST(TorchZip, DeflatedMembersAreCopied) {
   EXPECT_EQ(full.buffer(), row.buffer());  // one inflated copy per storage while in use
 }
 
+TEST(TorchZip, PickleProtocol4) {
+  expect_matches_expected(Checkpoint::open(data_dir() + "/torch_fixture_p4.pth"));
+}
+
 TEST(TorchLegacy, EveryValueReadExactly) {
   Checkpoint ck = Checkpoint::open(data_dir() + "/torch_fixture_legacy.pth");
   EXPECT_EQ(ck.size(), 17u);  // the fixture leaves out float8 and uint16 (no legacy storage class)
@@ -140,7 +144,8 @@ TEST(TorchZip, MissingStorageMember) {
     if (n.ends_with("/data/0")) return std::nullopt;
     return b;
   });
-  EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "storage '0'", "has no zip member", "data/0");
+  EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "storage '0'", "has no zip member", "data/0",
+                     "used by tensor 'state_dict.w_bf16'");
 }
 
 TEST(TorchZip, MissingDataPkl) {
@@ -160,7 +165,8 @@ TEST(TorchZip, StorageMemberOfTheWrongSize) {
     if (n.ends_with("/data/0")) return b.substr(0, b.size() - 2);
     return b;
   });
-  EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "data/0", "bytes but the pickle declares storage '0'");
+  EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "data/0", "bytes but the pickle declares storage '0'",
+                     "state_dict.w_bf16");
 }
 
 TEST(TorchZip, BigEndianRefused) {

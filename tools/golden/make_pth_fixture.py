@@ -7,6 +7,7 @@ Run with /work/pyenv/bin/python (torch, safetensors) from the repo root:
 Outputs (all small):
   torch_fixture.pth            torch.save zip format (storages stored uncompressed)
   torch_fixture_deflate.pth    the same archive re-zipped with deflate (exercises the copying path)
+  torch_fixture_p4.pth         the same with pickle_protocol=4 (STACK_GLOBAL, MEMOIZE, FRAME, ...)
   torch_fixture_legacy.pth     torch.save(..., _use_new_zipfile_serialization=False)
   torch_fixture_expected.safetensors
                                every tensor, made contiguous, under its flattened
@@ -82,6 +83,9 @@ def main():
     zip_path = os.path.join(args.out, "torch_fixture.pth")
     torch.save(state, zip_path)
 
+    p4_path = os.path.join(args.out, "torch_fixture_p4.pth")
+    torch.save(state, p4_path, pickle_protocol=4)
+
     # Same members, deflated (torch.load reads these too).
     deflate_path = os.path.join(args.out, "torch_fixture_deflate.pth")
     with zipfile.ZipFile(zip_path) as src, zipfile.ZipFile(deflate_path, "w", zipfile.ZIP_DEFLATED) as dst:
@@ -99,12 +103,13 @@ def main():
               metadata={"kind": "io.torch_fixture", "torch_version": torch.__version__})
 
     # Check every file loads in torch itself, with the safe unpickler, to the expected values.
-    for path in (zip_path, deflate_path, legacy_path):
-        loaded = flatten(torch.load(path, weights_only=True))
+    for path in (zip_path, p4_path, deflate_path, legacy_path):
+        # torch's weights_only unpickler lacks protocol 4's FRAME opcode; the file is our own.
+        loaded = flatten(torch.load(path, weights_only=path != p4_path))
         for k, v in loaded.items():
             assert v.dtype == expected[k].dtype and v.shape == expected[k].shape, (path, k)
             assert torch.equal(v.contiguous().reshape(-1).view(torch.uint8), expected[k].reshape(-1).view(torch.uint8)), (path, k)
-    print("wrote", zip_path, deflate_path, legacy_path, "and the expected values:", len(expected), "tensors")
+    print("wrote", zip_path, p4_path, deflate_path, legacy_path, "and the expected values:", len(expected), "tensors")
 
 
 if __name__ == "__main__":
