@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sched/sched_golden.h"
+#include "sched/sched_config.h"
 #include "sched/scheduler.h"
 
 namespace vidax::sched {
@@ -33,25 +34,12 @@ Diff diff(const Tensor& want, const Tensor& got) {
   return d;
 }
 
-SchedulerOptions options_from(const std::string& kind, const nlohmann::json& cfg) {
-  SchedulerOptions o;
-  o.name = kind.substr(kind.find('.') + 1);
-  o.steps = cfg.at("num_inference_steps").get<int64_t>();
-  o.shift = cfg.at("shift").get<double>();
-  o.num_train_timesteps = cfg.at("num_train_timesteps").get<int64_t>();
-  o.solver_order = cfg.value("solver_order", 2);
-  o.lower_order_final = cfg.value("lower_order_final", true);
-  if (o.name == "flow_unipc") o.unipc_solver_type = cfg.value("solver_type", std::string("bh2"));
-  o.stochastic_sampling = cfg.value("stochastic_sampling", false);
-  return o;
-}
-
 TEST(FlowSamplers, MatchReferenceSamplesStepByStep) {
   for (const auto& c : testing::kSchedCases) {
     SCOPED_TRACE(c.file);
     auto g = testing::load_sched_golden(c.file);
     auto cfg = nlohmann::json::parse(g.metadata.at("config"));
-    auto s = make_scheduler(options_from(c.kind, cfg));
+    auto s = make_scheduler(options_from_config(c.kind, cfg));
     TorchGenerator gen(cfg.value("generator_seed", uint64_t(0)));
     s->set_generator(&gen);
     Tensor x = g.tensors.at("input.latent");
@@ -82,6 +70,18 @@ TEST(FlowSamplers, EnforceStepOrderAndDtype) {
   EXPECT_THROW(make_scheduler({.name = "flow_unipc", .solver_order = 3}), Error);
   auto e = make_scheduler({.name = "flow_euler", .steps = 3, .stochastic_sampling = true});
   EXPECT_THROW(e->step(v, 0, x), Error);  // no generator
+}
+
+TEST(FlowSamplers, ConfigRejectsUnimplementedOptions) {
+  nlohmann::json cfg = {{"num_inference_steps", 5}, {"shift", 3.0}};
+  EXPECT_EQ(options_from_config("sched.flow_unipc", cfg).steps, 5);
+  cfg["thresholding"] = true;
+  EXPECT_THROW(options_from_config("sched.flow_unipc", cfg), Error);
+  cfg["thresholding"] = false;
+  cfg["algorithm_type"] = "sde-dpmsolver++";
+  EXPECT_THROW(options_from_config("sched.flow_dpmpp", cfg), Error);
+  EXPECT_THROW(options_from_config("sched.flow_euler", {{"shift", 3.0}}), Error);  // no steps
+  EXPECT_THROW(options_from_config("sched.ddim", cfg), Error);
 }
 
 }  // namespace
