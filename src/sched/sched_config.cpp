@@ -57,6 +57,16 @@ SchedulerOptions options_from_config(const std::string& kind, const nlohmann::js
   if (kind == "sched.flow_unipc") {
     o.unipc_solver_type = cfg.value("solver_type", std::string("bh2"));
     if (cfg.contains("disable_corrector")) o.disable_corrector = cfg.at("disable_corrector").get<std::vector<int64_t>>();
+    // diffusers' UniPCMultistepScheduler config (WanPipeline): flow sigmas, flow_shift.
+    if (cfg.value("use_flow_sigmas", false)) {
+      o.unipc_sigmas = "diffusers";
+      if (cfg.contains("flow_shift"))
+        VIDAX_CHECK(cfg.at("flow_shift").get<double>() == o.shift,
+                    kind << ": config shift " << o.shift << " and flow_shift " << cfg.at("flow_shift").dump() << " differ");
+    } else {
+      VIDAX_CHECK(!cfg.contains("flow_shift"),
+                  kind << ": diffusers UniPC config without use_flow_sigmas (a non-flow model) is not implemented");
+    }
     VIDAX_CHECK(!cfg.contains("solver_p") || cfg.at("solver_p").is_null(), kind << ": solver_p is not implemented");
   }
   if (kind == "sched.flow_euler") {
