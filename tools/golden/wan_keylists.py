@@ -110,6 +110,9 @@ VAE = dict(dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scale
            temperal_downsample=[False, True, True], dropout=0.0)
 VAE_DIFFUSERS = dict(base_dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
                      temperal_downsample=[False, True, True], dropout=0.0)
+# A tiny VAE with a different res-block count (the diffusers regrouping depends on it).
+VAE_TINY = dict(VAE, dim=8, z_dim=4, num_res_blocks=1)
+VAE_TINY_DIFFUSERS = dict(VAE_DIFFUSERS, base_dim=8, z_dim=4, num_res_blocks=1)
 
 # umt5_xxl(encoder_only=True) args (t5.py) and google/umt5-xxl config.json (written by hand).
 T5 = dict(vocab=256384, dim=4096, dim_attn=4096, dim_ffn=10240, num_heads=64, num_layers=24, num_buckets=32,
@@ -159,6 +162,13 @@ def main():
     sd = meta_state_dict(lambda: AutoencoderKLWan(**VAE_DIFFUSERS))
     write("wan2.1_vae.diffusers.txt", ["Wan 2.1 VAE, layout diffusers (AutoencoderKLWan state_dict)",
                                        f"config: {json.dumps(VAE_DIFFUSERS)}", versions], sd, torch.float32)
+
+    sd = meta_state_dict(lambda: WanVAE_(**VAE_TINY))
+    write("wan2.1_vae_tiny.original.txt", [f"tiny Wan 2.1 VAE, layout original (WanVAE_ state_dict, {wan_src})",
+                                           f"config: {json.dumps(VAE_TINY)}", versions], sd, torch.float32)
+    sd = meta_state_dict(lambda: AutoencoderKLWan(**VAE_TINY_DIFFUSERS))
+    write("wan2.1_vae_tiny.diffusers.txt", ["tiny Wan 2.1 VAE, layout diffusers (AutoencoderKLWan state_dict)",
+                                            f"config: {json.dumps(VAE_TINY_DIFFUSERS)}", versions], sd, torch.float32)
 
     sd = meta_state_dict(lambda: T5Encoder(**T5))
     write("umt5_xxl.original.txt", [f"UMT5-XXL encoder, layout original (T5Encoder state_dict, {wan_src})",
