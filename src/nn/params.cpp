@@ -15,7 +15,7 @@ ParamSource ParamSource::from_map(std::map<std::string, Tensor> tensors, std::st
   for (const auto& [k, v] : tensors) names.push_back(k);
   auto shared = std::make_shared<std::map<std::string, Tensor>>(std::move(tensors));
   return ParamSource(std::move(names),
-                     [shared](const std::string& n) -> std::optional<Tensor> {
+                     [shared](const std::string& n, const Shape&) -> std::optional<Tensor> {
                        auto it = shared->find(n);
                        if (it == shared->end()) return std::nullopt;
                        return it->second;
@@ -23,14 +23,20 @@ ParamSource ParamSource::from_map(std::map<std::string, Tensor> tensors, std::st
                      std::move(origin));
 }
 
+ParamSource ParamSource::generated(std::function<Tensor(const std::string&, const Shape&)> make,
+                                   std::string origin) {
+  return ParamSource({}, [make](const std::string& n, const Shape& s) -> std::optional<Tensor> { return make(n, s); },
+                     std::move(origin));
+}
+
 std::optional<Tensor> ParamSource::take_optional(const std::string& name, const Shape& expected) {
-  std::optional<Tensor> t = lookup_(name);
+  std::optional<Tensor> t = lookup_(name, expected);
   if (!t) return std::nullopt;
   VIDAX_CHECK(t->shape() == expected, origin_ << ": parameter '" << name << "' has shape " << shape_str(t->shape())
                                               << ", expected " << shape_str(expected));
   VIDAX_CHECK(dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
                                                   << dtype_name(t->dtype()) << ", expected a float type");
-  taken_.insert(name);
+  if (taken_.insert(name).second) order_.push_back(name);
   return t;
 }
 

@@ -17,12 +17,16 @@ namespace vidax::nn {
 class ParamSource {
  public:
   // Returns the tensor stored under `name`, or nullopt when there is none.
-  using Lookup = std::function<std::optional<Tensor>(const std::string& name)>;
+  // `expected` is the shape the model asks for (generated sources use it).
+  using Lookup = std::function<std::optional<Tensor>(const std::string& name, const Shape& expected)>;
 
   // `available`: every name the source holds (for the unused-key check);
   // `origin`: where the tensors come from (a file path), for messages.
   ParamSource(std::vector<std::string> available, Lookup lookup, std::string origin);
   static ParamSource from_map(std::map<std::string, Tensor> tensors, std::string origin);
+  // Every name exists: make(name, shape) builds it (random/synthetic weights,
+  // Meta tensors for recording a step). Nothing is left untaken.
+  static ParamSource generated(std::function<Tensor(const std::string&, const Shape&)> make, std::string origin);
 
   // The tensor `name` with exactly `expected` shape (throws otherwise).
   Tensor take(const std::string& name, const Shape& expected);
@@ -33,12 +37,15 @@ class ParamSource {
   void expect_all_taken() const;
   std::vector<std::string> untaken() const;
   const std::string& origin() const { return origin_; }
+  // Names taken so far, in the order they were taken.
+  const std::vector<std::string>& taken_in_order() const { return order_; }
 
  private:
   std::vector<std::string> available_;
   Lookup lookup_;
   std::string origin_;
   std::set<std::string> taken_;
+  std::vector<std::string> order_;
 };
 
 }  // namespace vidax::nn
