@@ -109,6 +109,8 @@ TEST(WanDiTTrace, OneStepOfTheReal1_3BModelIsStaticAndHasTheExpectedOps) {
     const auto expected = expected_ops(30, p == wan::Precision::BF16);
     EXPECT_EQ(count_by_name(a.trace), expected) << a.trace.str();
     EXPECT_EQ(static_cast<int>(a.trace.ops.size()), total(expected));
+    // 23 ops per block in fp32 (+6 casts in bf16, +3 more in block 0) and 11 (+1) outside.
+    EXPECT_EQ(a.trace.ops.size(), p == wan::Precision::BF16 ? 885u : 701u);
     EXPECT_EQ(a.trace.str(), b.trace.str());  // same shapes, same ops, same order
 
     EXPECT_EQ(a.out.shape(), (Shape{16, 21, 60, 104}));
@@ -135,4 +137,24 @@ TEST(WanDiTTrace, OneStepOfTheReal1_3BModelIsStaticAndHasTheExpectedOps) {
     EXPECT_EQ(self_attn, 30);
     EXPECT_EQ(cross_attn, 30);
   }
+}
+
+// The 14B model (40 blocks of width 5120, 40 heads) at 720x1280x81 (latent
+// [16, 21, 90, 160], 75600 tokens): same op structure, 40 blocks.
+TEST(WanDiTTrace, OneStepOfThe14BModel) {
+  const wan::DiTConfig cfg = wan::DiTConfig::preset("wan2.1-t2v-14b");
+  nn::ParamSource params = wan_dit_test::meta_params();
+  const wan::WanDiT model(cfg, params, wan::Precision::BF16);
+  const wan::TextContext text = model.encode_context(Tensor::empty({120, 4096}, DType::F32, Device::Meta));
+  Trace trace;
+  Tensor out;
+  {
+    RecordingScope rec(trace);
+    out = model.forward(Tensor::empty({1, 16, 21, 90, 160}, DType::F32, Device::Meta),
+                        Tensor::empty({1, 256}, DType::F32, Device::Meta), text);
+  }
+  EXPECT_EQ(count_by_name(trace), expected_ops(40, true));
+  EXPECT_EQ(out.shape(), (Shape{1, 16, 21, 90, 160}));
+  for (const OpRecord& r : trace.ops)
+    if (r.name == "attention") EXPECT_EQ(r.inputs[0].shape, (Shape{1, 75600, 40, 128})) << r.str();
 }
