@@ -20,8 +20,4 @@ namespace vidax::wan {
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path);
 
-// Original (engine) parameter name -> diffusers WanTransformer3DModel name.
-// Temporary: the translator (src/translate) owns the real key maps.
-std::string dit_diffusers_name(const std::string& original);
-
 }  // namespace vidax::wan
