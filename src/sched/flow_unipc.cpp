@@ -44,10 +44,17 @@ void solve_unic_2x2(float rk, const float b[2], float rho[2]) {
   rho[0] = (y0 - rho[1] * a01) * (1.0f / a00);
 }
 
+FlowSchedule schedule_for(const SchedulerOptions& opt) {
+  if (opt.unipc_sigmas == "wan") return wan_unipc_schedule(opt.steps, opt.shift, opt.num_train_timesteps);
+  if (opt.unipc_sigmas == "diffusers")
+    return diffusers_unipc_flow_schedule(opt.steps, opt.shift, opt.num_train_timesteps);
+  throw Error(msg() << "flow_unipc: sigma grid '" << opt.unipc_sigmas << "' (expected wan or diffusers)");
+}
+
 class FlowUniPC final : public Scheduler {
  public:
   explicit FlowUniPC(const SchedulerOptions& opt)
-      : Scheduler(wan_unipc_schedule(opt.steps, opt.shift, opt.num_train_timesteps), "flow_unipc"), opt_(opt) {
+      : Scheduler(schedule_for(opt), "flow_unipc"), opt_(opt) {
     VIDAX_CHECK(opt.solver_order == 1 || opt.solver_order == 2,
                 "flow_unipc: solver_order " << opt.solver_order << " is not implemented (1 or 2; Wan uses 2)");
     VIDAX_CHECK(opt.unipc_solver_type == "bh1" || opt.unipc_solver_type == "bh2",

@@ -7,6 +7,8 @@
 
 #include "sched/schedule.h"
 
+#include <cmath>
+
 #include "core/error.h"
 
 namespace vidax::sched {
@@ -77,6 +79,17 @@ FlowSchedule wan_unipc_schedule(int64_t steps, double shift, int64_t num_train_t
   auto base = np_linspace(sigma_max, sigma_min, steps + 1);
   base.pop_back();
   for (double& s : base) s = shift_sigma_f64(s, shift);
+  return integer_schedule(base, num_train_timesteps);
+}
+
+FlowSchedule diffusers_unipc_flow_schedule(int64_t steps, double shift, int64_t num_train_timesteps) {
+  check_args("flow_unipc (diffusers sigmas)", steps, shift, num_train_timesteps);
+  auto base = np_linspace(1.0, 1.0 / static_cast<double>(num_train_timesteps), steps + 1);
+  base.pop_back();
+  for (double& s : base) s = shift_sigma_f64(s, shift);
+  // "to avoid inf torch.log(alpha_si)": diffusers nudges a first sigma of 1 down.
+  constexpr double eps = 1e-6;
+  if (std::fabs(base[0] - 1.0) < eps) base[0] -= eps;
   return integer_schedule(base, num_train_timesteps);
 }
 

@@ -30,6 +30,11 @@ struct FlowSchedule {
 // linspace(float32(0.999), 0, N+1)[:N] in float64, shifted in float64.
 FlowSchedule wan_unipc_schedule(int64_t steps, double shift, int64_t num_train_timesteps);
 
+// diffusers UniPCMultistepScheduler(use_flow_sigmas=True, flow_shift=shift), as
+// diffusers' WanPipeline uses it: shifted linspace(1, 1/T, N+1)[:N] in float64,
+// sigma_0 -= 1e-6 when within 1e-6 of 1, truncated int64 timesteps.
+FlowSchedule diffusers_unipc_flow_schedule(int64_t steps, double shift, int64_t num_train_timesteps);
+
 // Wan2.1 dpm++: get_sampling_sigmas(N, shift) = shifted linspace(1, 0, N+1)[:N],
 // passed to FlowDPMSolverMultistepScheduler(shift=1).set_timesteps(sigmas=...).
 FlowSchedule wan_dpmpp_schedule(int64_t steps, double shift, int64_t num_train_timesteps);

@@ -34,6 +34,9 @@ struct SchedulerOptions {
   int solver_order = 2;
   bool lower_order_final = true;
   std::string unipc_solver_type = "bh2";  // bh1 | bh2
+  // flow_unipc sigma grid: "wan" (the official FlowUniPCMultistepScheduler) or
+  // "diffusers" (UniPCMultistepScheduler with use_flow_sigmas, as diffusers' WanPipeline).
+  std::string unipc_sigmas = "wan";
   std::vector<int64_t> disable_corrector;  // flow_unipc: steps whose corrector is skipped
   // flow_euler: x0 re-noised with fresh noise instead of the ODE step.
   bool stochastic_sampling = false;

@@ -19,6 +19,8 @@ inline constexpr SchedCase kSchedCases[] = {
     {"sched_flow_unipc_n10_s5.safetensors", "sched.flow_unipc"},
     {"sched_flow_unipc_n5_s3.safetensors", "sched.flow_unipc"},
     {"sched_flow_unipc_n50_s5.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_diffusers_n10_s3.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_diffusers_n5_s5.safetensors", "sched.flow_unipc"},
     {"sched_flow_dpmpp_n10_s5.safetensors", "sched.flow_dpmpp"},
     {"sched_flow_dpmpp_n5_s3.safetensors", "sched.flow_dpmpp"},
     {"sched_flow_euler_n10_s5.safetensors", "sched.flow_euler"},

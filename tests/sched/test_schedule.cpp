@@ -10,7 +10,8 @@
 namespace vidax::sched {
 namespace {
 
-FlowSchedule schedule_for(const std::string& kind, int64_t steps, double shift, int64_t T) {
+FlowSchedule schedule_for(const std::string& kind, const nlohmann::json& cfg, int64_t steps, double shift, int64_t T) {
+  if (kind == "sched.flow_unipc" && cfg.value("use_flow_sigmas", false)) return diffusers_unipc_flow_schedule(steps, shift, T);
   if (kind == "sched.flow_unipc") return wan_unipc_schedule(steps, shift, T);
   if (kind == "sched.flow_dpmpp") return wan_dpmpp_schedule(steps, shift, T);
   return diffusers_euler_schedule(steps, shift, T);
@@ -22,7 +23,7 @@ TEST(FlowSchedule, MatchesReferenceTimestepsAndSigmasExactly) {
     auto g = testing::load_sched_golden(c.file);
     ASSERT_EQ(g.metadata.at("kind"), c.kind);
     auto cfg = nlohmann::json::parse(g.metadata.at("config"));
-    auto s = schedule_for(c.kind, cfg.at("num_inference_steps").get<int64_t>(), cfg.at("shift").get<double>(),
+    auto s = schedule_for(c.kind, cfg, cfg.at("num_inference_steps").get<int64_t>(), cfg.at("shift").get<double>(),
                           cfg.at("num_train_timesteps").get<int64_t>());
     const Tensor& ts = g.tensors.at("output.timesteps");
     const Tensor& sig = g.tensors.at("output.sigmas");
@@ -47,6 +48,12 @@ TEST(FlowSchedule, NumpyLinspaceEndpointsAndKnownWanGrid) {
   EXPECT_EQ(s.timesteps[48], 172);
   EXPECT_EQ(s.timesteps[49], 92);
   EXPECT_EQ(s.sigmas.back(), 0.0f);
+  // diffusers' grid for the same run (reference page: last timesteps 359, 305, 244, 175, 96), and
+  // its first sigma nudged below 1.
+  auto d = diffusers_unipc_flow_schedule(50, 5.0, 1000);
+  const double tail[] = {359, 305, 244, 175, 96};
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(d.timesteps[45 + i], tail[i]);
+  EXPECT_LT(d.sigmas[0], 1.0f);
 }
 
 TEST(FlowSchedule, RejectsBadArguments) {

@@ -44,8 +44,10 @@ def run(scheduler, timesteps, latent, outputs, wan_layout, generator=None):
         v = outputs[i]
         if wan_layout:  # text2video.py: step(noise_pred.unsqueeze(0), t, latents[0].unsqueeze(0))
             x = scheduler.step(v.unsqueeze(0), t, x.unsqueeze(0), return_dict=False, generator=generator)[0].squeeze(0)
-        else:
+        elif generator is not None:
             x = scheduler.step(v, t, x, return_dict=False, generator=generator)[0]
+        else:
+            x = scheduler.step(v, t, x, return_dict=False)[0]
         samples.append(x.clone())
     return samples
 
@@ -63,6 +65,19 @@ def make_case(kind, steps, shift, seed, **extra):
         timesteps = s.timesteps
         config = dict(s.config)
         wan_layout = True
+    elif kind == "sched.flow_unipc_diffusers":
+        # diffusers' WanPipeline sampler: UniPCMultistepScheduler with flow sigmas; the
+        # pipeline calls set_begin_index(0) and steps the batched latent directly.
+        from diffusers import UniPCMultistepScheduler
+        s = UniPCMultistepScheduler(num_train_timesteps=T, prediction_type="flow_prediction",
+                                    use_flow_sigmas=True, flow_shift=shift)
+        s.set_timesteps(steps, device="cpu")
+        s.set_begin_index(0)
+        timesteps = s.timesteps
+        config = dict(s.config)
+        latent, outputs = latent.unsqueeze(0), [o.unsqueeze(0) for o in outputs]
+        wan_layout = False
+        kind = "sched.flow_unipc"
     elif kind == "sched.flow_dpmpp":
         m = load_module("fm_solvers", "wan/utils/fm_solvers.py")
         s = m.FlowDPMSolverMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False)
@@ -92,13 +107,15 @@ def make_case(kind, steps, shift, seed, **extra):
     for i in range(steps):
         tensors[f"input.model_output.{i}"] = outputs[i]
         tensors[f"output.sample.{i}"] = samples[i].contiguous()
-    return tensors, config
+    return tensors, config, kind
 
 
 CASES = [
     ("sched.flow_unipc", 10, 5.0, 1, {}),
     ("sched.flow_unipc", 5, 3.0, 2, {}),
     ("sched.flow_unipc", 50, 5.0, 3, {}),
+    ("sched.flow_unipc_diffusers", 10, 3.0, 9, {}),
+    ("sched.flow_unipc_diffusers", 5, 5.0, 10, {}),
     ("sched.flow_dpmpp", 10, 5.0, 4, {}),
     ("sched.flow_dpmpp", 5, 3.0, 5, {}),
     ("sched.flow_euler", 10, 5.0, 6, {}),
@@ -111,10 +128,10 @@ def main():
     here = os.path.dirname(os.path.abspath(__file__))
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/golden")
     for kind, steps, shift, seed, extra in CASES:
-        tensors, config = make_case(kind, steps, shift, seed, **extra)
+        tensors, config, file_kind = make_case(kind, steps, shift, seed, **extra)
         name = f"sched_{kind.split('.')[1]}_n{steps}_s{shift:g}" + ("_stochastic" if extra.get("stochastic_sampling") else "")
         path = os.path.join(out_dir, name + ".safetensors")
-        save_file(tensors, path, metadata={"kind": kind, "config": json.dumps(config, default=str, allow_nan=False)})
+        save_file(tensors, path, metadata={"kind": file_kind, "config": json.dumps(config, default=str, allow_nan=False)})
         print(f"wrote {path}: {len(tensors)} tensors, timesteps {tensors['output.timesteps'][:6].tolist()}...")
 
 
