@@ -16,19 +16,6 @@ namespace vidax::wan {
 // ============================================================================ config
 
 namespace {
-WanVAEConfig parse_config(const nlohmann::json& j);
-}  // namespace
-
-WanVAEConfig WanVAEConfig::from_json(const nlohmann::json& j) {
-  VIDAX_CHECK(j.is_object(), "Wan VAE config: expected a JSON object, found " << j.dump());
-  try {
-    return parse_config(j);
-  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
-    throw Error(msg() << "Wan VAE config: " << e.what() << " in " << j.dump());
-  }
-}
-
-namespace {
 WanVAEConfig parse_config(const nlohmann::json& j) {
   WanVAEConfig c;
   const bool diffusers = j.contains("base_dim");
@@ -72,6 +59,15 @@ WanVAEConfig parse_config(const nlohmann::json& j) {
   return c;
 }
 }  // namespace
+
+WanVAEConfig WanVAEConfig::from_json(const nlohmann::json& j) {
+  VIDAX_CHECK(j.is_object(), "Wan VAE config: expected a JSON object, found " << j.dump());
+  try {
+    return parse_config(j);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    throw Error(msg() << "Wan VAE config: " << e.what() << " in " << j.dump());
+  }
+}
 
 nlohmann::json WanVAEConfig::to_json() const {
   return {{"dim", dim},
