@@ -59,6 +59,9 @@ Tensor T5Encoder::forward(const Tensor& ids, const Tensor& mask) const {
   VIDAX_CHECK(mask.shape() == ids.shape(), "t5 encoder: mask " << shape_str(mask.shape()) << " does not match ids "
                                                                << shape_str(ids.shape()));
   const int64_t B = ids.size(0), L = ids.size(1), H = cfg_.num_heads, Dh = cfg_.head_dim();
+  for (double id : ids.to_f64_vector())  // input check: a token id outside the table is a tokenizer mismatch
+    VIDAX_CHECK(id >= 0 && id < cfg_.vocab, "t5 encoder: token id " << static_cast<int64_t>(id)
+                                                << " outside the vocabulary [0, " << cfg_.vocab << ")");
 
   ops::AttentionOptions attn;
   attn.scale = 1.0;  // T5 does not scale scores

@@ -90,6 +90,8 @@ int64_t T5Tokenizer::vocab_size() const {
   return n;
 }
 
+int64_t T5Tokenizer::piece_count() const { return sp_->GetPieceSize(); }
+
 std::vector<int64_t> T5Tokenizer::tokenize(std::string_view text) const {
   std::vector<int64_t> out;
   auto encode_plain = [&](std::string_view segment) {

@@ -58,7 +58,8 @@ class T5Tokenizer {
 
   int64_t pad_id() const { return pad_id_; }
   int64_t eos_id() const { return eos_id_; }
-  int64_t vocab_size() const;  // SentencePiece pieces + added tokens beyond them
+  int64_t vocab_size() const;   // SentencePiece pieces + added tokens beyond them
+  int64_t piece_count() const;  // SentencePiece pieces only
   const std::vector<std::pair<std::string, int64_t>>& special_tokens() const { return special_; }
   const std::string& model_path() const { return model_path_; }
 
