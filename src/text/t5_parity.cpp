@@ -6,9 +6,8 @@
 #include <set>
 
 #include "core/error.h"
-#include "parity/parity.h"
 #include "text/t5_encoder.h"
-#include "text/text_parity.h"
+#include "text/t5_parity.h"
 
 namespace vidax::text {
 namespace {
@@ -92,22 +91,25 @@ std::map<std::string, Tensor> t5_encoder_weights_from_golden(const std::map<std:
   return engine;
 }
 
-void register_parity_kinds() {
-  parity::register_kind("t5.encoder", [](const parity::Golden& g, const parity::Options& opt) {
-    T5EncoderConfig cfg = T5EncoderConfig::from_json(g.config);
+std::map<std::string, Tensor> run_t5_golden(const io::Checkpoint& file, const nlohmann::json& config,
+                                            const std::string& precision, const std::string& path) {
+  try {
+    T5EncoderConfig cfg = T5EncoderConfig::from_json(config);
     std::map<std::string, Tensor> params;
-    for (auto& [name, t] : g.with_prefix("")) {
+    for (const std::string& name : file.names()) {
       if (name.rfind("input.", 0) == 0 || name.rfind("output", 0) == 0 || name.rfind("inter.", 0) == 0) continue;
-      params.emplace(name, t);
+      params.emplace(name, file.get(name));
     }
     auto weights = t5_encoder_weights_from_golden(params, cfg);
-    VIDAX_CHECK(opt.precision == "fp32" || opt.precision == "bf16",
-                "t5.encoder: precision must be fp32 or bf16, got " << opt.precision);
-    DType dtype = opt.precision == "bf16" ? DType::BF16 : DType::F32;
+    VIDAX_CHECK(precision == "fp32" || precision == "bf16", "precision must be fp32 or bf16, got " << precision);
+    DType dtype = precision == "bf16" ? DType::BF16 : DType::F32;
     T5Encoder enc(cfg, [&](const std::string& n) { return weights.at(n); }, dtype);
-    Tensor out = enc.forward(g.input("ids"), g.input("mask"));
-    return parity::Produced{{"output", out.to(DType::F32)}};
-  });
+    VIDAX_CHECK(file.contains("input.ids") && file.contains("input.mask"), "needs input.ids and input.mask");
+    Tensor out = enc.forward(file.get("input.ids"), file.get("input.mask"));
+    return {{"output", out.to(DType::F32)}};
+  } catch (const Error& e) {
+    throw Error(msg() << path << " (t5.encoder): " << e.what());
+  }
 }
 
 }  // namespace vidax::text
