@@ -47,6 +47,8 @@ class T5Encoder {
     Tensor norm1, q, k, v, o, norm2, gate, fc1, fc2, pos_table;  // pos_table empty when shared
   };
   Tensor position_bias(const Tensor& table, int64_t len) const;  // [1, H, L, L]
+  Tensor key_mask_bias(const std::vector<int64_t>& lens, int64_t len) const;
+  Tensor eager_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& bias) const;
 
   T5EncoderConfig cfg_;
   DType dtype_;

@@ -5,6 +5,7 @@ relative-position bucket fixture.
 Writes
   tests/golden/t5_umt5_official.safetensors   Wan's wan/modules/t5.py T5Encoder, shared_pos=False (UMT5)
   tests/golden/t5_shared_official.safetensors Wan's T5Encoder, shared_pos=True (plain T5 layout)
+  tests/golden/t5_umt5_official_bf16.safetensors  the UMT5 one run in bf16 like T5EncoderModel (bf16 params)
   tests/golden/t5_umt5_hf.safetensors         transformers UMT5EncoderModel (per-layer bias)
   tests/golden/t5_t5v11_hf.safetensors        transformers T5EncoderModel, gated-gelu (T5 v1.1, shared bias)
   tests/text/data/t5_buckets.json             Wan's _relative_position_bucket for rel = -1023..1023
@@ -74,7 +75,8 @@ def make_inputs(vocab, lengths, L, seed):
 
 
 def save(name, kind_config, state, ids, mask, out):
-    tensors = {k: v.detach().contiguous().float() for k, v in state.items()}
+    # Parameters keep the dtype the reference ran with (F32, or BF16 for the bf16 golden).
+    tensors = {k: v.detach().contiguous() for k, v in state.items()}
     tensors["input.ids"] = ids.contiguous()
     tensors["input.mask"] = mask.contiguous()
     tensors["output"] = out.detach().float().contiguous()
@@ -85,12 +87,14 @@ def save(name, kind_config, state, ids, mask, out):
     print(f"wrote {path} ({os.path.getsize(path)} bytes), output {tuple(out.shape)} rms {out.pow(2).mean().sqrt():.3f}")
 
 
-def official(t5, shared_pos, name, seed):
+def official(t5, shared_pos, name, seed, dtype=torch.float32):
     torch.manual_seed(seed)
     cfg = dict(vocab=96, dim=32, dim_attn=48, dim_ffn=40, num_heads=4, num_layers=3, num_buckets=32,
                shared_pos=shared_pos)
     model = t5.T5Encoder(**cfg, dropout=0.0).eval()
     perturb_(model, ["pos_embedding"])
+    # bf16: as T5EncoderModel runs it (umt5_xxl(dtype=bf16): every parameter bf16, no autocast).
+    model = model.to(dtype)
     # L = 150 > max_distance 128: covers exact, log and clipped buckets.
     ids, mask = make_inputs(cfg["vocab"], [150, 41], 150, seed)
     with torch.no_grad():
@@ -138,6 +142,8 @@ def main():
     os.makedirs(GOLDEN, exist_ok=True)
     official(t5, False, "t5_umt5_official.safetensors", 1)
     official(t5, True, "t5_shared_official.safetensors", 2)
+    # The reference run in bf16 (Wan's T5 dtype): compare with `vidax parity --precision bf16`.
+    official(t5, False, "t5_umt5_official_bf16.safetensors", 5, dtype=torch.bfloat16)
     transformers_model(UMT5EncoderModel, UMT5Config, "umt5", "t5_umt5_hf.safetensors", 3)
     transformers_model(T5EncoderModel, T5Config, "t5", "t5_t5v11_hf.safetensors", 4)
     buckets(t5)
