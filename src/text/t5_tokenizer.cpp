@@ -29,24 +29,61 @@ nlohmann::json read_json(const fs::path& p) {
   }
 }
 
-// The tokens HF splits out of the raw text before running the model.
+// tokenizer.json's "added_tokens", without building its (large) vocabulary:
+// the top-level "model" entry is discarded while parsing.
+std::vector<std::pair<std::string, int64_t>> read_tokenizer_json_added_tokens(const fs::path& p) {
+  std::ifstream f(p);
+  VIDAX_CHECK(f, "cannot open " << p.string());
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(f, [](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+      return !(depth == 1 && event == nlohmann::json::parse_event_t::key && parsed == "model");
+    });
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(msg() << "malformed JSON in " << p.string() << ": " << e.what());
+  }
+  VIDAX_CHECK(j.contains("added_tokens") && j["added_tokens"].is_array(), p.string() << ": no \"added_tokens\" array");
+  std::vector<std::pair<std::string, int64_t>> out;
+  try {
+    for (const auto& t : j["added_tokens"]) out.emplace_back(t.at("content").get<std::string>(), t.at("id").get<int64_t>());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(msg() << p.string() << ": bad added_tokens entry: " << e.what());
+  }
+  return out;
+}
+
+// The tokens HF splits out of the raw text before running the model:
+// tokenizer.json's added_tokens and tokenizer_config.json's
+// added_tokens_decoder (both, as HF registers both), else T5Tokenizer's defaults.
 std::vector<std::pair<std::string, int64_t>> load_special_tokens(const fs::path& dir,
                                                                  const sentencepiece::SentencePieceProcessor& sp) {
   std::vector<std::pair<std::string, int64_t>> special;
+  bool found = false;
   if (fs::path tj = dir / "tokenizer.json"; fs::exists(tj)) {
-    nlohmann::json j = read_json(tj);
-    VIDAX_CHECK(j.contains("added_tokens") && j["added_tokens"].is_array(),
-                tj.string() << ": no \"added_tokens\" array");
-    for (const auto& t : j["added_tokens"]) special.emplace_back(t.at("content").get<std::string>(), t.at("id").get<int64_t>());
-    return special;
+    special = read_tokenizer_json_added_tokens(tj);
+    found = true;
   }
   if (fs::path tc = dir / "tokenizer_config.json"; fs::exists(tc)) {
     nlohmann::json j = read_json(tc);
     if (j.contains("added_tokens_decoder")) {
-      for (const auto& [id, t] : j["added_tokens_decoder"].items())
-        special.emplace_back(t.at("content").get<std::string>(), std::stoll(id));
-      return special;
+      try {
+        for (const auto& [id, t] : j["added_tokens_decoder"].items())
+          special.emplace_back(t.at("content").get<std::string>(), std::stoll(id));
+      } catch (const std::exception& e) {
+        throw Error(msg() << tc.string() << ": bad added_tokens_decoder entry: " << e.what());
+      }
+      found = true;
     }
+  }
+  if (found) {
+    // The same token from both files: keep one; the same text with two ids is an error.
+    std::sort(special.begin(), special.end());
+    special.erase(std::unique(special.begin(), special.end()), special.end());
+    for (size_t i = 1; i < special.size(); ++i)
+      VIDAX_CHECK(special[i].first != special[i - 1].first,
+                  dir.string() << ": added token \"" << special[i].first << "\" has two ids (" << special[i - 1].second
+                               << ", " << special[i].second << ")");
+    return special;
   }
   special.emplace_back("<pad>", sp.pad_id());
   special.emplace_back("</s>", sp.eos_id());

@@ -6,8 +6,9 @@
 //
 // Files: a SentencePiece model `spiece.model` (the original Wan layout ships it
 // in google/umt5-xxl/, diffusers in tokenizer/). The special tokens come from
-// tokenizer.json's "added_tokens" when that file sits next to it, else from
-// tokenizer_config.json's "added_tokens_decoder", else transformers'
+// tokenizer.json's "added_tokens" and tokenizer_config.json's
+// "added_tokens_decoder" when such files sit next to it (both, as HF registers
+// both; tokenizer.json's vocabulary is skipped while parsing), else transformers'
 // T5Tokenizer defaults (<pad>, </s>, <unk> + 100 <extra_id_N> appended after
 // the SentencePiece vocabulary). A tokenizer.json without spiece.model is not
 // supported (it is a different, HF-tokenizers, file format).

@@ -97,7 +97,7 @@ Tensor pseudo_random(const Shape& shape, uint32_t seed, float scale, float offse
   return Tensor::from_f32(v, shape);
 }
 
-TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
+T5EncoderConfig tiny_config() {
   T5EncoderConfig cfg;
   cfg.vocab = 512;
   cfg.dim = 16;
@@ -106,6 +106,10 @@ TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
   cfg.num_heads = 2;
   cfg.num_layers = 2;
   cfg.shared_pos = false;
+  return cfg;
+}
+
+std::map<std::string, Tensor> tiny_weights(const T5EncoderConfig& cfg) {
   std::map<std::string, Tensor> w;
   uint32_t seed = 1;
   const std::map<std::string, Shape> shapes_by_suffix = {
@@ -122,6 +126,12 @@ TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
       }
     }
   }
+  return w;
+}
+
+TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
+  const T5EncoderConfig cfg = tiny_config();
+  const std::map<std::string, Tensor> w = tiny_weights(cfg);
   ASSERT_EQ(w.size(), t5_encoder_parameter_names(cfg).size());
   T5Encoder enc(cfg, [&](const std::string& n) { return w.at(n); });
   WanTextEncoder text(T5Tokenizer::load(kData + "/tiny_spiece.model"), enc, /*text_len=*/32);
@@ -144,6 +154,45 @@ TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
   EncodedPrompts alone = text.encode({prompts[1]});
   Error2 err = measure(alone.context[0].contiguous(), out.context[1].contiguous());
   EXPECT_LE(err.rel_l2, 1e-6);
+}
+
+// WanTextEncoder::open on an official-layout checkpoint file: strict about its tensor names.
+TEST(WanTextEncoder, OpensOfficialCheckpointStrictly) {
+  namespace fs = std::filesystem;
+  const T5EncoderConfig cfg = tiny_config();
+  std::map<std::string, Tensor> w = tiny_weights(cfg);
+  fs::path dir = fs::path(VIDAX_BINARY_DIR) / "test_text_wan_ckpt";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string tok = kData + "/tiny_spiece.model";
+
+  io::save_safetensors((dir / "t5.safetensors").string(), w);
+  auto text = WanTextEncoder::open((dir / "t5.safetensors").string(), tok, DType::F32, 32, cfg);
+  T5Encoder ref(cfg, [&](const std::string& n) { return w.at(n); });
+  TokenizedBatch batch = text.tokenizer().encode_batch({"a fox in the snow"}, 32);
+  auto got = text.encode({"a fox in the snow"});
+  auto want = ref.forward(batch.ids, batch.mask).select(0, 0).slice(0, 0, batch.prompts[0].length);
+  EXPECT_EQ(got.context[0].to_f32_vector(), want.to_f32_vector());
+
+  auto extra = w;
+  extra.emplace("blocks.0.attn.extra.weight", w.at("norm.weight"));
+  io::save_safetensors((dir / "extra.safetensors").string(), extra);
+  try {
+    WanTextEncoder::open((dir / "extra.safetensors").string(), tok, DType::F32, 32, cfg);
+    ADD_FAILURE() << "unused tensor not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.0.attn.extra.weight"), std::string::npos) << e.what();
+  }
+  auto missing = w;
+  missing.erase("blocks.1.ffn.fc1.weight");
+  io::save_safetensors((dir / "missing.safetensors").string(), missing);
+  try {
+    WanTextEncoder::open((dir / "missing.safetensors").string(), tok, DType::F32, 32, cfg);
+    ADD_FAILURE() << "missing tensor not reported";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("blocks.1.ffn.fc1.weight"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

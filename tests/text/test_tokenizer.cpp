@@ -56,6 +56,26 @@ TEST(T5Tokenizer, MatchesReferenceIds) {
   EXPECT_EQ(checked, static_cast<int>(cases.size()));
 }
 
+// The diffusers tokenizer/ layout: spiece.model + tokenizer.json + tokenizer_config.json
+// as transformers saves them; the added tokens then come from tokenizer.json.
+TEST(T5Tokenizer, HfSavedLayoutMatchesReferenceIds) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(VIDAX_BINARY_DIR) / "test_text_hf_saved";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kData + "/tiny_spiece.model", dir / "spiece.model");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(kData + "/hf_saved_tokenizer/" + f, dir / f);
+  auto tok = T5Tokenizer::load(dir.string());
+  EXPECT_EQ(tok.special_tokens().size(), 103u);  // <pad> </s> <unk> + 100 sentinels
+  for (const auto& c : load_cases()["cases"]) {
+    TokenizedPrompt r = tok.encode(c["prompt"].get<std::string>(), c["max_length"].get<int64_t>());
+    EXPECT_EQ(std::vector<int64_t>(r.ids.begin(), r.ids.begin() + r.length), c["ids"].get<std::vector<int64_t>>())
+        << "prompt: " << c["prompt"].get<std::string>();
+  }
+  fs::remove_all(dir);
+}
+
 TEST(T5Tokenizer, BatchTensors) {
   auto tok = T5Tokenizer::load(kData + "/tiny_spiece.model");
   TokenizedBatch b = tok.encode_batch({"a red panda", "snow"}, 8);
@@ -89,6 +109,61 @@ TEST(PromptClean, RejectsMalformedUtf8) {
   EXPECT_THROW(clean_prompt_whitespace("\xC0\xAF"), Error);       // overlong
   EXPECT_THROW(clean_prompt_whitespace("\xED\xA0\x80"), Error);   // surrogate
   EXPECT_EQ(clean_prompt_whitespace("  ok \xE2\x80\x83 "), "ok");  // em space collapses
+}
+
+}  // namespace
+}  // namespace vidax::text
+
+namespace vidax::text {
+namespace {
+
+// A tokenizer directory as HF saves it: spiece.model + tokenizer.json (+ tokenizer_config.json).
+TEST(T5Tokenizer, AddedTokensFromTokenizerFiles) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::path(VIDAX_BINARY_DIR) / "test_text_added_tokens";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kData + "/tiny_spiece.model", dir / "spiece.model");
+  auto defaults = T5Tokenizer::load(dir.string());
+  auto plain = defaults.tokenize("<extra_id_0>");
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(plain[0], defaults.piece_count() + 99);  // T5Tokenizer default sentinel layout
+
+  {
+    std::ofstream f(dir / "tokenizer.json");
+    f << R"({"version": "1.0", "added_tokens": [{"id": 0, "content": "<pad>"}, {"id": 1, "content": "</s>"},
+            {"id": 2, "content": "<unk>"}, {"id": 450, "content": "<custom>"}],
+            "model": {"type": "Unigram", "vocab": [["<pad>", 0.0], ["</s>", 0.0]]}})";
+  }
+  auto tok = T5Tokenizer::load(dir.string());
+  EXPECT_EQ(tok.special_tokens().size(), 4u);
+  auto ids = tok.tokenize("a<custom>b </s>");
+  ASSERT_GE(ids.size(), 4u);
+  EXPECT_NE(std::find(ids.begin(), ids.end(), 450), ids.end());
+  EXPECT_EQ(ids.back(), 1);
+  // <extra_id_0> is not an added token of this tokenizer: it is ordinary text now.
+  EXPECT_GT(tok.tokenize("<extra_id_0>").size(), 1u);
+  EXPECT_EQ(tok.vocab_size(), 451);
+
+  {
+    std::ofstream f(dir / "tokenizer_config.json");
+    f << R"({"added_tokens_decoder": {"1": {"content": "</s>"}, "451": {"content": "<more>"}}})";
+  }
+  auto both = T5Tokenizer::load(dir.string());
+  EXPECT_EQ(both.special_tokens().size(), 5u);  // union, </s> once
+  EXPECT_EQ(both.tokenize("<more>"), (std::vector<int64_t>{451}));
+
+  {
+    std::ofstream f(dir / "tokenizer_config.json");
+    f << R"({"added_tokens_decoder": {"7": {"content": "<custom>"}}})";
+  }
+  EXPECT_THROW(T5Tokenizer::load(dir.string()), Error);  // one text, two ids
+  {
+    std::ofstream f(dir / "tokenizer.json");
+    f << R"({"added_tokens": [)";
+  }
+  EXPECT_THROW(T5Tokenizer::load(dir.string()), Error);  // malformed
+  fs::remove_all(dir);
 }
 
 }  // namespace

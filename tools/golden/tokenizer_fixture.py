@@ -2,7 +2,9 @@
 """Writes tests/text/data/tokenizer_cases.json: what the Wan reference tokenizer
 produces for a list of tricky prompts, using the tiny SentencePiece model
 tests/text/data/tiny_spiece.model (spm_train on tests/text/data/corpus.txt,
-flags in tests/text/extra.cmake) in place of google/umt5-xxl's spiece.model.
+flags in cmake/TinySentencePiece.cmake) in place of google/umt5-xxl's
+spiece.model, and tests/text/data/hf_saved_tokenizer/ (that tokenizer as
+transformers saves it: tokenizer.json, tokenizer_config.json).
 
 The reference is Wan's own wrapper, wan/modules/tokenizers.py
 HuggingfaceTokenizer(name=<dir with spiece.model>, seq_len=L, clean='whitespace'),
@@ -118,6 +120,11 @@ def main():
         "model": "tiny_spiece.model",
         "cases": cases,
     }
+    # The same tokenizer as transformers saves it (the diffusers tokenizer/ layout
+    # minus spiece.model): tokenizer.json + tokenizer_config.json.
+    saved = os.path.join(DATA, "hf_saved_tokenizer")
+    shutil.rmtree(saved, ignore_errors=True)
+    tokenizers[512].tokenizer.save_pretrained(saved)
     path = os.path.join(DATA, "tokenizer_cases.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=True, indent=1)
