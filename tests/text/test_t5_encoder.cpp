@@ -36,7 +36,7 @@ Error2 measure(const Tensor& expected, const Tensor& got) {
 struct GoldenCase {
   const char* file;
   const char* precision;  // the reference ran in fp32, or in bf16 with bf16 parameters
-  double rtol;            // DESIGN.md §4 defaults
+  double rtol;
 };
 class T5Golden : public ::testing::TestWithParam<GoldenCase> {};
 
@@ -57,7 +57,11 @@ INSTANTIATE_TEST_SUITE_P(Files, T5Golden,
                                            GoldenCase{"t5_shared_official.safetensors", "fp32", 1e-5},
                                            GoldenCase{"t5_umt5_hf.safetensors", "fp32", 1e-5},
                                            GoldenCase{"t5_t5v11_hf.safetensors", "fp32", 1e-5},
-                                           GoldenCase{"t5_umt5_official_bf16.safetensors", "bf16", 1e-2}));
+                                           // Tighter than the 1e-2 bf16 default on purpose: the engine follows the
+                                           // reference's bf16 rounding points (bit-equal on CPU); a fused GELU lands at
+                                           // 8.0e-3, an exactly rounded cube at 5.7e-3, fused attention + GELU at 1.0e-2. 2e-3 leaves room for GEMM
+                                           // accumulation order (~8e-4 measured between torch's own bf16 einsum paths).
+                                           GoldenCase{"t5_umt5_official_bf16.safetensors", "bf16", 2e-3}));
 
 TEST(T5Weights, StrictMapping) {
   io::Checkpoint file = io::Checkpoint::open(kGolden + "t5_umt5_hf.safetensors");
