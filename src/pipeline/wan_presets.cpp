@@ -65,7 +65,7 @@ std::vector<WanT2VPreset> make_presets() {
   tiny.steps = 8;
   tiny.precision = "fp32";
   tiny.dit = wan_dit(64, 128, 2, 2, /*freq_dim=*/64, /*text_dim=*/32);
-  tiny.vae = wan_vae(8);
+  tiny.vae = wan_vae(4);
   tiny.t5 = umt5(/*vocab: set from the demo tokenizer*/ 0, 32, 32, 64, 2, 2);
   tiny.vae_file = "Wan2.1_VAE.safetensors";
   tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
