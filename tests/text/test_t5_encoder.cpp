@@ -34,7 +34,7 @@ Error2 measure(const Tensor& expected, const Tensor& got) {
 }
 
 struct GoldenCase {
-  const char* file;
+  const char* file;       // under tests/golden/ (fp32) or tests/text/data/ (bf16 reference)
   const char* precision;  // the reference ran in fp32, or in bf16 with bf16 parameters
   double rtol;
 };
@@ -42,7 +42,7 @@ class T5Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(T5Golden, MatchesReference) {
   const GoldenCase c = GetParam();
-  const std::string path = kGolden + c.file;
+  const std::string path = (std::string(c.precision) == "fp32" ? kGolden : kData + "/") + c.file;
   io::Checkpoint file = io::Checkpoint::open(path);
   ASSERT_EQ(file.metadata().at("kind"), "t5.encoder");
   auto config = nlohmann::json::parse(file.metadata().at("config"));
