@@ -37,6 +37,14 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precisio
   head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
 }
 
+WanDiT WanDiT::from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
+                            const std::string& origin) {
+  nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
+  WanDiT model(cfg, params, precision);
+  params.expect_all_taken();
+  return model;
+}
+
 std::array<int64_t, 3> WanDiT::patch_grid(const Shape& s) const {
   VIDAX_CHECK(s.size() == 4 || s.size() == 5,
               "Wan DiT: latent must be [C, F, H, W] or [B, C, F, H, W], got " << shape_str(s));
@@ -55,7 +63,7 @@ std::array<int64_t, 3> WanDiT::patch_grid(const Shape& s) const {
 }
 
 const RopeTables& WanDiT::rope_for(std::array<int64_t, 3> grid, Device device) const {
-  std::lock_guard<std::mutex> lock(rope_mutex_);
+  std::lock_guard<std::mutex> lock(*rope_mutex_);
   const std::array<int64_t, 4> key{grid[0], grid[1], grid[2], static_cast<int64_t>(device)};
   auto it = rope_cache_.find(key);
   if (it == rope_cache_.end()) it = rope_cache_.emplace(key, rope_tables(cfg_, grid, device)).first;

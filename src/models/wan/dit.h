@@ -12,6 +12,7 @@
 #pragma once
 #include <array>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -46,6 +47,10 @@ class WanDiT {
   // Takes every parameter from `params` by its official name (see the class comment);
   // call params.expect_all_taken() afterwards for a strict load.
   WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision);
+  // From an engine-name map (e.g. translate::load_component's result), strictly:
+  // throws naming any missing, misshapen or unused tensor. `origin` names the source.
+  static WanDiT from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
+                             const std::string& origin = "weights");
 
   const DiTConfig& config() const { return cfg_; }
   Precision precision() const { return precision_; }
@@ -78,7 +83,7 @@ class WanDiT {
   Tensor head_modulation_;                   // [1, 2, dim]
   nn::Linear head_;                          // fp32
 
-  mutable std::mutex rope_mutex_;
+  std::shared_ptr<std::mutex> rope_mutex_ = std::make_shared<std::mutex>();  // keeps WanDiT movable
   mutable std::map<std::array<int64_t, 4>, RopeTables> rope_cache_;
 };
 

@@ -6,7 +6,6 @@
 
 #include "backend/ops.h"
 #include "models/wan/dit.h"
-#include "nn/params.h"
 #include "nn/synthetic_init.h"
 #include "translate/component.h"
 #include "translate/inspect.h"
@@ -58,11 +57,9 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   // strict (every parameter filled, every key used, shapes checked).
   translate::MemorySource src(path);
   for (const auto& [name, t] : golden_params(file, path)) src.add(name, t);
-  nn::ParamSource params =
-      nn::ParamSource::from_map(translate::load(src, translate::wan::dit_component(), config), path);
-  const WanDiT model(cfg, params, parse_precision(precision));
-  // And the model must use every parameter the translator produced.
-  params.expect_all_taken();
+  // The model must use every parameter the translator produced.
+  const WanDiT model = WanDiT::from_weights(cfg, translate::load(src, translate::wan::dit_component(), config),
+                                            parse_precision(precision), path);
 
   VIDAX_CHECK(!file.contains("input.y") && !file.contains("input.clip_fea"),
               path << ": input.y / input.clip_fea (I2V) are not supported by the T2V DiT");
