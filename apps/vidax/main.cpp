@@ -12,6 +12,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::vector<vidax::app::Command> cmds = {
       vidax::app::add_parity(app),
+      vidax::app::add_generate(app),
+      vidax::app::add_make_demo(app),
   };
   try {
     app.parse(argc, argv);
