@@ -60,6 +60,8 @@ const std::vector<Case> kCases = {
     {"umt5_xxl.diffusers.txt", "umt5-encoder", "diffusers", "umt5-xxl", 5680910336, 242},
 };
 
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file; }
+
 class WanKeyLists : public ::testing::TestWithParam<Case> {};
 
 }  // namespace
