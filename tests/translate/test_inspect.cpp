@@ -312,3 +312,25 @@ TEST(TranslatePairs, BothLayoutsGiveTheSameEngineTensors) {
     }
   }
 }
+
+// The original layout as Wan ships it: DiT safetensors + config.json, VAE and
+// text encoder as torch .pth files (tiny, real values).
+TEST(Inspect, OriginalFolderWithPthFiles) {
+  TempDir dir;
+  std::filesystem::copy_file(data_path("wan_pair_dit.original.safetensors"), dir / "diffusion_pytorch_model.safetensors");
+  std::filesystem::copy_file(data_path("wan_pair_vae.original.pth"), dir / "Wan2.1_VAE.pth");
+  std::filesystem::copy_file(data_path("wan_pair_t5.original.pth"), dir / "models_t5_umt5-xxl-enc-bf16.pth");
+  std::filesystem::create_directories(dir.path / "google" / "umt5-xxl");  // tokenizer folder: ignored
+  InspectReport r = inspect(dir.path.string());
+  EXPECT_TRUE(r.complete()) << r.to_text();
+  ASSERT_EQ(r.units.size(), 3u) << r.to_text();
+  for (const char* c : {"wan2.1-dit", "wan2.1-vae", "umt5-encoder"}) {
+    const Unit* u = find_unit(r, c);
+    ASSERT_TRUE(u) << c << "\n" << r.to_text();
+    EXPECT_EQ(u->match.layout, "original");
+  }
+  EXPECT_EQ(find_unit(r, "wan2.1-dit")->match.config_origin, "metadata");
+  auto vae = load_component(dir.path.string(), wan::vae_component());
+  EXPECT_EQ(vae.size(), 194u);
+  EXPECT_EQ(vae.at("decoder.upsamples.3.time_conv.weight").shape(), (Shape{32, 16, 3, 1, 1}));
+}
