@@ -334,3 +334,21 @@ TEST(Inspect, OriginalFolderWithPthFiles) {
   EXPECT_EQ(vae.size(), 194u);
   EXPECT_EQ(vae.at("decoder.upsamples.3.time_conv.weight").shape(), (Shape{32, 16, 3, 1, 1}));
 }
+
+TEST(Convert, CliEngineLayoutThenInspect) {
+  TempDir dir;
+  const std::string out = dir / "engine.safetensors";
+  auto [rc, text] = run_vidax("convert " + data_path("wan_pair_vae.diffusers.safetensors") + " " + out +
+                              " --layout engine --dtype f32");
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("wan2.1-vae"), std::string::npos) << text;
+  io::Checkpoint c = io::Checkpoint::open(out);
+  EXPECT_EQ(c.info("decoder.upsamples.4.shortcut.weight").dtype, DType::F32);
+  auto [rc2, json] = run_vidax("inspect --json " + out);
+  ASSERT_EQ(rc2, 0) << json;
+  Json j = Json::parse(json);
+  EXPECT_EQ(j["layout"], "original");
+  EXPECT_EQ(j["components"][0]["config_origin"], "metadata");
+  // Bad arguments are refused by the parser.
+  EXPECT_NE(run_vidax("convert a b --dtype int3").first, 0);
+}

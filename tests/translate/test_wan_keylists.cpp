@@ -50,6 +50,8 @@ const std::vector<Case> kCases = {
     {"wan2.1_dit_t2v_14b.diffusers.txt", "wan2.1-dit", "diffusers", "t2v-14B", 14288491584, 1095},
     {"wan2.1_dit_i2v_14b.original.txt", "wan2.1-dit", "original", "i2v-14B", 16394878784, 1303},
     {"wan2.1_dit_i2v_14b.diffusers.txt", "wan2.1-dit", "diffusers", "i2v-14B", 16394878784, 1303},
+    {"wan2.1_dit_flf2v_14b.original.txt", "wan2.1-dit", "original", "flf2v-14B", 16395536704, 1304},
+    {"wan2.1_dit_flf2v_14b.diffusers.txt", "wan2.1-dit", "diffusers", "flf2v-14B", 16395536704, 1304},
     {"wan2.1_dit_tiny.original.txt", "wan2.1-dit", "original", "custom", 133776, 69},
     {"wan2.1_dit_tiny.diffusers.txt", "wan2.1-dit", "diffusers", "custom", 133776, 69},
     {"wan2.1_vae.original.txt", "wan2.1-vae", "original", "wan2.1-vae", 126892531, 194},
