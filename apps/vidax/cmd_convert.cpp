@@ -22,6 +22,10 @@ Command add_convert(CLI::App& app) {
       ->check(CLI::IsMember({"keep", "f32", "bf16", "f16"}));
   sub->add_option("--layout", a->opt.layout, "keep the names, or write the engine's names")
       ->check(CLI::IsMember({"keep", "engine"}));
+  sub->add_flag("--allow-unused", a->opt.translate.allow_unused,
+                "--layout engine: drop checkpoint keys no engine parameter uses (default: fail, naming them)");
+  sub->add_flag("--allow-missing", a->opt.translate.allow_missing,
+                "--layout engine: write what is there when engine parameters are missing (default: fail)");
   return {sub, [a]() {
             translate::ConvertResult r = translate::convert(a->in, a->out, a->opt);
             std::printf("wrote %s: %zu tensors, %llu bytes%s%s\n", a->out.c_str(), r.tensors,

@@ -259,6 +259,10 @@ TEST(Convert, EngineLayoutWritesOriginalNamesWithTheSameValues) {
     EXPECT_NE(std::string(e.what()).find("blocks.0.attn1.to_q.bias"), std::string::npos) << e.what();
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "bad_out.safetensors"));
+  // Unless the user allows it: then the rest converts.
+  o.translate.allow_missing = true;
+  ConvertResult partial = convert(dir / "bad.safetensors", dir / "bad_out.safetensors", o);
+  EXPECT_EQ(partial.tensors, 68u);
 }
 
 TEST(Inspect, GoldenFileInputsAreNotParameters) {
