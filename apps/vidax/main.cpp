@@ -13,6 +13,7 @@ int main(int argc, char** argv) {
   std::vector<vidax::app::Command> cmds = {
       vidax::app::add_inspect(app),
       vidax::app::add_convert(app),
+      vidax::app::add_parity(app),
   };
   try {
     app.parse(argc, argv);
