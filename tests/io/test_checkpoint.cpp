@@ -84,8 +84,8 @@ TEST(Checkpoint, MissingAndUnknownInputs) {
   EXPECT_VIDAX_ERROR(Checkpoint::open(dir.path.string()), "holds no");
   test::write_bytes(dir.file("x.bin"), "hello world, not weights");
   EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("x.bin")), "x.bin", "unrecognised checkpoint format");
-  test::write_bytes(dir.file("g.gguf"), "GGUF\3\0\0\0");
-  EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("g.gguf")), "GGUF", "not supported");
+  test::write_bytes(dir.file("g.gguf"), std::string("GGUF\1\0\0\0", 8));
+  EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("g.gguf")), "g.gguf", "GGUF version 1 is not supported");
 }
 
 TEST(Checkpoint, FormatIsSniffedNotTakenFromTheExtension) {
