@@ -6,6 +6,8 @@
 #include <cstring>
 #include <functional>
 #include <optional>
+#include <thread>
+#include <atomic>
 
 #include "io/checkpoint.h"
 #include "io_test_util.h"
@@ -212,6 +214,28 @@ TEST(TorchLegacy, TruncatedStream) {
   }
   test::write_bytes(path, bytes.substr(0, bytes.size() - 1));
   EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "truncated");
+}
+
+}  // namespace
+}  // namespace vidax::io
+
+namespace vidax::io {
+namespace {
+
+TEST(TorchZip, ConcurrentGetsOfInflatedStorages) {
+  Checkpoint ck = Checkpoint::open(data_dir() + "/torch_fixture_deflate.pth");
+  Checkpoint want = Checkpoint::open(data_dir() + "/torch_fixture_expected.safetensors");
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&] {
+      for (int round = 0; round < 20; ++round)
+        for (const auto& name : ck.names())
+          if (!same_bytes(ck.get(name), want.get(name))) ++mismatches;
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(mismatches.load(), 0);
 }
 
 }  // namespace
