@@ -66,7 +66,7 @@ TEST(Checkpoint, Directory) {
   test::write_bytes(s.dir.file("notes.txt"), "not a checkpoint");
   std::filesystem::copy_file(test::data_dir() + "/torch_fixture.pth", s.dir.file("extra.pth"));
   Checkpoint ck = Checkpoint::open(s.dir.path.string());
-  EXPECT_EQ(ck.size(), 3u + 22u);
+  EXPECT_EQ(ck.size(), 3u + 23u);
   EXPECT_EQ(ck.get("a.weight").to_f32_vector(), (std::vector<float>{1, 2}));
   EXPECT_EQ(ck.get("state_dict.scalar").to_f32_vector(), std::vector<float>{2.5f});
 }
@@ -93,7 +93,7 @@ TEST(Checkpoint, FormatIsSniffedNotTakenFromTheExtension) {
   save_safetensors(dir.file("pytorch_model.bin"), {{"w", Tensor::from_f32({7}, {1})}});
   EXPECT_EQ(Checkpoint::open(dir.file("pytorch_model.bin")).get("w").to_f32_vector(), std::vector<float>{7});
   std::filesystem::copy_file(test::data_dir() + "/torch_fixture.pth", dir.file("weights.safetensors"));
-  EXPECT_EQ(Checkpoint::open(dir.file("weights.safetensors")).size(), 22u);
+  EXPECT_EQ(Checkpoint::open(dir.file("weights.safetensors")).size(), 23u);
 }
 
 }  // namespace

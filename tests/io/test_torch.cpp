@@ -46,7 +46,7 @@ void expect_matches_expected(const Checkpoint& ck, bool all_names = true) {
 TEST(TorchZip, EveryValueReadExactly) {
   Checkpoint ck = Checkpoint::open(data_dir() + "/torch_fixture.pth");
   expect_matches_expected(ck);
-  EXPECT_EQ(ck.size(), 22u);
+  EXPECT_EQ(ck.size(), 23u);
   EXPECT_TRUE(ck.metadata().empty());
   // Spot values, in case both files were wrong the same way.
   EXPECT_EQ(ck.get("state_dict.ids_i64").to_f64_vector(),
@@ -58,6 +58,7 @@ TEST(TorchZip, EveryValueReadExactly) {
   EXPECT_EQ(ck.get("state_dict.scalar").to_f32_vector(), std::vector<float>{2.5f});
   EXPECT_EQ(ck.get("nested.list.1.0").to_f64_vector(), std::vector<double>{3});
   EXPECT_EQ(ck.info("state_dict.w_bf16").dtype, DType::BF16);
+  EXPECT_EQ(ck.info("param").shape, (Shape{2, 2}));  // an nn.Parameter (_rebuild_parameter)
 }
 
 TEST(TorchZip, ZeroCopyViewsHonourSharingOffsetsAndStrides) {

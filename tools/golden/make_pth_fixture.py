@@ -57,7 +57,8 @@ def build_state():
     sd["empty"] = torch.zeros(0, 3)
     sd._metadata = {"": {"version": 1}}  # as nn.Module.state_dict() sets it
     # the usual training-checkpoint wrapper: weights nested under a key, plus non-tensors
-    return {"state_dict": sd, "step": 7, "note": "fixture", "blob": b"\x00\xffraw",
+    # an nn.Parameter pickles through torch._utils._rebuild_parameter
+    return {"state_dict": sd, "param": torch.nn.Parameter(torch.randn(2, 2, generator=g)), "step": 7, "note": "fixture", "blob": b"\x00\xffraw",
             "nested": {"list": [torch.tensor([1.0, 2.0]), (torch.tensor([3], dtype=torch.int64),)]}}
 
 
