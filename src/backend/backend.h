@@ -1,0 +1,85 @@
+// The device interface behind the op set (ops.h). ops.cpp validates inputs,
+// infers the output's shape and dtype, allocates it on the inputs' device and
+// calls exactly one virtual here; a Backend only computes (CPU, CUDA) or
+// records (Meta, see recording.h). Inputs may be strided views; `out` is a
+// fresh contiguous tensor of the inferred shape and dtype.
+#pragma once
+#include <array>
+#include <optional>
+#include <vector>
+
+#include "backend/ops.h"
+#include "core/tensor.h"
+
+namespace vidax {
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char* name() const = 0;
+
+  // ---- data movement ----
+  virtual void copy(const Tensor& x, Tensor& out) = 0;
+  virtual void cast(const Tensor& x, Tensor& out) = 0;
+  virtual void concat(const std::vector<Tensor>& xs, int64_t dim, Tensor& out) = 0;
+  virtual void pad(const Tensor& x, const std::vector<int64_t>& pads, ops::PadMode mode, Tensor& out) = 0;
+  virtual void embedding(const Tensor& ids, const Tensor& table, Tensor& out) = 0;
+
+  // ---- elementwise (binary ops broadcast a and b to out's shape) ----
+  virtual void add(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void sub(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void mul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void div(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+  virtual void scale(const Tensor& x, double alpha, Tensor& out) = 0;
+  virtual void add_scalar(const Tensor& x, double alpha, Tensor& out) = 0;
+  virtual void axpby(double a, const Tensor& x, double b, const Tensor& y, Tensor& out) = 0;
+  virtual void clamp(const Tensor& x, double lo, double hi, Tensor& out) = 0;
+  virtual void gelu(const Tensor& x, ops::GeluMode mode, Tensor& out) = 0;
+  virtual void silu(const Tensor& x, Tensor& out) = 0;
+  virtual void sigmoid(const Tensor& x, Tensor& out) = 0;
+  virtual void tanh(const Tensor& x, Tensor& out) = 0;
+  virtual void relu(const Tensor& x, Tensor& out) = 0;
+  virtual void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& out) = 0;
+  virtual void gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y, Tensor& out) = 0;
+
+  // ---- reductions / norms ----
+  virtual void layer_norm(const Tensor& x, const std::optional<Tensor>& weight,
+                          const std::optional<Tensor>& bias, double eps, Tensor& out) = 0;
+  virtual void rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, Tensor& out) = 0;
+  virtual void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
+                                   Tensor& out) = 0;
+  virtual void l2_normalize(const Tensor& x, int64_t dim, double eps, Tensor& out) = 0;
+  virtual void group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& weight,
+                          const std::optional<Tensor>& bias, double eps, Tensor& out) = 0;
+  virtual void softmax(const Tensor& x, int64_t dim, Tensor& out) = 0;
+  virtual void sum(const Tensor& x, int64_t dim, Tensor& out) = 0;   // out keeps dim as size 1
+  virtual void mean(const Tensor& x, int64_t dim, Tensor& out) = 0;  // out keeps dim as size 1
+  virtual bool all_finite(const Tensor& x) = 0;
+
+  // ---- matrix products ----
+  // x viewed as [M, K], out as [M, N].
+  virtual void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) = 0;
+  // a [..., M, K], b [..., K, N]; their batch dims broadcast to out's [..., M, N].
+  virtual void matmul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
+
+  // ---- attention / positional ----
+  // opt.scale is already resolved (never 0); opt.bias, when set, is [B or 1, H or 1, Lq, Lk].
+  virtual void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt,
+                         Tensor& out) = 0;
+  virtual void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& out) = 0;
+
+  // ---- convolution / resampling ----
+  virtual void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                      std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) = 0;
+  virtual void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                      std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, Tensor& out) = 0;
+  virtual void upsample_nearest(const Tensor& x, const std::vector<int64_t>& factors, Tensor& out) = 0;
+  virtual void pixel_shuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) = 0;
+  virtual void pixel_unshuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) = 0;
+};
+
+// The backend that runs ops on tensors of `device` (Meta: the recording backend).
+// Throws vidax::Error for a device without a backend in this build.
+Backend& backend_for(Device device);
+
+}  // namespace vidax

@@ -1,0 +1,125 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "backend/ops.h"
+#include "helpers.h"
+
+using namespace vidax;
+using namespace vidax::test;
+
+namespace {
+
+// Plain softmax(q k^T * scale + bias + mask) v in double, full score rows.
+std::vector<double> ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& o) {
+  const int64_t B = q.size(0), Lq = q.size(1), H = q.size(2), D = q.size(3), Lk = k.size(1), Dv = v.size(3);
+  const auto qv = q.contiguous().to_f64_vector(), kv = k.contiguous().to_f64_vector(), vv = v.contiguous().to_f64_vector();
+  std::vector<double> bias;
+  if (o.bias) bias = o.bias->contiguous().to_f64_vector();
+  const double scale = o.scale == 0 ? 1.0 / std::sqrt(double(D)) : o.scale;
+  std::vector<double> out(static_cast<size_t>(B * Lq * H * Dv), 0.0), s(static_cast<size_t>(Lk));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t i = 0; i < Lq; ++i) {
+        double mx = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j < Lk; ++j) {
+          bool masked = (!o.kv_lens.empty() && j >= o.kv_lens[b]) || (o.causal && j > i);
+          double d = 0;
+          for (int64_t c = 0; c < D; ++c) d += qv[((b * Lq + i) * H + h) * D + c] * kv[((b * Lk + j) * H + h) * D + c];
+          d *= scale;
+          if (o.bias) {
+            const int64_t bb = o.bias->size(0) == 1 ? 0 : b, bh = o.bias->size(1) == 1 ? 0 : h;
+            d += bias[((bb * o.bias->size(1) + bh) * Lq + i) * Lk + j];
+          }
+          s[j] = masked ? -std::numeric_limits<double>::infinity() : d;
+          mx = std::max(mx, s[j]);
+        }
+        if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: zeros
+        double z = 0;
+        for (int64_t j = 0; j < Lk; ++j) z += std::exp(s[j] - mx);
+        for (int64_t j = 0; j < Lk; ++j) {
+          const double p = std::exp(s[j] - mx) / z;
+          if (p == 0) continue;
+          for (int64_t c = 0; c < Dv; ++c) out[((b * Lq + i) * H + h) * Dv + c] += p * vv[((b * Lk + j) * H + h) * Dv + c];
+        }
+      }
+  return out;
+}
+
+void check(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& o, double tol,
+           const std::string& what) {
+  Tensor out = ops::attention(q, k, v, o);
+  ASSERT_EQ(out.shape(), (Shape{q.size(0), q.size(1), q.size(2), v.size(3)})) << what;
+  EXPECT_EQ(out.dtype(), q.dtype()) << what;
+  expect_close(out, ref_attention(q, k, v, o), tol, tol, what);
+}
+
+}  // namespace
+
+TEST(Attention, SelfAttentionHeadDims) {
+  for (int64_t D : {1, 13, 64, 128}) {
+    Tensor q = randn({2, 37, 3, D}, 1), k = randn({2, 37, 3, D}, 2), v = randn({2, 37, 3, D}, 3);
+    check(q, k, v, {}, 2e-5, "self D=" + std::to_string(D));
+  }
+}
+
+TEST(Attention, KvLensCrossLengthsAndDv) {
+  Tensor q = randn({3, 5, 2, 64}, 4), k = randn({3, 77, 2, 64}, 5), v = randn({3, 77, 2, 40}, 6);
+  ops::AttentionOptions o;
+  o.kv_lens = {77, 1, 30};
+  check(q, k, v, o, 2e-5, "cross with kv_lens");
+  o.kv_lens = {0, 77, 12};  // an empty prompt gives zeros
+  check(q, k, v, o, 2e-5, "kv_len 0");
+  o.scale = 0.3;
+  check(q, k, v, o, 2e-5, "explicit scale");
+  o.kv_lens = {78, 1, 1};
+  EXPECT_THROW(ops::attention(q, k, v, o), Error);
+  o.kv_lens = {1, 1};
+  EXPECT_THROW(ops::attention(q, k, v, o), Error);
+}
+
+TEST(Attention, BiasAndCausal) {
+  Tensor q = randn({2, 19, 4, 32}, 7), k = randn({2, 23, 4, 32}, 8), v = randn({2, 23, 4, 32}, 9);
+  ops::AttentionOptions o;
+  o.bias = randn({1, 4, 19, 23}, 10, DType::F32, 3.0);  // T5-style position bias, shared over the batch
+  check(q, k, v, o, 2e-5, "bias [1,H,Lq,Lk]");
+  o.bias = randn({2, 1, 19, 23}, 11);
+  o.kv_lens = {23, 9};
+  check(q, k, v, o, 2e-5, "bias [B,1,Lq,Lk] + kv_lens");
+  o.bias.reset();
+  o.kv_lens.clear();
+  o.causal = true;
+  check(q, k, v, o, 2e-5, "causal Lq<Lk");
+  Tensor q2 = randn({2, 23, 4, 32}, 12);
+  check(q2, k, v, o, 2e-5, "causal self");
+  // a bias row entirely -inf over the visible keys: no visible key -> zeros
+  Tensor bias = Tensor::zeros({1, 1, 19, 23}, DType::F32);
+  for (int j = 0; j < 23; ++j) bias.data<float>()[j] = -INFINITY;
+  o.causal = false;
+  o.bias = bias;
+  check(q, k, v, o, 2e-5, "-inf bias row");
+}
+
+TEST(Attention, StridedFusedQkvViews) {
+  // q/k/v as views of one fused [B, L, 3, H, D] projection: no copies needed.
+  Tensor qkv = randn({2, 29, 3, 2, 48}, 13);
+  Tensor q = qkv.select(2, 0), k = qkv.select(2, 1), v = qkv.select(2, 2);
+  EXPECT_FALSE(q.is_contiguous());
+  check(q, k, v, {}, 2e-5, "fused views");
+}
+
+TEST(Attention, Bf16Inputs) {
+  Tensor q = randn({1, 64, 2, 64}, 14, DType::BF16), k = randn({1, 70, 2, 64}, 15, DType::BF16),
+         v = randn({1, 70, 2, 64}, 16, DType::BF16);
+  ops::AttentionOptions o;
+  o.kv_lens = {50};
+  check(q, k, v, o, 1.0 / 64, "bf16");
+}
+
+TEST(Attention, LongSequence) {
+  Tensor q = randn({1, 2000, 1, 64}, 17), k = randn({1, 2000, 1, 64}, 18), v = randn({1, 2000, 1, 64}, 19);
+  ops::AttentionOptions o;
+  o.kv_lens = {1999};
+  check(q, k, v, o, 2e-5, "N=2000");
+}

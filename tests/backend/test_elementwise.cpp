@@ -1,0 +1,133 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+#include "backend/ops.h"
+#include "helpers.h"
+
+using namespace vidax;
+using namespace vidax::test;
+
+namespace {
+
+// Flat index into `in` (broadcast to `out`) of the out element at flat index f.
+int64_t bcast_index(const Shape& out, const Shape& in, int64_t f) {
+  int64_t idx = 0, mul = 1;
+  for (size_t d = out.size(); d-- > 0;) {
+    const int64_t i = f % out[d];
+    f /= out[d];
+    const size_t off = out.size() - in.size();
+    if (d >= off) {
+      const int64_t n = in[d - off];
+      idx += (n == 1 ? 0 : i) * mul;
+      mul *= n;
+    }
+  }
+  return idx;
+}
+
+std::vector<double> ref_map(const Shape& out, const std::vector<const Tensor*>& ins,
+                            const std::function<double(const std::vector<double>&)>& f) {
+  std::vector<std::vector<double>> vals;
+  for (const Tensor* t : ins) vals.push_back(t->to_f64_vector());
+  std::vector<double> r(static_cast<size_t>(shape_numel(out)));
+  std::vector<double> args(ins.size());
+  for (int64_t i = 0; i < shape_numel(out); ++i) {
+    for (size_t k = 0; k < ins.size(); ++k) args[k] = vals[k][static_cast<size_t>(bcast_index(out, ins[k]->shape(), i))];
+    r[static_cast<size_t>(i)] = f(args);
+  }
+  return r;
+}
+
+}  // namespace
+
+TEST(Elementwise, BinaryBroadcastsLikeTorch) {
+  const Shape sa{3, 1, 17}, sb{5, 1};
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor a = randn(sa, 1, dt), b = uniform(sb, 2, 0.5, 2.0, dt);
+    const Shape so{3, 5, 17};
+    expect_close(ops::add(a, b), ref_map(so, {&a, &b}, [](auto& v) { return v[0] + v[1]; }), 1e-6, eps_of(dt), "add");
+    expect_close(ops::sub(a, b), ref_map(so, {&a, &b}, [](auto& v) { return v[0] - v[1]; }), 1e-6, eps_of(dt), "sub");
+    expect_close(ops::mul(a, b), ref_map(so, {&a, &b}, [](auto& v) { return v[0] * v[1]; }), 1e-6, eps_of(dt), "mul");
+    expect_close(ops::div(a, b), ref_map(so, {&a, &b}, [](auto& v) { return v[0] / v[1]; }), 1e-6, eps_of(dt), "div");
+    EXPECT_EQ(ops::add(a, b).dtype(), dt);
+  }
+  EXPECT_THROW(ops::add(randn({3, 4}, 1), randn({5}, 2)), Error);
+}
+
+TEST(Elementwise, StridedInputsAndMixedDtypes) {
+  Tensor a = randn({13, 7}, 3).transpose(0, 1);  // [7, 13], non-contiguous
+  Tensor b = randn({7, 13}, 4, DType::BF16);
+  Tensor c = ops::add(a, b);
+  EXPECT_EQ(c.dtype(), DType::F32);
+  expect_close(c, ref_map({7, 13}, {&a, &b}, [](auto& v) { return v[0] + v[1]; }), 1e-6, 1e-6, "strided add");
+  Tensor big = randn({3, 40000}, 5).slice(1, 1, 39999, 3);  // large, strided, > parallel threshold
+  expect_close(ops::scale(big, -2.5), ref_map(big.shape(), {&big}, [](auto& v) { return -2.5 * v[0]; }), 0, 1e-7,
+               "strided scale");
+}
+
+TEST(Elementwise, UnaryOpsMatchDoubleReference) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F16}) {
+    Tensor x = randn({2, 3, 31}, 7, dt, 3.0);
+    const Shape s = x.shape();
+    const double tol = eps_of(dt);
+    const double kBeta = std::sqrt(2.0 / M_PI);
+    expect_close(ops::gelu(x, ops::GeluMode::Erf),
+                 ref_map(s, {&x}, [](auto& v) { return 0.5 * v[0] * (1 + std::erf(v[0] / std::sqrt(2.0))); }), 1e-6,
+                 tol, "gelu erf");
+    expect_close(ops::gelu(x, ops::GeluMode::Tanh),
+                 ref_map(s, {&x}, [&](auto& v) {
+                   return 0.5 * v[0] * (1 + std::tanh(kBeta * (v[0] + 0.044715 * v[0] * v[0] * v[0])));
+                 }),
+                 1e-6, tol, "gelu tanh");
+    expect_close(ops::silu(x), ref_map(s, {&x}, [](auto& v) { return v[0] / (1 + std::exp(-v[0])); }), 1e-6, tol, "silu");
+    expect_close(ops::sigmoid(x), ref_map(s, {&x}, [](auto& v) { return 1 / (1 + std::exp(-v[0])); }), 1e-6, tol,
+                 "sigmoid");
+    expect_close(ops::tanh(x), ref_map(s, {&x}, [](auto& v) { return std::tanh(v[0]); }), 1e-6, tol, "tanh");
+    expect_close(ops::relu(x), ref_map(s, {&x}, [](auto& v) { return v[0] > 0 ? v[0] : 0.0; }), 0, 0, "relu");
+    expect_close(ops::clamp(x, -1.0, 0.5), ref_map(s, {&x}, [](auto& v) { return std::clamp(v[0], -1.0, 0.5); }), 0,
+                 tol, "clamp");
+    expect_close(ops::add_scalar(x, 0.25), ref_map(s, {&x}, [](auto& v) { return v[0] + 0.25; }), 1e-6, tol,
+                 "add_scalar");
+  }
+}
+
+TEST(Elementwise, ClampAndReluKeepNaN) {
+  Tensor x = Tensor::from_f32({NAN, -3, 3}, {3});
+  auto c = ops::clamp(x, -1, 1).to_f32_vector();
+  EXPECT_TRUE(std::isnan(c[0]));
+  EXPECT_EQ(c[1], -1);
+  EXPECT_EQ(c[2], 1);
+  EXPECT_TRUE(std::isnan(ops::relu(x).to_f32_vector()[0]));
+}
+
+TEST(Elementwise, FusedDiTOps) {
+  // x [B, L, D], shift/scale/gate [B, 1, D] (Wan's per-sample modulation).
+  Tensor x = randn({2, 11, 19}, 8), shift = randn({2, 1, 19}, 9), sc = randn({2, 1, 19}, 10), y = randn({2, 11, 19}, 11);
+  expect_close(ops::modulate(x, shift, sc),
+               ref_map(x.shape(), {&x, &shift, &sc}, [](auto& v) { return v[0] * (1 + v[2]) + v[1]; }), 1e-6, 1e-6,
+               "modulate");
+  expect_close(ops::gated_residual(x, sc, y),
+               ref_map(x.shape(), {&x, &sc, &y}, [](auto& v) { return v[0] + v[1] * v[2]; }), 1e-6, 1e-6,
+               "gated_residual");
+  expect_close(ops::axpby(0.3, x, -1.7, y),
+               ref_map(x.shape(), {&x, &y}, [](auto& v) { return 0.3 * v[0] - 1.7 * v[1]; }), 1e-6, 1e-6, "axpby");
+  EXPECT_THROW(ops::modulate(x, randn({2, 3, 19}, 1), sc), Error);  // shift would grow x
+}
+
+TEST(Elementwise, F64StaysF64) {
+  Tensor a = Tensor::from_f64({1.0 + 1e-12, 2.0}, {2}), b = Tensor::from_f64({1e-12, 1e-13}, {2});
+  auto r = ops::add(a, b).to_f64_vector();
+  EXPECT_EQ(r[0], (1.0 + 1e-12) + 1e-12);
+  EXPECT_EQ(r[1], 2.0 + 1e-13);
+}
+
+TEST(Elementwise, AllFinite) {
+  Tensor x = randn({3, 50001}, 12);
+  EXPECT_TRUE(ops::all_finite(x));
+  x.data<float>()[3 * 50001 - 1] = INFINITY;
+  EXPECT_FALSE(ops::all_finite(x));
+  Tensor h = Tensor::from_f32({1, NAN}, {2}, DType::BF16);
+  EXPECT_FALSE(ops::all_finite(h));
+}
