@@ -1,11 +1,10 @@
 // conv2d / conv3d as im2col + GEMM, tiled over output positions so the column
 // buffer stays bounded (a few MB) whatever the video size. conv2d runs as a
 // conv3d with a depth of 1. Groups come from the weight's shape (C / w.size(1)).
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 
 namespace vidax::cpu {
@@ -49,9 +48,7 @@ void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias
             dst[p] = inside ? xc[(it * H + ih) * W + iw] : 0.0f;
           }
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(Og), static_cast<blasint>(np),
-                    static_cast<blasint>(Kg), 1.0f, ws.ptr + g * Og * Kg, static_cast<blasint>(Kg), col.data(),
-                    static_cast<blasint>(np), 0.0f, y + (n * O + g * Og) * P + p0, static_cast<blasint>(P));
+        sgemm(Og, np, Kg, ws.ptr + g * Og * Kg, Kg, col.data(), np, false, y + (n * O + g * Og) * P + p0, P);
       }
   if (bias) {
     const std::vector<float> b = bias->to_f32_vector();
