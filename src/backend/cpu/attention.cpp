@@ -220,8 +220,10 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
     bsh = opt.bias->size(1) == 1 ? 0 : Lq * Lk;
   }
 
-  const int64_t ktiles = (Lk + kK - 1) / kK, ldk = ktiles * kK, qtiles = (Lq + kQ - 1) / kQ;
-  std::vector<float> Kt(static_cast<size_t>(std::max<int64_t>(D * ldk, 1)));
+  // K^T is packed tile-major ([tile][D][kK]): a tile's rows sit next to each other,
+  // so they do not alias in L1 the way rows Lk floats apart would.
+  const int64_t ktiles = (Lk + kK - 1) / kK, ldk = kK, qtiles = (Lq + kQ - 1) / kQ;
+  std::vector<float> Kt(static_cast<size_t>(std::max<int64_t>(D * ktiles * kK, 1)));
   std::vector<float> Vp(static_cast<size_t>(std::max<int64_t>(Lk * Dv, 1)));
   const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
   char* ob = byte_ptr_mut(out);
@@ -238,7 +240,8 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
           for (int64_t j = t * kK; j < (t + 1) * kK; ++j) {
             if (j < Lk) load_row(Kv.row(b, j, h), Kv.dtype, Kv.sd, D, row.data());
             else std::fill(row.begin(), row.begin() + D, 0.0f);
-            for (int64_t d = 0; d < D; ++d) Kt[static_cast<size_t>(d * ldk + j)] = row[static_cast<size_t>(d)];
+            float* kt = Kt.data() + t * D * kK + (j - t * kK);
+            for (int64_t d = 0; d < D; ++d) kt[d * kK] = row[static_cast<size_t>(d)];
             if (j < Lk) load_row(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, Vp.data() + j * Dv);
           }
         }
@@ -255,7 +258,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
           const int64_t tile_end = opt.causal ? std::min(kv_len, i0 + nq) : kv_len;
           for (int64_t j0 = 0; j0 < tile_end; j0 += kK) {
             const int64_t nk = std::min(kK, tile_end - j0);
-            qk_block<4>(Qt.data(), D, Kt.data() + j0, ldk, S.data(), nq);
+            qk_block<4>(Qt.data(), D, Kt.data() + (j0 / kK) * D * kK, ldk, S.data(), nq);
             for (int64_t r = 0; r < nq; ++r) {
               float* s = S.data() + r * kK;
               const int64_t i = i0 + r;
