@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/common.h"
 #include "backend/cpu/kernels.h"
 
@@ -29,31 +30,9 @@ namespace vidax::cpu {
 
 namespace {
 
-constexpr int64_t kQ = 64;  // query rows per tile
-constexpr int64_t kK = 64;  // keys per tile (4 AVX-512 vectors)
-constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+using namespace attn;
 
 #if defined(__AVX512F__)
-
-// exp(x) for 16 floats, Cephes expf polynomial (about 1 ulp); exp(-inf) = 0.
-inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3365447505f);
-  const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.3762626647949f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under), _mm512_scalef_ps(p, n));
-}
 
 // S[r][0..64) = sum_d Q[r][d] * Kt[d][0..64) for NR rows (Q rows ld = D, Kt ld = ldk).
 template <int NR>
@@ -122,31 +101,6 @@ void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const floa
   }
 }
 
-// Row i of the tile: masks scores, updates (m, l), turns S into P in place and
-// returns the factor that rescales the row's previous output.
-inline float softmax_row(float* s, int64_t visible, float& m, float& l) {
-  for (int64_t j = visible; j < kK; ++j) s[j] = kNegInf;
-  __m512 mx = _mm512_set1_ps(kNegInf);
-  for (int c = 0; c < 4; ++c) mx = _mm512_max_ps(mx, _mm512_loadu_ps(s + c * 16));
-  const float bm = _mm512_reduce_max_ps(mx);
-  const float m_new = std::max(m, bm);
-  if (m_new == kNegInf) {  // nothing visible yet: P = 0, keep the (zero) output
-    for (int64_t j = 0; j < kK; ++j) s[j] = 0.0f;
-    return 1.0f;
-  }
-  const float corr = std::exp(m - m_new);  // 0 on the first visible tile
-  const __m512 mn = _mm512_set1_ps(m_new);
-  __m512 sum = _mm512_setzero_ps();
-  for (int c = 0; c < 4; ++c) {
-    const __m512 p = exp512(_mm512_sub_ps(_mm512_loadu_ps(s + c * 16), mn));
-    _mm512_storeu_ps(s + c * 16, p);
-    sum = _mm512_add_ps(sum, p);
-  }
-  l = l * corr + _mm512_reduce_add_ps(sum);
-  m = m_new;
-  return corr;
-}
-
 #else  // portable fallback (builds without AVX-512)
 
 template <int NR>
@@ -167,45 +121,17 @@ void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const floa
   }
 }
 
-inline float softmax_row(float* s, int64_t visible, float& m, float& l) {
-  for (int64_t j = visible; j < kK; ++j) s[j] = kNegInf;
-  float bm = kNegInf;
-  for (int64_t j = 0; j < kK; ++j) bm = std::max(bm, s[j]);
-  const float m_new = std::max(m, bm);
-  if (m_new == kNegInf) {
-    for (int64_t j = 0; j < kK; ++j) s[j] = 0.0f;
-    return 1.0f;
-  }
-  const float corr = std::exp(m - m_new);
-  float sum = 0;
-  for (int64_t j = 0; j < kK; ++j) {
-    s[j] = std::exp(s[j] - m_new);
-    sum += s[j];
-  }
-  l = l * corr + sum;
-  m = m_new;
-  return corr;
-}
-
 #endif
-
-// Element pointer and strides of a [B, L, H, D] operand.
-struct View {
-  const char* base;
-  DType dtype;
-  int64_t es, sb, sl, sh, sd;
-  const char* row(int64_t b, int64_t l, int64_t h) const { return base + (b * sb + l * sl + h * sh) * es; }
-};
-View view_of(const Tensor& t) {
-  const Strides& s = t.strides();
-  return {byte_ptr(t), t.dtype(), static_cast<int64_t>(dtype_size(t.dtype())), s[0], s[1], s[2], s[3]};
-}
 
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt, Tensor& out) {
   const int64_t B = q.size(0), Lq = q.size(1), H = q.size(2), D = q.size(3), Lk = k.size(1), Dv = v.size(3);
   if (out.numel() == 0) return;
+  // bf16 q/k/v: P is rounded to bf16 before P V, as torch's CPU flash attention
+  // and FlashAttention do; on AMX machines the tiles run on AMX.
+  const bool p_bf16 = q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && v.dtype() == DType::BF16;
+  if (p_bf16 && amx_available()) return attention_bf16_amx(q, k, v, opt, out);
   const View Qv = view_of(q), Kv = view_of(k), Vv = view_of(v);
   const float scale = static_cast<float>(opt.scale);
 
@@ -262,14 +188,17 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
             for (int64_t r = 0; r < nq; ++r) {
               float* s = S.data() + r * kK;
               const int64_t i = i0 + r;
-              int64_t visible = nk;
-              if (opt.causal) visible = std::clamp<int64_t>(i + 1 - j0, 0, nk);
-              for (int64_t j = 0; j < visible; ++j) s[j] *= scale;
-              if (bias) {
-                const float* br = bias + b * bsb + h * bsh + i * Lk + j0;
-                for (int64_t j = 0; j < visible; ++j) s[j] += br[j];
-              }
+#if defined(__AVX512F__)
+              const int64_t visible = opt.causal ? std::clamp<int64_t>(i + 1 - j0, 0, nk) : nk;
+              corr[static_cast<size_t>(r)] =
+                  softmax_row_fused(s, visible, scale, bias ? bias + b * bsb + h * bsh + i * Lk + j0 : nullptr,
+                                    m[static_cast<size_t>(r)], l[static_cast<size_t>(r)], s, nullptr);
+#else
+              const int64_t visible =
+                  finish_scores(s, i, j0, nk, opt.causal, scale, bias ? bias + b * bsb + h * bsh + i * Lk : nullptr);
               corr[static_cast<size_t>(r)] = softmax_row(s, visible, m[static_cast<size_t>(r)], l[static_cast<size_t>(r)]);
+#endif
+              if (p_bf16) round_to_bf16(s, nk);
             }
             pv_block(S.data(), Vp.data() + j0 * Dv, Dv, nk, corr.data(), O.data(), nq);
           }
