@@ -27,6 +27,9 @@ if(NOT VIDAX_CUDA STREQUAL "OFF")
       set(CMAKE_CUDA_ARCHITECTURES 90)  # Hopper (H100/H200); override with -DCMAKE_CUDA_ARCHITECTURES=
     endif()
     enable_language(CUDA)
+    # CMake 3.25 does not know nvcc 13's C++20 flag: CUDA sources are C++17.
+    set(CMAKE_CUDA_STANDARD 17)
+    string(APPEND CMAKE_CUDA_FLAGS " --expt-relaxed-constexpr")
     find_package(CUDAToolkit)
     if(CUDAToolkit_FOUND)
       set(VIDAX_HAVE_CUDA ON)

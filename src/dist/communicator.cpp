@@ -1,0 +1,114 @@
+#include "dist/communicator.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "core/error.h"
+#include "dist/mpi_communicator.h"
+
+namespace vidax::dist {
+
+namespace {
+void check_host_contiguous(const Tensor& t, const char* what) {
+  VIDAX_CHECK(t.device() == Device::CPU, what << ": tensor " << t.str() << " is on " << device_name(t.device())
+                                              << "; this communicator takes host tensors");
+  VIDAX_CHECK(t.is_contiguous(), what << ": tensor " << t.str() << " must be contiguous");
+}
+}  // namespace
+
+void Communicator::all_reduce_sum_inplace(Tensor& t) {
+  check_host_contiguous(t, "all_reduce_sum");
+  all_reduce_sum(t.data_ptr(), static_cast<size_t>(t.numel()), t.dtype());
+}
+
+void Communicator::broadcast_inplace(Tensor& t, int root) {
+  check_host_contiguous(t, "broadcast");
+  broadcast(t.data_ptr(), static_cast<size_t>(t.numel()), t.dtype(), root);
+}
+
+Tensor Communicator::all_gather(const Tensor& t, int64_t dim) {
+  const Tensor c = t.contiguous();
+  check_host_contiguous(c, "all_gather");
+  if (dim < 0) dim += c.dim();
+  VIDAX_CHECK(dim >= 0 && dim < c.dim(), "all_gather: dim out of range for " << c.str());
+  const int n = size();
+  // Gather rank-major (a new leading axis), then move that axis next to `dim`.
+  Shape stacked = c.shape();
+  stacked.insert(stacked.begin(), n);
+  Tensor buf = Tensor::empty(stacked, c.dtype());
+  all_gather(c.data_ptr(), buf.data_ptr(), static_cast<size_t>(c.numel()), c.dtype());
+  std::vector<int64_t> perm;
+  for (int64_t i = 1; i <= dim; ++i) perm.push_back(i);
+  perm.push_back(0);
+  for (int64_t i = dim + 1; i <= c.dim(); ++i) perm.push_back(i);
+  Shape out_shape = c.shape();
+  out_shape[static_cast<size_t>(dim)] *= n;
+  return buf.permute(perm).contiguous().view(out_shape);
+}
+
+Tensor Communicator::all_to_all(const Tensor& t, int64_t scatter_dim, int64_t gather_dim) {
+  const Tensor c = t.contiguous();
+  check_host_contiguous(c, "all_to_all");
+  const int n = size();
+  if (scatter_dim < 0) scatter_dim += c.dim();
+  if (gather_dim < 0) gather_dim += c.dim();
+  VIDAX_CHECK(scatter_dim >= 0 && scatter_dim < c.dim() && gather_dim >= 0 && gather_dim < c.dim(),
+              "all_to_all: dims out of range for " << c.str());
+  VIDAX_CHECK(c.size(scatter_dim) % n == 0, "all_to_all: dim " << scatter_dim << " of " << c.str()
+                                                                 << " is not divisible by the group size " << n);
+  // Pack: chunk j (along scatter_dim) becomes block j of a contiguous send buffer.
+  const int64_t chunk = c.size(scatter_dim) / n;
+  Shape piece = c.shape();
+  piece[static_cast<size_t>(scatter_dim)] = chunk;
+  const size_t piece_numel = static_cast<size_t>(shape_numel(piece));
+  Shape packed = piece;
+  packed.insert(packed.begin(), n);
+  Tensor send = Tensor::empty(packed, c.dtype());
+  for (int j = 0; j < n; ++j) {
+    Tensor dst = send.select(0, j);
+    copy_into(c.slice(scatter_dim, j * chunk, (j + 1) * chunk), dst);
+  }
+  Tensor recv = Tensor::empty(packed, c.dtype());
+  all_to_all(send.data_ptr(), recv.data_ptr(), piece_numel, c.dtype());
+  // Unpack: block i (from rank i) goes to position i along gather_dim.
+  Shape out_shape = piece;
+  out_shape[static_cast<size_t>(gather_dim)] *= n;
+  Tensor out = Tensor::empty(out_shape, c.dtype());
+  const int64_t g = piece[static_cast<size_t>(gather_dim)];
+  for (int i = 0; i < n; ++i) {
+    Tensor dst = out.slice(gather_dim, i * g, (i + 1) * g);
+    copy_into(recv.select(0, i), dst);
+  }
+  return out;
+}
+
+void LocalCommunicator::all_gather(const void* in, void* out, size_t n, DType dtype) {
+  if (in != out) std::memmove(out, in, n * dtype_size(dtype));
+}
+
+void LocalCommunicator::all_to_all(const void* in, void* out, size_t n, DType dtype) {
+  if (in != out) std::memmove(out, in, n * dtype_size(dtype));
+}
+
+void LocalCommunicator::abort(const std::string& message) {
+  std::fprintf(stderr, "vidax: error: %s\n", message.c_str());
+  std::exit(1);
+}
+
+bool launched_by_mpi() {
+  return std::getenv("OMPI_COMM_WORLD_SIZE") || std::getenv("PMI_SIZE") || std::getenv("PMIX_RANK");
+}
+
+Communicator& world() {
+  static std::unique_ptr<Communicator> w = []() -> std::unique_ptr<Communicator> {
+#ifdef VIDAX_HAVE_MPI
+    if (launched_by_mpi()) return make_mpi_world();
+#endif
+    return std::make_unique<LocalCommunicator>();
+  }();
+  return *w;
+}
+
+}  // namespace vidax::dist

@@ -1,0 +1,186 @@
+#include "io/checkpoint.h"
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "core/error.h"
+#include "io/mapped_file.h"
+#include "io/safetensors.h"
+#include "io/source.h"
+
+namespace vidax::io {
+
+namespace fs = std::filesystem;
+
+struct Checkpoint::Impl {
+  struct Entry {
+    TensorInfo info;
+    std::function<Tensor()> load;
+  };
+  std::map<std::string, Entry> entries;
+  std::map<std::string, std::string> metadata;
+
+  void add(SourceFile&& f) {
+    for (auto& t : f.tensors) {
+      auto [it, fresh] = entries.try_emplace(t.info.name, Entry{t.info, std::move(t.load)});
+      VIDAX_CHECK(fresh, "tensor '" << t.info.name << "' appears in both " << it->second.info.file << " and "
+                                    << t.info.file << " (open one of them, or the index that lists the shards)");
+    }
+    for (auto& [k, v] : f.metadata) metadata.try_emplace(k, v);  // the first file's value wins
+  }
+};
+
+FileFormat detect_format(const uint8_t* d, size_t n) {
+  if (n >= 4 && std::memcmp(d, "PK\x03\x04", 4) == 0) return FileFormat::TorchZip;
+  if (n >= 4 && std::memcmp(d, "GGUF", 4) == 0) return FileFormat::GGUF;
+  if (n >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5) return FileFormat::TorchLegacy;
+  if (n >= 9 && d[8] == '{') return FileFormat::Safetensors;
+  return FileFormat::Unknown;
+}
+
+const char* format_name(FileFormat f) {
+  switch (f) {
+    case FileFormat::Safetensors: return "safetensors";
+    case FileFormat::TorchZip: return "torch zip";
+    case FileFormat::TorchLegacy: return "torch legacy";
+    case FileFormat::GGUF: return "gguf";
+    case FileFormat::Unknown: return "unknown";
+  }
+  return "?";
+}
+
+SourceFile read_safetensors_file(const std::string& path) {
+  auto file = MappedFile::open(path);
+  auto header = std::make_shared<SafetensorsHeader>(parse_safetensors_header(file->data(), file->size(), path));
+  SourceFile out;
+  out.metadata = header->metadata;
+  for (size_t i = 0; i < header->entries.size(); ++i) {
+    const SafetensorsEntry& e = header->entries[i];
+    SourceTensor t;
+    t.info = TensorInfo{e.name, e.dtype, e.shape, path};
+    t.load = [file, header, i]() { return safetensors_tensor(file, *header, header->entries[i]); };
+    out.tensors.push_back(std::move(t));
+  }
+  return out;
+}
+
+namespace {
+
+SourceFile read_any_file(const std::string& path) {
+  std::ifstream probe(path, std::ios::binary);
+  VIDAX_CHECK(probe.good(), path << ": cannot open: " << std::strerror(errno));
+  uint8_t head[16] = {};
+  probe.read(reinterpret_cast<char*>(head), sizeof head);
+  const FileFormat f = detect_format(head, static_cast<size_t>(probe.gcount()));
+  switch (f) {
+    case FileFormat::Safetensors: return read_safetensors_file(path);
+    case FileFormat::TorchZip:
+    case FileFormat::TorchLegacy: return read_torch_file(path);
+    case FileFormat::GGUF: throw Error(msg() << path << ": GGUF files are not supported yet");
+    case FileFormat::Unknown: break;
+  }
+  // Name the format the extension promised, so a broken file gets a useful message.
+  if (path.size() >= 12 && path.ends_with(".safetensors")) return read_safetensors_file(path);
+  throw Error(msg() << path << ": unrecognised checkpoint format (expected safetensors, a torch.save zip or pickle)");
+}
+
+bool is_checkpoint_name(const std::string& name) {
+  if (name.ends_with(".safetensors.index.json")) return false;
+  return name.ends_with(".safetensors") || name.ends_with(".pth") || name.ends_with(".pt") || name.ends_with(".bin");
+}
+
+// {"metadata": {...}, "weight_map": {"name": "shard.safetensors", ...}}
+void open_index(Checkpoint::Impl& impl, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  VIDAX_CHECK(in.good(), path << ": cannot open: " << std::strerror(errno));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  nlohmann::json index;
+  try {
+    index = nlohmann::json::parse(ss.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(msg() << path << ": index is not valid JSON: " << e.what());
+  }
+  VIDAX_CHECK(index.is_object() && index.contains("weight_map") && index["weight_map"].is_object(),
+              path << ": index has no \"weight_map\" object");
+  std::map<std::string, std::vector<std::string>> by_file;  // shard -> names the index puts there
+  for (auto it = index["weight_map"].begin(); it != index["weight_map"].end(); ++it) {
+    VIDAX_CHECK(it->is_string(), path << ": weight_map entry '" << it.key() << "' is not a file name");
+    const std::string shard = it->get<std::string>();
+    VIDAX_CHECK(!shard.empty() && shard.find('/') == std::string::npos && shard != "." && shard != "..",
+                path << ": weight_map entry '" << it.key() << "' names '" << shard << "', not a file beside the index");
+    by_file[shard].push_back(it.key());
+  }
+  const fs::path dir = fs::path(path).parent_path();
+  for (auto& [shard, names] : by_file) {
+    const std::string shard_path = (dir / shard).string();
+    SourceFile f = read_any_file(shard_path);
+    std::sort(names.begin(), names.end());
+    std::vector<std::string> have;
+    for (const auto& t : f.tensors) have.push_back(t.info.name);
+    std::sort(have.begin(), have.end());
+    for (const auto& n : names)
+      VIDAX_CHECK(std::binary_search(have.begin(), have.end(), n),
+                  path << ": index puts tensor '" << n << "' in " << shard_path << ", which does not hold it");
+    for (const auto& n : have)
+      VIDAX_CHECK(std::binary_search(names.begin(), names.end(), n),
+                  path << ": shard " << shard_path << " holds tensor '" << n << "', which the index does not list");
+    impl.add(std::move(f));
+  }
+}
+
+}  // namespace
+
+Checkpoint Checkpoint::open(const std::string& path) {
+  Checkpoint c;
+  c.impl_ = std::make_shared<Impl>();
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  VIDAX_CHECK(!ec && fs::exists(st), path << ": no such file or directory");
+  if (fs::is_directory(st)) {
+    std::vector<std::string> files;
+    for (const auto& e : fs::directory_iterator(path)) {
+      const std::string name = e.path().filename().string();
+      if (e.is_regular_file() && is_checkpoint_name(name)) files.push_back(e.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    VIDAX_CHECK(!files.empty(), path << ": directory holds no *.safetensors, *.pth, *.pt or *.bin file");
+    for (const auto& f : files) c.impl_->add(read_any_file(f));
+  } else if (path.ends_with(".index.json")) {
+    open_index(*c.impl_, path);
+  } else {
+    c.impl_->add(read_any_file(path));
+  }
+  return c;
+}
+
+std::vector<std::string> Checkpoint::names() const {
+  std::vector<std::string> v;
+  v.reserve(impl_->entries.size());
+  for (const auto& kv : impl_->entries) v.push_back(kv.first);
+  return v;
+}
+
+bool Checkpoint::contains(const std::string& name) const { return impl_->entries.count(name) > 0; }
+
+const TensorInfo& Checkpoint::info(const std::string& name) const {
+  auto it = impl_->entries.find(name);
+  VIDAX_CHECK(it != impl_->entries.end(), "checkpoint has no tensor '" << name << "'");
+  return it->second.info;
+}
+
+Tensor Checkpoint::get(const std::string& name) const {
+  auto it = impl_->entries.find(name);
+  VIDAX_CHECK(it != impl_->entries.end(), "checkpoint has no tensor '" << name << "'");
+  return it->second.load();
+}
+
+size_t Checkpoint::size() const { return impl_->entries.size(); }
+
+const std::map<std::string, std::string>& Checkpoint::metadata() const { return impl_->metadata; }
+
+}  // namespace vidax::io

@@ -1,0 +1,236 @@
+#include "io/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <nlohmann/json.hpp>
+#include <set>
+
+#include "core/error.h"
+#include "io/checkpoint.h"
+
+namespace vidax::io {
+
+namespace {
+
+using nlohmann::json;
+
+uint64_t read_u64_le(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; --i) v = (v << 8) | p[i];
+  return v;
+}
+
+// Parses JSON and refuses duplicate keys in any object (nlohmann would keep the
+// last one silently; a duplicated tensor name means a corrupt header).
+json parse_json_no_duplicates(const char* begin, const char* end, const std::string& file) {
+  std::vector<std::set<std::string>> keys;
+  auto callback = [&](int /*depth*/, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end) {
+      if (!keys.empty()) keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty()) {
+      const std::string& k = parsed.get_ref<const std::string&>();
+      VIDAX_CHECK(keys.back().insert(k).second, file << ": safetensors header has the key '" << k << "' twice");
+    }
+    return true;
+  };
+  try {
+    return json::parse(begin, end, callback);
+  } catch (const json::exception& e) {
+    throw Error(msg() << file << ": safetensors header is not valid JSON: " << e.what());
+  }
+}
+
+uint64_t json_u64(const json& v, const std::string& file, const std::string& name, const char* field) {
+  VIDAX_CHECK(v.is_number_unsigned(), file << ": tensor '" << name << "': " << field
+                                           << " must hold non-negative integers, found " << v.dump());
+  return v.get<uint64_t>();
+}
+
+SafetensorsEntry parse_entry(const std::string& name, const json& v, const std::string& file) {
+  VIDAX_CHECK(v.is_object(), file << ": tensor '" << name << "': entry must be an object, found " << v.type_name());
+  SafetensorsEntry e;
+  e.name = name;
+  auto dt = v.find("dtype");
+  VIDAX_CHECK(dt != v.end(), file << ": tensor '" << name << "': missing \"dtype\"");
+  VIDAX_CHECK(dt->is_string(), file << ": tensor '" << name << "': \"dtype\" must be a string, found " << dt->dump());
+  const std::string& dname = dt->get_ref<const std::string&>();
+  VIDAX_CHECK(dtype_from_name(dname, &e.dtype), file << ": tensor '" << name << "': unknown dtype '" << dname << "'");
+
+  auto sh = v.find("shape");
+  VIDAX_CHECK(sh != v.end(), file << ": tensor '" << name << "': missing \"shape\"");
+  VIDAX_CHECK(sh->is_array(), file << ": tensor '" << name << "': \"shape\" must be an array, found " << sh->dump());
+  uint64_t numel = 1;
+  for (const json& d : *sh) {
+    uint64_t n = json_u64(d, file, name, "\"shape\"");
+    VIDAX_CHECK(n <= uint64_t(INT64_MAX) && !__builtin_mul_overflow(numel, n, &numel),
+                file << ": tensor '" << name << "': shape " << sh->dump() << " overflows");
+    e.shape.push_back(static_cast<int64_t>(n));
+  }
+  uint64_t nbytes = 0;
+  VIDAX_CHECK(numel <= uint64_t(INT64_MAX) && !__builtin_mul_overflow(numel, uint64_t(dtype_size(e.dtype)), &nbytes),
+              file << ": tensor '" << name << "': shape " << sh->dump() << " overflows");
+
+  auto off = v.find("data_offsets");
+  VIDAX_CHECK(off != v.end(), file << ": tensor '" << name << "': missing \"data_offsets\"");
+  VIDAX_CHECK(off->is_array() && off->size() == 2,
+              file << ": tensor '" << name << "': \"data_offsets\" must be [begin, end], found " << off->dump());
+  e.begin = json_u64((*off)[0], file, name, "\"data_offsets\"");
+  e.end = json_u64((*off)[1], file, name, "\"data_offsets\"");
+  VIDAX_CHECK(e.begin <= e.end, file << ": tensor '" << name << "': data_offsets [" << e.begin << ", " << e.end
+                                     << "] end before they begin");
+  VIDAX_CHECK(e.end - e.begin == nbytes, file << ": tensor '" << name << "': " << dname << shape_str(e.shape)
+                                              << " needs " << nbytes << " bytes but data_offsets [" << e.begin
+                                              << ", " << e.end << "] hold " << (e.end - e.begin));
+  return e;
+}
+
+}  // namespace
+
+SafetensorsHeader parse_safetensors_header(const uint8_t* data, size_t size, const std::string& file) {
+  VIDAX_CHECK(size >= 8, file << ": too short for safetensors (" << size << " bytes, the header length alone is 8)");
+  const uint64_t n = read_u64_le(data);
+  VIDAX_CHECK(n <= kMaxSafetensorsHeaderBytes, file << ": safetensors header length " << n << " exceeds the "
+                                                    << kMaxSafetensorsHeaderBytes << "-byte limit (corrupt file?)");
+  VIDAX_CHECK(n <= size - 8, file << ": safetensors header length " << n << " runs past the end of the file ("
+                                  << size << " bytes): truncated file?");
+  VIDAX_CHECK(n >= 2 && data[8] == '{', file << ": safetensors header does not start with '{'");
+  SafetensorsHeader h;
+  h.data_start = 8 + n;
+  const uint64_t data_size = size - h.data_start;
+
+  const char* text = reinterpret_cast<const char*>(data + 8);
+  json root = parse_json_no_duplicates(text, text + n, file);
+  VIDAX_CHECK(root.is_object(), file << ": safetensors header must be a JSON object");
+
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() == "__metadata__") {
+      VIDAX_CHECK(it->is_object(), file << ": \"__metadata__\" must be an object of strings");
+      for (auto m = it->begin(); m != it->end(); ++m) {
+        VIDAX_CHECK(m->is_string(), file << ": \"__metadata__\" value of '" << m.key()
+                                         << "' must be a string, found " << m->dump());
+        h.metadata[m.key()] = m->get<std::string>();
+      }
+      continue;
+    }
+    SafetensorsEntry e = parse_entry(it.key(), *it, file);
+    VIDAX_CHECK(e.end <= data_size, file << ": tensor '" << e.name << "': data_offsets [" << e.begin << ", " << e.end
+                                         << "] run past the data section (" << data_size
+                                         << " bytes): truncated file?");
+    h.entries.push_back(std::move(e));
+  }
+
+  // No two tensors may share bytes (empty tensors own no bytes).
+  std::vector<const SafetensorsEntry*> by_offset;
+  for (const auto& e : h.entries)
+    if (e.end > e.begin) by_offset.push_back(&e);
+  std::sort(by_offset.begin(), by_offset.end(),
+            [](const SafetensorsEntry* a, const SafetensorsEntry* b) { return a->begin < b->begin; });
+  for (size_t i = 1; i < by_offset.size(); ++i) {
+    const SafetensorsEntry& a = *by_offset[i - 1];
+    const SafetensorsEntry& b = *by_offset[i];
+    VIDAX_CHECK(b.begin >= a.end, file << ": tensors '" << a.name << "' [" << a.begin << ", " << a.end << ") and '"
+                                       << b.name << "' [" << b.begin << ", " << b.end << ") overlap");
+  }
+  return h;
+}
+
+Tensor safetensors_tensor(const std::shared_ptr<MappedFile>& file, const SafetensorsHeader& header,
+                          const SafetensorsEntry& entry) {
+  const size_t offset = static_cast<size_t>(header.data_start + entry.begin);
+  const size_t bytes = static_cast<size_t>(entry.end - entry.begin);
+  auto buf = MappedFile::view(file, offset, bytes);
+  Tensor view = Tensor::from_buffer(buf, 0, entry.shape, entry.dtype);
+  // Kernels read typed pointers: a misaligned view (possible when a writer does
+  // not pad) is copied into aligned memory instead.
+  if (reinterpret_cast<uintptr_t>(buf->data()) % dtype_size(entry.dtype) != 0) return view.clone();
+  return view;
+}
+
+// ---- writer ------------------------------------------------------------------
+
+namespace {
+
+// Removes the temporary file unless the write completed.
+struct TempFile {
+  std::string path;
+  int fd = -1;
+  bool keep = false;
+  ~TempFile() {
+    if (fd >= 0) ::close(fd);
+    if (!keep && !path.empty()) ::unlink(path.c_str());
+  }
+};
+
+void write_all(int fd, const void* data, size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t(1) << 30));
+    if (w < 0 && errno == EINTR) continue;
+    VIDAX_CHECK(w > 0, path << ": write failed: " << std::strerror(errno));
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  // Largest elements first, then by name (the order the reference writer uses):
+  // with an 8-aligned data section every tensor is then aligned to its element size.
+  std::vector<const std::pair<const std::string, Tensor>*> order;
+  for (const auto& kv : tensors) {
+    VIDAX_CHECK(kv.first != "__metadata__", path << ": '__metadata__' is reserved and cannot name a tensor");
+    VIDAX_CHECK(kv.second.defined(), path << ": tensor '" << kv.first << "' is undefined");
+    VIDAX_CHECK(kv.second.device() == Device::CPU, path << ": tensor '" << kv.first << "' is on "
+                                                        << device_name(kv.second.device()) << ", not the CPU");
+    order.push_back(&kv);
+  }
+  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
+    return dtype_size(a->second.dtype()) > dtype_size(b->second.dtype());
+  });
+
+  nlohmann::json header = nlohmann::json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (auto* kv : order) {
+    const Tensor& t = kv->second;
+    header[kv->first] = {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
+                         {"data_offsets", {offset, offset + t.nbytes()}}};
+    offset += t.nbytes();
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
+
+  TempFile tmp;
+  std::string pattern = path + ".tmp-XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  tmp.fd = ::mkstemp(name.data());
+  VIDAX_CHECK(tmp.fd >= 0, path << ": cannot create a temporary file next to it: " << std::strerror(errno));
+  tmp.path = name.data();
+  ::fchmod(tmp.fd, 0644);
+  write_all(tmp.fd, len, 8, path);
+  write_all(tmp.fd, text.data(), text.size(), path);
+  for (auto* kv : order) {
+    Tensor c = kv->second.contiguous();
+    if (c.nbytes() > 0) write_all(tmp.fd, c.data_ptr(), c.nbytes(), path);
+  }
+  VIDAX_CHECK(::close(tmp.fd) == 0, path << ": close failed: " << std::strerror(errno));
+  tmp.fd = -1;
+  VIDAX_CHECK(::rename(tmp.path.c_str(), path.c_str()) == 0,
+              path << ": cannot rename the temporary file into place: " << std::strerror(errno));
+  tmp.keep = true;
+}
+
+}  // namespace vidax::io
