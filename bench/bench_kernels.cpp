@@ -2,7 +2,7 @@
 // engine's own op set (ops::linear packs and caches weights on the first call,
 // as a model does at load), against the machine's measured peak.
 //
-//   bench_kernels [--quick] [--only gemm|attention] [--reps N] [--clock wall|cpu]
+//   bench_kernels [--quick] [--only gemm|attention|conv] [--reps N] [--clock wall|cpu]
 //
 // Each figure is the best of N timed runs after one warm-up run, with the peak
 // re-measured right before it (the machine is shared: a contemporaneous peak
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--clock") && i + 1 < argc) g_cpu_clock = !std::strcmp(argv[++i], "cpu");
     else {
-      std::printf("usage: bench_kernels [--quick] [--only gemm|attention] [--reps N] [--clock wall|cpu]\n");
+      std::printf("usage: bench_kernels [--quick] [--only gemm|attention|conv] [--reps N] [--clock wall|cpu]\n");
       return 2;
     }
   }
@@ -165,6 +165,15 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     std::printf("(flops = 4 N^2 d per head; vs GEMM = (attention / peak) / (GEMM M=3120 K=N=1536 / peak), same dtype)\n");
+  }
+  if (only.empty() || only == "conv") {
+    // A Wan-VAE-like causal conv3d at 1/8 of 480x832: 96 -> 96 channels, 3x3x3, 5 latent frames.
+    const int64_t C = 96, T = 5, Hh = 60, Ww = 104;
+    Tensor x = random_tensor({1, C, T + 2, Hh + 2, Ww + 2}, DType::F32, 7), w = random_tensor({C, C, 3, 3, 3}, DType::F32, 8);
+    const Figure f = measure(reps, 2.0 * C * C * 27 * T * Hh * Ww, fp32_peak,
+                             [&] { ops::conv3d(x, w, std::nullopt, {1, 1, 1}, {0, 0, 0}); });
+    std::printf("\n%-6s %-28s %10s %10s %8s\n", "dtype", "conv3d (im2col + GEMM)", "GFLOP/s", "peak", "ratio");
+    std::printf("%-6s %-28s %10.1f %10.1f %7.0f%%\n", "F32", "96->96 k3 5x60x104", f.gflops, f.peak, 100.0 * f.ratio());
   }
   std::printf("\nload average at end: %.2f\n", loadavg());
   return 0;
