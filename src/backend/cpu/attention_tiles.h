@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/vmath.h"
 #include "backend/ops.h"
 
 namespace vidax::cpu::attn {
@@ -19,25 +20,7 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 #if defined(__AVX512F__)
 
-// exp(x) for 16 floats, Cephes expf polynomial (about 1 ulp); exp(-inf) = 0.
-inline __m512 exp512(__m512 x) {
-  const __m512 lo = _mm512_set1_ps(-87.3365447505f);
-  const __mmask16 under = _mm512_cmp_ps_mask(x, lo, _CMP_LT_OQ);
-  x = _mm512_min_ps(_mm512_max_ps(x, lo), _mm512_set1_ps(88.3762626647949f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-  const __m512 r2 = _mm512_mul_ps(r, r);
-  p = _mm512_fmadd_ps(p, r2, _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_maskz_mov_ps(static_cast<__mmask16>(~under), _mm512_scalef_ps(p, n));
-}
+using vmath::exp512;
 
 // One score row of a key tile, fused: scale, bias, visibility mask, running
 // max m and sum l, P = exp(s - m) written as f32 (p32) and/or bf16 (p16, RNE).
