@@ -22,16 +22,17 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
 using vmath::exp512;
 
-// One score row of a key tile, fused: scale, bias, visibility mask, running
+// One score row of a key tile (NV x 16 keys), fused: scale, bias, visibility mask, running
 // max m and sum l, P = exp(s - m) written as f32 (p32) and/or bf16 (p16, RNE).
 // Returns the factor that rescales the row's previous output (1 when the max
 // did not grow, so the caller can skip the rescale).
+template <int NV = 4>  // 16-lane vectors per row
 inline float softmax_row_fused(const float* s, int64_t visible, float scale, const float* bias, float& m, float& l,
                                float* p32, uint16_t* p16) {
-  __m512 v[4];
+  __m512 v[NV];
   __m512 mx = _mm512_set1_ps(kNegInf);
   const __m512 sc = _mm512_set1_ps(scale), ninf = _mm512_set1_ps(kNegInf);
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < NV; ++c) {
     const int64_t left = std::clamp<int64_t>(visible - c * 16, 0, 16);
     const __mmask16 k = static_cast<__mmask16>((1u << left) - 1u);
     __m512 x = _mm512_mul_ps(_mm512_loadu_ps(s + c * 16), sc);
@@ -41,7 +42,7 @@ inline float softmax_row_fused(const float* s, int64_t visible, float scale, con
   }
   const float m_new = std::max(m, _mm512_reduce_max_ps(mx));
   if (m_new == kNegInf) {  // nothing visible yet: P = 0, keep the (zero) output
-    for (int c = 0; c < 4; ++c) {
+    for (int c = 0; c < NV; ++c) {
       if (p32) _mm512_storeu_ps(p32 + c * 16, _mm512_setzero_ps());
       if (p16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p16 + c * 16), _mm256_setzero_si256());
     }
@@ -50,7 +51,7 @@ inline float softmax_row_fused(const float* s, int64_t visible, float scale, con
   const float corr = m_new > m ? std::exp(m - m_new) : 1.0f;  // 0 on the first visible tile
   const __m512 mn = _mm512_set1_ps(m_new);
   __m512 sum = _mm512_setzero_ps();
-  for (int c = 0; c < 4; ++c) {
+  for (int c = 0; c < NV; ++c) {
     const __m512 p = exp512(_mm512_sub_ps(v[c], mn));
     sum = _mm512_add_ps(sum, p);
     if (p32) _mm512_storeu_ps(p32 + c * 16, p);
