@@ -13,5 +13,6 @@ struct Command {
 };
 
 // One line per subcommand (cmd_<name>.cpp); main.cpp lists them in the same order.
+Command add_parity(CLI::App& app);
 
 }  // namespace vidax::app

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("vidax ") + VIDAX_VERSION);
   app.require_subcommand(1);
   std::vector<vidax::app::Command> cmds = {
+      vidax::app::add_parity(app),
   };
   try {
     app.parse(argc, argv);

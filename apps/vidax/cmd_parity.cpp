@@ -1,0 +1,53 @@
+// vidax parity FILE: run a component on a golden file and compare with the reference's tensors.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "parity/parity.h"
+
+namespace vidax::app {
+
+Command add_parity(CLI::App& app) {
+  auto* sub = app.add_subcommand("parity", "Compare the engine with a reference dump (golden .safetensors file)");
+  struct Args {
+    std::string file;
+    parity::Options opt;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("file", a->file, "golden file (.safetensors with __metadata__.kind)")->required()->check(CLI::ExistingFile);
+  sub->add_option("--precision", a->opt.precision, "compute precision")->check(CLI::IsMember({"fp32", "bf16"}));
+  sub->add_option("--rtol", a->opt.rtol, "relative L2 bound (default: 1e-5 fp32, 1e-2 bf16)");
+  sub->add_option("--mesh", a->opt.mesh, "device mesh, e.g. sp=2 (needs mpirun)");
+  sub->add_flag("--json", a->json, "print a JSON report");
+  return {sub, [a]() {
+            parity::Report rep = parity::run(a->file, a->opt);
+            auto status = [](parity::Comparison::Status s) {
+              return s == parity::Comparison::Status::Ok ? "OK" : s == parity::Comparison::Status::Fail ? "FAIL" : "SKIP";
+            };
+            if (a->json) {
+              nlohmann::json j;
+              j["kind"] = rep.kind;
+              j["passed"] = rep.passed;
+              j["compared"] = rep.compared;
+              j["ok"] = rep.ok();
+              for (const auto& c : rep.rows)
+                j["rows"].push_back({{"name", c.name}, {"max_abs", c.max_abs}, {"mean_abs", c.mean_abs},
+                                     {"rel_l2", c.rel_l2}, {"status", status(c.status)}, {"note", c.note}});
+              std::printf("%s\n", j.dump(2).c_str());
+            } else {
+              for (const auto& c : rep.rows) {
+                if (c.status == parity::Comparison::Status::Skip) {
+                  std::printf("%s SKIP (%s)\n", c.name.c_str(), c.note.c_str());
+                  continue;
+                }
+                std::printf("%s max_abs=%.3e mean_abs=%.3e rel_l2=%.3e %s%s%s\n", c.name.c_str(), c.max_abs,
+                            c.mean_abs, c.rel_l2, status(c.status), c.note.empty() ? "" : " ", c.note.c_str());
+              }
+              std::printf("%s %d/%d\n", rep.ok() ? "PASS" : "FAIL", rep.passed, rep.compared);
+            }
+            return rep.ok() ? 0 : 1;
+          }};
+}
+
+}  // namespace vidax::app

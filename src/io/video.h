@@ -1,0 +1,90 @@
+// Video files out (and back in, for tests and `inspect`): MP4 (H.264 through
+// FFmpeg's libav*), a folder of PNG frames, Y4M. Every writer builds its output
+// under a temporary name next to the target and renames it into place only when
+// complete (DESIGN.md principle 8), so a failure or an interrupt leaves nothing
+// half-written behind.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+
+namespace vidax::io {
+
+// 8-bit RGB frames, interleaved, frame-major: rgb[((f * height + y) * width + x) * 3 + c].
+struct RgbVideo {
+  int64_t frames = 0, height = 0, width = 0;
+  std::vector<uint8_t> rgb;
+  const uint8_t* frame(int64_t f) const { return rgb.data() + f * height * width * 3; }
+  uint8_t* frame(int64_t f) { return rgb.data() + f * height * width * 3; }
+  size_t frame_bytes() const { return static_cast<size_t>(height * width * 3); }
+};
+
+// A decoded video tensor [3, F, H, W] (any float dtype, values nominally in
+// [-1, 1]) to 8-bit RGB exactly as the reference's cache_video does it
+// (torchvision make_grid(normalize=True, value_range=(-1, 1)) then
+// `(x * 255).type(torch.uint8)`): clamp to [-1, 1], (x + 1) / 2 in float32,
+// clamp to [0, 1], times 255 in float32, truncated (not rounded).
+RgbVideo rgb_from_video_tensor(const Tensor& video);
+
+enum class VideoFormat { Mp4, Png, Y4m };
+const char* video_format_name(VideoFormat f);
+
+struct VideoWriteOptions {
+  double fps = 16;  // the reference's sample_fps
+  // libx264 constant rate factor. 10 = what the reference gets from imageio's
+  // quality=8 (crf = int((1 - 8/10) * 51)).
+  int crf = 10;
+  // Container tags (MP4: "comment", "description", "title", ... as libavformat names them).
+  std::map<std::string, std::string> metadata;
+  // Called between frames; throw from it to abandon the file (e.g. on Ctrl-C).
+  std::function<void()> poll;
+  // Where writers report things the user should know (e.g. an encoder fallback).
+  std::function<void(const std::string&)> warn;
+};
+
+// H.264 (libx264 when libavcodec has it, else another H.264 encoder with a
+// warning), yuv420p, in an MP4 container. Width and height must be even.
+void write_mp4(const std::string& path, const RgbVideo& video, const VideoWriteOptions& opt);
+// A directory `path` holding frame_00000.png, frame_00001.png, ... (RGB, lossless).
+// Refuses to replace an existing directory.
+void write_png_frames(const std::string& path, const RgbVideo& video, const VideoWriteOptions& opt);
+// YUV4MPEG2, 4:4:4, BT.601 limited range (uncompressed; any player or encoder reads it).
+void write_y4m(const std::string& path, const RgbVideo& video, const VideoWriteOptions& opt);
+void write_video(const std::string& path, VideoFormat format, const RgbVideo& video,
+                 const VideoWriteOptions& opt);
+
+// What a video file holds, read with libavformat/libavcodec.
+struct VideoFileInfo {
+  std::string container;  // libavformat's name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
+  std::string codec;      // e.g. "h264"
+  std::string pixel_format;
+  int64_t frames = 0;  // frames actually decoded
+  int64_t width = 0, height = 0;
+  double fps = 0;
+  std::map<std::string, std::string> metadata;  // container tags
+};
+// Decodes every frame; when `decoded` is given, also returns them as RGB.
+VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
+
+// A file or directory built under a temporary name in the target's directory
+// and renamed into place by commit(); removed by the destructor otherwise.
+class PendingOutput {
+ public:
+  explicit PendingOutput(std::string final_path);
+  ~PendingOutput();
+  PendingOutput(const PendingOutput&) = delete;
+  PendingOutput& operator=(const PendingOutput&) = delete;
+  const std::string& temp_path() const { return temp_; }
+  const std::string& final_path() const { return final_; }
+  void commit();  // rename temp -> final (atomic on one file system)
+
+ private:
+  std::string final_, temp_;
+  bool committed_ = false;
+};
+
+}  // namespace vidax::io

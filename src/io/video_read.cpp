@@ -1,0 +1,96 @@
+// Reads a video file back with libavformat/libavcodec (tests, `inspect`).
+#include <algorithm>
+
+#include "io/video.h"
+#include "io/video_av.h"
+
+namespace vidax::io {
+
+namespace {
+
+struct InputFile {
+  AVFormatContext* f = nullptr;
+  ~InputFile() { avformat_close_input(&f); }
+};
+
+void collect_frame(const AVFrame* fr, SwsContext** sws, RgbVideo* out) {
+  if (!out) return;
+  if (out->frames == 0) {
+    out->width = fr->width;
+    out->height = fr->height;
+  }
+  VIDAX_CHECK(fr->width == out->width && fr->height == out->height,
+              "frame size changed mid-stream: " << fr->width << "x" << fr->height);
+  *sws = sws_getCachedContext(*sws, fr->width, fr->height, static_cast<AVPixelFormat>(fr->format), fr->width,
+                              fr->height, AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
+  VIDAX_CHECK(*sws, "cannot create a YUV -> RGB converter");
+  out->rgb.resize(out->rgb.size() + out->frame_bytes());
+  uint8_t* dst[1] = {out->rgb.data() + out->frames * out->frame_bytes()};
+  const int stride[1] = {static_cast<int>(3 * out->width)};
+  sws_scale(*sws, fr->data, fr->linesize, 0, fr->height, dst, stride);
+  ++out->frames;
+}
+
+}  // namespace
+
+VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
+  InputFile in;
+  av_check(avformat_open_input(&in.f, path.c_str(), nullptr, nullptr), "cannot open video", path);
+  av_check(avformat_find_stream_info(in.f, nullptr), "cannot read the streams of", path);
+  int si = av_find_best_stream(in.f, AVMEDIA_TYPE_VIDEO, -1, -1, nullptr, 0);
+  av_check(si, "no video stream in", path);
+  AVStream* st = in.f->streams[si];
+  const AVCodec* codec = avcodec_find_decoder(st->codecpar->codec_id);
+  VIDAX_CHECK(codec, "no decoder for " << avcodec_get_name(st->codecpar->codec_id) << " in " << path);
+  AvCodecContext dec(codec);
+  av_check(avcodec_parameters_to_context(dec.get(), st->codecpar), "reading codec parameters of", path);
+  av_check(avcodec_open2(dec.get(), codec, nullptr), "opening the decoder for", path);
+
+  VideoFileInfo info;
+  info.container = in.f->iformat->name;
+  info.codec = codec->name;
+  info.width = st->codecpar->width;
+  info.height = st->codecpar->height;
+  const char* pf = av_get_pix_fmt_name(static_cast<AVPixelFormat>(st->codecpar->format));
+  info.pixel_format = pf ? pf : "";
+  AVRational rate = st->avg_frame_rate.num ? st->avg_frame_rate : st->r_frame_rate;
+  info.fps = rate.den ? av_q2d(rate) : 0;
+  const AVDictionaryEntry* e = nullptr;
+  while ((e = av_dict_get(in.f->metadata, "", e, AV_DICT_IGNORE_SUFFIX))) info.metadata[e->key] = e->value;
+  if (decoded) *decoded = RgbVideo{};
+
+  SwsContext* sws = nullptr;
+  AvPacket pkt;
+  AvFrame fr;
+  auto drain = [&] {
+    for (;;) {
+      int r = avcodec_receive_frame(dec.get(), fr.get());
+      if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
+      av_check(r, "decoding", path);
+      ++info.frames;
+      collect_frame(fr.get(), &sws, decoded);
+      av_frame_unref(fr.get());
+    }
+  };
+  try {
+    while (av_read_frame(in.f, pkt.get()) >= 0) {
+      if (pkt->stream_index == si) {
+        int r = avcodec_send_packet(dec.get(), pkt.get());
+        av_packet_unref(pkt.get());
+        av_check(r, "decoding", path);
+        drain();
+      } else {
+        av_packet_unref(pkt.get());
+      }
+    }
+    av_check(avcodec_send_packet(dec.get(), nullptr), "flushing the decoder of", path);
+    drain();
+  } catch (...) {
+    sws_freeContext(sws);
+    throw;
+  }
+  sws_freeContext(sws);
+  return info;
+}
+
+}  // namespace vidax::io

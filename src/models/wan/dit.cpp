@@ -1,0 +1,137 @@
+#include "models/wan/dit.h"
+
+#include "backend/ops.h"
+#include "models/wan/embeddings.h"
+#include "nn/cast.h"
+
+namespace vidax::wan {
+
+Precision parse_precision(const std::string& s) {
+  if (s == "fp32" || s == "f32" || s == "float32") return Precision::F32;
+  if (s == "bf16" || s == "bfloat16") return Precision::BF16;
+  throw Error(msg() << "unknown precision '" << s << "' (expected fp32 or bf16)");
+}
+
+const char* precision_name(Precision p) { return p == Precision::F32 ? "fp32" : "bf16"; }
+
+WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision)
+    : cfg_(cfg), precision_(precision), compute_(precision == Precision::BF16 ? DType::BF16 : DType::F32) {
+  cfg_.validate();
+  const int64_t d = cfg_.dim;
+  const auto [pt, ph, pw] = cfg_.patch_size;
+  const Tensor conv_w = params.take("patch_embedding.weight", {d, cfg_.in_dim, pt, ph, pw});
+  const Tensor conv_b = params.take("patch_embedding.bias", {d});
+  // Conv3d with kernel == stride is a linear map of each patch (features in (c, kt, kh, kw) order).
+  patch_embedding_ = nn::Linear::make(conv_w.contiguous().view({d, cfg_.in_dim * cfg_.patch_volume()}), conv_b,
+                                      compute_);
+  text_embedding_0_ = nn::Linear::load(params, "text_embedding.0", cfg_.text_dim, d, compute_);
+  text_embedding_2_ = nn::Linear::load(params, "text_embedding.2", d, d, compute_);
+  // The reference runs the time embedding, the projection and the head under autocast(fp32).
+  time_embedding_0_ = nn::Linear::load(params, "time_embedding.0", cfg_.freq_dim, d, DType::F32);
+  time_embedding_2_ = nn::Linear::load(params, "time_embedding.2", d, d, DType::F32);
+  time_projection_ = nn::Linear::load(params, "time_projection.1", d, 6 * d, DType::F32);
+  blocks_.reserve(static_cast<size_t>(cfg_.num_layers));
+  for (int64_t i = 0; i < cfg_.num_layers; ++i)
+    blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_));
+  head_modulation_ = params.take("head.modulation", {1, 2, d});
+  head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
+}
+
+std::array<int64_t, 3> WanDiT::patch_grid(const Shape& s) const {
+  VIDAX_CHECK(s.size() == 4 || s.size() == 5,
+              "Wan DiT: latent must be [C, F, H, W] or [B, C, F, H, W], got " << shape_str(s));
+  const size_t c = s.size() - 4;
+  VIDAX_CHECK(s[c] == cfg_.in_dim, "Wan DiT: latent " << shape_str(s) << " has " << s[c]
+                                                      << " channels, the model expects in_dim = " << cfg_.in_dim);
+  static const char* axis[3] = {"frames", "height", "width"};
+  std::array<int64_t, 3> grid{};
+  for (size_t a = 0; a < 3; ++a) {
+    const int64_t n = s[c + 1 + a], p = cfg_.patch_size[a];
+    VIDAX_CHECK(n > 0 && n % p == 0, "Wan DiT: latent " << axis[a] << " " << n << " (shape " << shape_str(s)
+                                                        << ") is not a positive multiple of the patch size " << p);
+    grid[a] = n / p;
+  }
+  return grid;
+}
+
+const RopeTables& WanDiT::rope_for(std::array<int64_t, 3> grid, Device device) const {
+  std::lock_guard<std::mutex> lock(rope_mutex_);
+  const std::array<int64_t, 4> key{grid[0], grid[1], grid[2], static_cast<int64_t>(device)};
+  auto it = rope_cache_.find(key);
+  if (it == rope_cache_.end()) it = rope_cache_.emplace(key, rope_tables(cfg_, grid, device)).first;
+  return it->second;
+}
+
+TextContext WanDiT::encode_context(const Tensor& context, Taps* taps) const {
+  VIDAX_CHECK(context.dim() == 2 || context.dim() == 3,
+              "Wan DiT: context must be [L, text_dim] or [B, L, text_dim], got " << context.str());
+  const Tensor c3 = context.dim() == 2 ? context.unsqueeze(0) : context;
+  const int64_t L = c3.size(1);
+  VIDAX_CHECK(c3.size(2) == cfg_.text_dim, "Wan DiT: context " << context.str() << " has dim " << c3.size(2)
+                                                               << ", the model expects text_dim = " << cfg_.text_dim);
+  VIDAX_CHECK(L >= 1 && L <= cfg_.text_len, "Wan DiT: context has " << L << " rows, expected 1.." << cfg_.text_len
+                                                                    << " (text_len)");
+  // Zero-pad to text_len rows *before* the projection, as WanModel.forward does.
+  const Tensor padded = L < cfg_.text_len ? ops::pad(c3, {0, 0, 0, cfg_.text_len - L}) : c3;
+  TextContext out;
+  out.embedded = text_embedding_2_(ops::gelu(text_embedding_0_(padded), ops::GeluMode::Tanh));
+  if (taps) (*taps)["text_embedding"] = out.embedded;
+  out.blocks.reserve(blocks_.size());
+  for (const DiTBlock& b : blocks_) out.blocks.push_back(b.cross_kv(out.embedded, cfg_));
+  return out;
+}
+
+Tensor WanDiT::forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps) const {
+  return forward(x, timestep_sinusoid(t, cfg_.freq_dim), text, taps);
+}
+
+Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextContext& text, Taps* taps) const {
+  const std::array<int64_t, 3> grid = patch_grid(x.shape());
+  const Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
+  const int64_t B = x5.size(0), C = cfg_.in_dim, d = cfg_.dim;
+  const auto [pt, ph, pw] = cfg_.patch_size;
+  const auto [Fp, Hp, Wp] = grid;
+  const int64_t L = Fp * Hp * Wp;
+  VIDAX_CHECK(t_sinusoid.dim() == 2 && t_sinusoid.size(0) == B && t_sinusoid.size(1) == cfg_.freq_dim,
+              "Wan DiT: timestep embedding input " << t_sinusoid.str() << " does not match batch " << B
+                                                   << " x freq_dim " << cfg_.freq_dim << " (one timestep per sample)");
+  VIDAX_CHECK(text.batch() == B && text.blocks.size() == blocks_.size(),
+              "Wan DiT: text context batch " << text.batch() << " (" << text.blocks.size()
+                                             << " blocks) does not match latent batch " << B << " ("
+                                             << blocks_.size() << " blocks)");
+
+  // Patchify: [B, C, F'pt, H'ph, W'pw] -> tokens [B, L, C*pt*ph*pw], token order (f, h, w) row-major.
+  const Tensor xc = x5.is_contiguous() ? x5 : ops::copy(x5);
+  const Tensor patches = ops::copy(xc.view({B, C, Fp, pt, Hp, ph, Wp, pw}).permute({0, 2, 4, 6, 1, 3, 5, 7}))
+                             .view({B, L, C * cfg_.patch_volume()});
+  Tensor h = patch_embedding_(patches);  // [B, L, dim], compute dtype (bf16 under autocast)
+  if (taps) (*taps)["patch_embedding"] = h;
+
+  // Time embedding and projection in fp32.
+  const Tensor e = time_embedding_2_(ops::silu(time_embedding_0_(nn::to_dtype(t_sinusoid, DType::F32))));
+  const Tensor e0_flat = time_projection_(ops::silu(e));  // [B, 6*dim]
+  const Tensor e0 = e0_flat.view({B, 6, d});
+  if (taps) {
+    (*taps)["time_embedding"] = e;
+    (*taps)["time_projection"] = e0_flat;
+  }
+
+  const RopeTables& rope = rope_for(grid, x.device());
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    h = blocks_[i].forward(h, e0, rope, text.blocks[i], cfg_);
+    if (taps) (*taps)["blocks." + std::to_string(i)] = h;
+  }
+
+  // Head: (head.modulation + e).chunk(2): shift, scale; fp32.
+  const Tensor hm = ops::add(head_modulation_, e.unsqueeze(1));  // [B, 2, dim]
+  const Tensor y = head_(norm_modulate(h, hm.slice(1, 0, 1), hm.slice(1, 1, 2), cfg_.eps));
+  if (taps) (*taps)["head"] = y;
+
+  // Unpatchify: feature (kt, kh, kw, c) of token (f, h, w) -> out[c, f*pt+kt, h*ph+kh, w*pw+kw].
+  const int64_t Co = cfg_.out_dim;
+  const Tensor out = ops::copy(y.view({B, Fp, Hp, Wp, pt, ph, pw, Co}).permute({0, 7, 1, 4, 2, 5, 3, 6}))
+                         .view({B, Co, Fp * pt, Hp * ph, Wp * pw});
+  return x.dim() == 4 ? out.squeeze(0) : out;
+}
+
+}  // namespace vidax::wan

@@ -1,0 +1,85 @@
+// Wan 2.1 DiT (official WanModel, wan/modules/model.py), T2V 1.3B and 14B.
+//
+// A request runs encode_context() once per prompt batch (text embedding and
+// each block's cross-attention K/V), then forward() once per denoising step:
+//   patchify -> patch embedding (the Conv3d as a linear on patches)
+//   e = time_embedding(sinusoid(t)) (fp32), e0 = time_projection(e) -> [B, 6, dim]
+//   blocks (dit_block.h), head (LN, 2-chunk modulation with e, linear; fp32), unpatchify.
+// Parameters are taken by their official names (blocks.0.self_attn.q.weight, ...).
+// Precision: F32 runs everything in fp32; BF16 casts what the reference's
+// bf16 autocast casts (GEMM inputs, attention inputs) and keeps fp32 what it
+// keeps fp32 (time embedding/projection, modulation, residual stream, norms, head).
+#pragma once
+#include <array>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "models/wan/dit_block.h"
+#include "models/wan/dit_config.h"
+#include "models/wan/rope.h"
+#include "nn/linear.h"
+#include "nn/params.h"
+
+namespace vidax::wan {
+
+enum class Precision { F32, BF16 };
+Precision parse_precision(const std::string& s);  // "fp32" | "bf16" (and f32/float32/bfloat16)
+const char* precision_name(Precision p);
+
+// Per-request prompt state (one per CFG branch).
+struct TextContext {
+  Tensor embedded;            // [B, text_len, dim] text_embedding output
+  std::vector<CrossKV> blocks;  // one per block
+  int64_t batch() const { return embedded.size(0); }
+};
+
+// Intermediate activations by official module path ("blocks.0", "time_embedding", ...),
+// filled when a map is passed. Layouts: time_embedding [B, dim], time_projection
+// [B, 6*dim], text_embedding [B, text_len, dim], patch_embedding [B, L, dim] (tokens,
+// not the Conv3d's [B, dim, F', H', W']), blocks.<i> [B, L, dim], head [B, L, prod(patch)*out_dim].
+using Taps = std::map<std::string, Tensor>;
+
+class WanDiT {
+ public:
+  // Takes every parameter from `params` by its official name (see the class comment);
+  // call params.expect_all_taken() afterwards for a strict load.
+  WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision);
+
+  const DiTConfig& config() const { return cfg_; }
+  Precision precision() const { return precision_; }
+  DType compute_dtype() const { return compute_; }
+
+  // context [L, text_dim] or [B, L, text_dim], L <= text_len, unpadded: zero-padded
+  // to text_len rows here (the padded rows take part in cross-attention, as in the reference).
+  TextContext encode_context(const Tensor& context, Taps* taps = nullptr) const;
+
+  // x [C, F, H, W] or [B, C, F, H, W] (latent, any float dtype); t_sinusoid [B, freq_dim]
+  // F32 (timestep_sinusoid(), or a Meta tensor when recording). Returns fp32 of x's rank.
+  Tensor forward(const Tensor& x, const Tensor& t_sinusoid, const TextContext& text, Taps* taps = nullptr) const;
+  // The same with timestep values (one per batch entry).
+  Tensor forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps = nullptr) const;
+
+  // Grid (F', H', W') of a latent shape [.., C, F, H, W]; throws a clear error when
+  // the channel count is wrong or F/H/W are not multiples of the patch.
+  std::array<int64_t, 3> patch_grid(const Shape& latent_shape) const;
+
+ private:
+  const RopeTables& rope_for(std::array<int64_t, 3> grid, Device device) const;
+
+  DiTConfig cfg_;
+  Precision precision_;
+  DType compute_;
+  nn::Linear patch_embedding_;               // Conv3d weight viewed [dim, C*pt*ph*pw]
+  nn::Linear text_embedding_0_, text_embedding_2_;
+  nn::Linear time_embedding_0_, time_embedding_2_, time_projection_;  // fp32
+  std::vector<DiTBlock> blocks_;
+  Tensor head_modulation_;                   // [1, 2, dim]
+  nn::Linear head_;                          // fp32
+
+  mutable std::mutex rope_mutex_;
+  mutable std::map<std::array<int64_t, 4>, RopeTables> rope_cache_;
+};
+
+}  // namespace vidax::wan

@@ -1,0 +1,94 @@
+#include "models/wan/dit_block.h"
+
+#include "backend/ops.h"
+#include "nn/attention.h"
+#include "nn/cast.h"
+
+namespace vidax::wan {
+
+AttentionWeights AttentionWeights::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
+                                        DType compute) {
+  const int64_t d = cfg.dim;
+  AttentionWeights w;
+  w.q = nn::Linear::load(params, prefix + ".q", d, d, compute);
+  w.k = nn::Linear::load(params, prefix + ".k", d, d, compute);
+  w.v = nn::Linear::load(params, prefix + ".v", d, d, compute);
+  w.o = nn::Linear::load(params, prefix + ".o", d, d, compute);
+  if (cfg.qk_norm) {
+    w.norm_q = params.take(prefix + ".norm_q.weight", {d});
+    w.norm_k = params.take(prefix + ".norm_k.weight", {d});
+  }
+  return w;
+}
+
+DiTBlock DiTBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute) {
+  DiTBlock b;
+  b.modulation = params.take(prefix + ".modulation", {1, 6, cfg.dim});
+  b.self_attn = AttentionWeights::load(params, prefix + ".self_attn", cfg, compute);
+  b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute);
+  if (cfg.cross_attn_norm) {
+    b.norm3_weight = params.take(prefix + ".norm3.weight", {cfg.dim});
+    b.norm3_bias = params.take(prefix + ".norm3.bias", {cfg.dim});
+  }
+  b.ffn_in = nn::Linear::load(params, prefix + ".ffn.0", cfg.dim, cfg.ffn_dim, compute);
+  b.ffn_out = nn::Linear::load(params, prefix + ".ffn.2", cfg.ffn_dim, cfg.dim, compute);
+  return b;
+}
+
+namespace {
+
+// WanRMSNorm over the whole projection (all heads at once); identity when qk_norm is off.
+Tensor qk_norm(const Tensor& x, const std::optional<Tensor>& gain, double eps) {
+  return gain ? ops::rms_norm(x, gain, eps) : x;
+}
+
+Tensor self_attention(const AttentionWeights& w, const Tensor& x, const RopeTables& rope, const DiTConfig& cfg) {
+  const Tensor a = nn::to_dtype(x, w.q.compute);  // one cast shared by q, k, v (autocast casts per GEMM)
+  Tensor q = nn::split_heads(qk_norm(w.q(a), w.norm_q, cfg.eps), cfg.num_heads);
+  Tensor k = nn::split_heads(qk_norm(w.k(a), w.norm_k, cfg.eps), cfg.num_heads);
+  Tensor v = nn::split_heads(w.v(a), cfg.num_heads);
+  q = ops::rope(q, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
+  k = ops::rope(k, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
+  return w.o(nn::merge_heads(ops::attention(q, k, v)));
+}
+
+Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV& text, const DiTConfig& cfg) {
+  Tensor q = nn::split_heads(qk_norm(w.q(n), w.norm_q, cfg.eps), cfg.num_heads);
+  // No mask: the zero-padded prompt rows take part, as in the reference (context_lens=None).
+  return w.o(nn::merge_heads(ops::attention(q, text.k, text.v)));
+}
+
+}  // namespace
+
+Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps) {
+  if (x.dtype() == DType::F32) return ops::layer_norm_modulate(x, shift, scale, eps);
+  Tensor n = ops::layer_norm(x, std::nullopt, std::nullopt, eps);  // fp32 statistics, rounded to x's dtype
+  return ops::modulate(nn::to_dtype(n, DType::F32), shift, scale);
+}
+
+CrossKV DiTBlock::cross_kv(const Tensor& embedded, const DiTConfig& cfg) const {
+  const Tensor context = nn::to_dtype(embedded, cross_attn.k.compute);  // shared by k and v
+  return {nn::split_heads(qk_norm(cross_attn.k(context), cross_attn.norm_k, cfg.eps), cfg.num_heads),
+          nn::split_heads(cross_attn.v(context), cfg.num_heads)};
+}
+
+Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
+                         const DiTConfig& cfg) const {
+  // (modulation + e0).chunk(6, dim=1) in fp32: shift/scale/gate for self-attn, then for the FFN.
+  const Tensor m = ops::add(modulation, e0);  // [B, 6, dim]
+  auto chunk = [&m](int64_t i) { return m.slice(1, i, i + 1); };  // [B, 1, dim] views
+
+  const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps);
+  const Tensor y = self_attention(self_attn, a, rope, cfg);
+  // x + y * gate under autocast(fp32): the residual stream is fp32 from here on.
+  Tensor h = ops::gated_residual(nn::to_dtype(x, DType::F32), chunk(2), nn::to_dtype(y, DType::F32));
+
+  const Tensor n = cfg.cross_attn_norm ? ops::layer_norm(h, norm3_weight, norm3_bias, cfg.eps) : h;
+  h = ops::add(h, nn::to_dtype(cross_attention(cross_attn, n, text, cfg), DType::F32));
+
+  const Tensor f = norm_modulate(h, chunk(3), chunk(4), cfg.eps);
+  const Tensor g = ffn_out(ops::gelu(ffn_in(f), ops::GeluMode::Tanh));
+  return ops::gated_residual(h, chunk(5), nn::to_dtype(g, DType::F32));
+}
+
+}  // namespace vidax::wan

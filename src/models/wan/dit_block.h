@@ -1,0 +1,57 @@
+// One Wan 2.1 DiT block (official WanAttentionBlock), top to bottom:
+//   m = modulation + e0                                   (fp32, 6 chunks)
+//   x = x + SelfAttn(LN(x)*(1+m1) + m0) * m2              (fp32 residual)
+//   x = x + CrossAttn(norm3(x), text)                     (no gate; norm3 = affine LN)
+//   x = x + FFN(LN(x)*(1+m4) + m3) * m5                   (GELU-tanh)
+// Attention: q/k RMSNorm over the whole dim (all heads), 3D RoPE on self-attn
+// q/k only, softmax(q k^T / sqrt(d)) v. Every cast the reference's autocast
+// makes is an explicit nn::to_dtype here.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "models/wan/dit_config.h"
+#include "models/wan/rope.h"
+#include "nn/linear.h"
+#include "nn/params.h"
+
+namespace vidax::wan {
+
+// WanSelfAttention / WanT2VCrossAttention parameters.
+struct AttentionWeights {
+  nn::Linear q, k, v, o;
+  std::optional<Tensor> norm_q, norm_k;  // [dim] RMSNorm gains (absent when qk_norm is off)
+
+  static AttentionWeights load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
+                               DType compute);
+};
+
+// The cross-attention keys and values of one block for one prompt batch
+// (computed once per request and branch, DESIGN.md principle 1).
+struct CrossKV {
+  Tensor k;  // [B, text_len, H, D]
+  Tensor v;  // [B, text_len, H, D]
+};
+
+struct DiTBlock {
+  Tensor modulation;  // [1, 6, dim], fp32 math
+  AttentionWeights self_attn, cross_attn;
+  std::optional<Tensor> norm3_weight, norm3_bias;  // cross-attn LayerNorm affine (cross_attn_norm)
+  nn::Linear ffn_in, ffn_out;                      // ffn.0 (dim -> ffn_dim), ffn.2 (ffn_dim -> dim)
+
+  static DiTBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute);
+
+  // context [B, text_len, dim] (text_embedding output) -> this block's cross K/V.
+  CrossKV cross_kv(const Tensor& context, const DiTConfig& cfg) const;
+
+  // x [B, L, dim] (fp32, or the compute dtype straight after the patch embedding),
+  // e0 [B, 6, dim] fp32 -> [B, L, dim] fp32.
+  Tensor forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
+                 const DiTConfig& cfg) const;
+};
+
+// LN(x; no affine)*(1 + scale) + shift in fp32. LN rounds to x's dtype first
+// (WanLayerNorm's .type_as(x)), as the reference does for a bf16 x.
+Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps);
+
+}  // namespace vidax::wan

@@ -1,0 +1,23 @@
+// Parity kind `wan.dit` (DESIGN.md par. 4): rebuilds the Wan DiT from a golden
+// file (official or diffusers layout, stored or synthetic parameters), runs
+// encode_context + forward and returns `output` and `inter.*` under the
+// golden's names.
+//
+// The runner lives in the models layer and speaks io::Checkpoint; the
+// registration (dit_parity_kind.h) is inline so that it compiles inside the
+// parity layer (src/parity/kinds.cpp), which keeps the layer order.
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/tensor.h"
+#include "io/checkpoint.h"
+
+namespace vidax::wan {
+
+// precision: "fp32" | "bf16"; path: for messages.
+std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
+                                             const std::string& precision, const std::string& path);
+
+}  // namespace vidax::wan

@@ -1,0 +1,622 @@
+// Wan 2.1 VAE, read top to bottom like wan/modules/vae.py: primitives (CausalConv3d with its
+// feature cache, RMS_norm), blocks (ResidualBlock, AttentionBlock, Resample), Encoder3d, Decoder3d,
+// then WanVAE_'s chunked encode/decode and the wrapper's latent normalization.
+#include "models/wan/vae.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <variant>
+
+#include "backend/ops.h"
+
+namespace vidax::wan {
+
+// ============================================================================ config
+
+namespace {
+WanVAEConfig parse_config(const nlohmann::json& j) {
+  WanVAEConfig c;
+  const bool diffusers = j.contains("base_dim");
+  if (diffusers) {
+    // diffusers AutoencoderKLWan: only the Wan 2.1 architecture is this class.
+    c.dim = j.at("base_dim").get<int64_t>();
+    if (j.contains("decoder_base_dim") && !j.at("decoder_base_dim").is_null())
+      VIDAX_CHECK(j.at("decoder_base_dim").get<int64_t>() == c.dim,
+                  "Wan VAE config: decoder_base_dim " << j.at("decoder_base_dim") << " != base_dim " << c.dim
+                                                      << " is not the Wan 2.1 VAE");
+    VIDAX_CHECK(!j.value("is_residual", false),
+                "Wan VAE config: is_residual=true is the Wan 2.2 VAE, not supported by the Wan 2.1 VAE");
+    VIDAX_CHECK(!j.contains("patch_size") || j.at("patch_size").is_null(),
+                "Wan VAE config: patch_size " << j.at("patch_size") << " (Wan 2.2 VAE) is not supported");
+    VIDAX_CHECK(j.value("in_channels", 3) == 3 && j.value("out_channels", 3) == 3,
+                "Wan VAE config: in_channels/out_channels must be 3");
+  } else {
+    c.dim = j.value("dim", c.dim);
+  }
+  c.z_dim = j.value("z_dim", c.z_dim);
+  if (j.contains("dim_mult")) c.dim_mult = j.at("dim_mult").get<std::vector<int64_t>>();
+  c.num_res_blocks = j.value("num_res_blocks", c.num_res_blocks);
+  if (j.contains("attn_scales")) c.attn_scales = j.at("attn_scales").get<std::vector<double>>();
+  if (j.contains("temperal_downsample"))
+    c.temperal_downsample = j.at("temperal_downsample").get<std::vector<bool>>();
+  // dropout is the identity at inference, whatever its value.
+
+  VIDAX_CHECK(c.dim > 0 && c.z_dim > 0 && c.num_res_blocks > 0,
+              "Wan VAE config: dim, z_dim, num_res_blocks must be positive: " << j.dump());
+  VIDAX_CHECK(c.dim_mult.size() >= 2 && c.dim_mult.size() <= 4,
+              "Wan VAE config: dim_mult needs 2..4 levels (the reference halves the decoder's input "
+              "channels at levels 1..3), found " << c.dim_mult.size());
+  VIDAX_CHECK(c.temperal_downsample.size() + 1 == c.dim_mult.size(),
+              "Wan VAE config: temperal_downsample needs len(dim_mult) - 1 = " << c.dim_mult.size() - 1
+                                                                              << " entries, found "
+                                                                              << c.temperal_downsample.size());
+  // The reference's cached path calls attention blocks with the cache arguments and fails; the
+  // published models have none.
+  VIDAX_CHECK(c.attn_scales.empty(), "Wan VAE config: attn_scales must be empty (found "
+                                         << j.at("attn_scales").dump() << ")");
+  return c;
+}
+}  // namespace
+
+WanVAEConfig WanVAEConfig::from_json(const nlohmann::json& j) {
+  VIDAX_CHECK(j.is_object(), "Wan VAE config: expected a JSON object, found " << j.dump());
+  try {
+    return parse_config(j);
+  } catch (const nlohmann::json::exception& e) {  // a field of the wrong type
+    throw Error(msg() << "Wan VAE config: " << e.what() << " in " << j.dump());
+  }
+}
+
+nlohmann::json WanVAEConfig::to_json() const {
+  return {{"dim", dim},
+          {"z_dim", z_dim},
+          {"dim_mult", dim_mult},
+          {"num_res_blocks", num_res_blocks},
+          {"attn_scales", attn_scales},
+          {"temperal_downsample", temperal_downsample},
+          {"dropout", 0.0}};
+}
+
+int64_t WanVAEConfig::temporal_factor() const {
+  int64_t f = 1;
+  for (bool t : temperal_downsample) f *= t ? 2 : 1;
+  return f;
+}
+
+int64_t WanVAEConfig::spatial_factor() const { return int64_t{1} << (dim_mult.size() - 1); }
+
+LatentScale LatentScale::wan21() {
+  // wan/modules/vae.py, class WanVAE.
+  return {{-0.7571f, -0.7089f, -0.9113f, 0.1075f, -0.1745f, 0.9653f, -0.1517f, 1.5508f, 0.4134f, -0.0715f,
+           0.5517f, -0.3632f, -0.1922f, -0.9497f, 0.2503f, -0.2921f},
+          {2.8184f, 1.4541f, 2.3275f, 2.6558f, 1.2196f, 1.7708f, 2.6052f, 2.0743f, 3.2687f, 2.1526f, 2.8652f,
+           1.5579f, 1.6382f, 1.1253f, 2.8251f, 1.9160f}};
+}
+
+LatentScale LatentScale::from_tensors(const Tensor& mean, const Tensor& std) {
+  VIDAX_CHECK(mean.dim() == 1 && std.shape() == mean.shape(),
+              "Wan VAE latent scale: mean and std must be vectors of one length, found "
+                  << shape_str(mean.shape()) << " and " << shape_str(std.shape()));
+  return {mean.to_f32_vector(), std.to_f32_vector()};
+}
+
+namespace {
+
+// ============================================================================ parameters
+
+// Reads parameters by official name, checks their shapes and records what was read.
+class ParamReader {
+ public:
+  ParamReader(const WeightLookup& lookup, DType compute, std::vector<std::string>& names)
+      : lookup_(lookup), compute_(compute), names_(names) {}
+
+  Tensor get(const std::string& name, const Shape& expected) {
+    Tensor t = lookup_(name);
+    VIDAX_CHECK(t.defined(), "Wan VAE: parameter " << name << " is missing");
+    VIDAX_CHECK(t.shape() == expected, "Wan VAE: parameter " << name << " has shape " << shape_str(t.shape())
+                                                             << ", expected " << shape_str(expected));
+    names_.push_back(name);
+    // Explicit cast to the compute dtype (the reference runs fp32 whatever the file stores).
+    return t.dtype() == compute_ ? t : ops::cast(t, compute_);
+  }
+
+ private:
+  const WeightLookup& lookup_;
+  DType compute_;
+  std::vector<std::string>& names_;
+};
+
+// ============================================================================ feature cache
+
+constexpr int64_t kCacheT = 2;  // CACHE_T: frames each causal conv remembers across chunks
+
+// One entry of the reference's feat_cache list. Each cached call site owns a fixed slot index
+// (the reference's feat_idx counter visits the same sites in the same order every chunk).
+struct CacheSlot {
+  Tensor frames;     // undefined = None
+  bool rep = false;  // the 'Rep' marker Resample(upsample3d) leaves after the first chunk
+};
+using FeatCache = std::vector<CacheSlot>;
+
+// A deep copy of the last n frames (at most): a view would pin the whole chunk's buffer.
+Tensor last_frames(const Tensor& x, int64_t n) {
+  const int64_t t = x.size(2);
+  return ops::copy(x.slice(2, std::max<int64_t>(0, t - n), t));
+}
+
+// ============================================================================ primitives
+
+// CausalConv3d: zero padding 2*p_t frames in front and none behind, p_h / p_w on both spatial
+// sides. Cached frames, when given, are prepended and replace as many leading zero frames.
+struct CausalConv3d {
+  Tensor weight, bias;
+  std::array<int64_t, 3> stride{1, 1, 1};
+  std::array<int64_t, 3> padding{0, 0, 0};
+
+  static CausalConv3d load(ParamReader& p, const std::string& prefix, int64_t in, int64_t out,
+                           std::array<int64_t, 3> kernel, std::array<int64_t, 3> stride = {1, 1, 1},
+                           std::array<int64_t, 3> padding = {0, 0, 0}) {
+    CausalConv3d c;
+    c.weight = p.get(prefix + ".weight", {out, in, kernel[0], kernel[1], kernel[2]});
+    c.bias = p.get(prefix + ".bias", {out});
+    c.stride = stride;
+    c.padding = padding;
+    return c;
+  }
+
+  Tensor operator()(const Tensor& x, const Tensor& cache = {}) const {
+    int64_t front = 2 * padding[0];
+    Tensor in = x;
+    if (cache.defined() && front > 0) {
+      in = ops::concat({cache, x}, 2);
+      front -= cache.size(2);
+    }
+    VIDAX_CHECK(front >= 0, "Wan VAE CausalConv3d: " << cache.size(2) << " cached frames exceed the "
+                                                     << 2 * padding[0] << "-frame causal padding");
+    if (front > 0) in = ops::pad(in, {0, 0, 0, 0, front, 0});
+    // Spatial zero padding is symmetric: the conv's own padding does it.
+    return ops::conv3d(in, weight, bias, stride, {0, padding[1], padding[2]});
+  }
+};
+
+// The reference's pattern around every cached CausalConv3d call (ResidualBlock, Encoder3d and
+// Decoder3d conv1/head): remember this conv's last CACHE_T input frames, topped up in front with
+// the previous slot's last frame when the chunk has a single frame; run with the old slot.
+Tensor cached_conv(const CausalConv3d& conv, const Tensor& x, CacheSlot& slot) {
+  Tensor keep;
+  if (x.size(2) < kCacheT && slot.frames.defined()) {
+    const int64_t t = slot.frames.size(2);
+    keep = ops::concat({slot.frames.slice(2, t - 1, t), x.slice(2, 0, x.size(2))}, 2);
+  } else {
+    keep = last_frames(x, kCacheT);
+  }
+  Tensor y = conv(x, slot.frames);
+  slot.frames = keep;
+  return y;
+}
+
+// RMS_norm: F.normalize over channels (eps 1e-12 on the L2 norm) * sqrt(C) * gamma, in that order.
+struct RMSNorm {
+  Tensor gamma;  // [C, 1, 1, 1], broadcast over [B, C, T, H, W]
+  double scale = 1;
+
+  static RMSNorm load(ParamReader& p, const std::string& name, int64_t dim, bool images) {
+    RMSNorm n;
+    // images=True (attention) stores [C, 1, 1] for a [(B T), C, H, W] input; the engine normalizes
+    // the 5-D tensor directly, which reduces over the same channels at each (b, t, h, w).
+    Shape shape = images ? Shape{dim, 1, 1} : Shape{dim, 1, 1, 1};
+    n.gamma = p.get(name, shape).reshape({dim, 1, 1, 1});
+    n.scale = std::sqrt(static_cast<double>(dim));
+    return n;
+  }
+
+  Tensor operator()(const Tensor& x) const {
+    Tensor y = ops::l2_normalize(x, 1, 1e-12);
+    y = ops::scale(y, scale);
+    return ops::mul(y, gamma);
+  }
+};
+
+// ============================================================================ blocks
+
+// ResidualBlock(in, out): shortcut (1x1x1 conv when in != out, never cached) +
+// RMS -> SiLU -> CausalConv3d(3) -> RMS -> SiLU -> (dropout) -> CausalConv3d(3).
+struct ResidualBlock {
+  RMSNorm norm1, norm2;
+  CausalConv3d conv1, conv2;
+  std::optional<CausalConv3d> shortcut;
+  size_t slot1 = 0, slot2 = 0;
+
+  static ResidualBlock load(ParamReader& p, const std::string& prefix, int64_t in, int64_t out,
+                            size_t& next_slot) {
+    ResidualBlock b;
+    b.norm1 = RMSNorm::load(p, prefix + ".residual.0.gamma", in, false);
+    b.conv1 = CausalConv3d::load(p, prefix + ".residual.2", in, out, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+    b.norm2 = RMSNorm::load(p, prefix + ".residual.3.gamma", out, false);
+    b.conv2 = CausalConv3d::load(p, prefix + ".residual.6", out, out, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+    if (in != out) b.shortcut = CausalConv3d::load(p, prefix + ".shortcut", in, out, {1, 1, 1});
+    b.slot1 = next_slot++;
+    b.slot2 = next_slot++;
+    return b;
+  }
+
+  // One op per statement so each intermediate is freed as soon as it is consumed (at full
+  // resolution one activation of the last decoder level is ~0.6 GB per 4-frame chunk).
+  Tensor forward(const Tensor& x, FeatCache& cache) const {
+    Tensor y = ops::silu(norm1(x));
+    y = cached_conv(conv1, y, cache[slot1]);
+    y = ops::silu(norm2(y));
+    y = cached_conv(conv2, y, cache[slot2]);
+    return ops::add(y, shortcut ? (*shortcut)(x) : x);
+  }
+};
+
+// AttentionBlock(C): per frame, single head over the H*W positions, scale 1/sqrt(C);
+// the 1x1 Conv2d projections are linears over the channel vector of each position.
+struct AttentionBlock {
+  RMSNorm norm;
+  Tensor qkv_w, qkv_b, proj_w, proj_b;
+  int64_t dim = 0;
+
+  static AttentionBlock load(ParamReader& p, const std::string& prefix, int64_t dim) {
+    AttentionBlock a;
+    a.dim = dim;
+    a.norm = RMSNorm::load(p, prefix + ".norm.gamma", dim, true);
+    a.qkv_w = p.get(prefix + ".to_qkv.weight", {3 * dim, dim, 1, 1}).reshape({3 * dim, dim});
+    a.qkv_b = p.get(prefix + ".to_qkv.bias", {3 * dim});
+    a.proj_w = p.get(prefix + ".proj.weight", {dim, dim, 1, 1}).reshape({dim, dim});
+    a.proj_b = p.get(prefix + ".proj.bias", {dim});
+    return a;
+  }
+
+  Tensor forward(const Tensor& x) const {
+    const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
+    Tensor tokens = norm(x).permute({0, 2, 3, 4, 1});  // [B, T, H, W, C]
+    // q = channels [0, C), k = [C, 2C), v = [2C, 3C) of to_qkv's output.
+    Tensor qkv = ops::linear(tokens, qkv_w, qkv_b).view({B * T, H * W, 3 * C});
+    Tensor q = qkv.slice(2, 0, C).unsqueeze(2);  // [B*T, H*W, 1 head, C]
+    Tensor k = qkv.slice(2, C, 2 * C).unsqueeze(2);
+    Tensor v = qkv.slice(2, 2 * C, 3 * C).unsqueeze(2);
+    Tensor o = ops::attention(q, k, v).view({B, T, H, W, C});  // scale 1/sqrt(C)
+    Tensor out = ops::linear(o, proj_w, proj_b);                 // [B, T, H, W, C]
+    return ops::add(out.permute({0, 4, 1, 2, 3}), x);
+  }
+};
+
+// Resample: spatial 2x down (ZeroPad2d(0,1,0,1) + 3x3 stride-2 conv) or up (nearest-exact 2x, which
+// for an integer factor is pixel duplication, + 3x3 conv to C/2), applied to each frame; the 3d
+// modes add a cached temporal conv (time_conv).
+struct Resample {
+  enum class Mode { Upsample2d, Upsample3d, Downsample2d, Downsample3d };
+  Mode mode = Mode::Upsample2d;
+  Tensor conv_w, conv_b;  // the per-frame Conv2d (resample.1) as a [O, C, 1, 3, 3] conv3d
+  std::optional<CausalConv3d> time_conv;
+  size_t slot = 0;
+
+  static Resample load(ParamReader& p, const std::string& prefix, int64_t dim, Mode mode, size_t& next_slot) {
+    Resample r;
+    r.mode = mode;
+    const bool up = mode == Mode::Upsample2d || mode == Mode::Upsample3d;
+    const int64_t out = up ? dim / 2 : dim;
+    r.conv_w = p.get(prefix + ".resample.1.weight", {out, dim, 3, 3}).reshape({out, dim, 1, 3, 3});
+    r.conv_b = p.get(prefix + ".resample.1.bias", {out});
+    if (mode == Mode::Upsample3d) {
+      r.time_conv = CausalConv3d::load(p, prefix + ".time_conv", dim, 2 * dim, {3, 1, 1}, {1, 1, 1}, {1, 0, 0});
+      r.slot = next_slot++;
+    } else if (mode == Mode::Downsample3d) {
+      r.time_conv = CausalConv3d::load(p, prefix + ".time_conv", dim, dim, {3, 1, 1}, {2, 1, 1}, {0, 0, 0});
+      r.slot = next_slot++;
+    }
+    return r;
+  }
+
+  Tensor forward(const Tensor& in, FeatCache& cache) const {
+    Tensor x = in;
+    if (mode == Mode::Upsample3d) x = time_upsample(x, cache[slot]);
+    if (mode == Mode::Upsample2d || mode == Mode::Upsample3d) {
+      x = ops::upsample_nearest(x, {2, 2});
+      x = ops::conv3d(x, conv_w, conv_b, {1, 1, 1}, {0, 1, 1});
+    } else {
+      x = ops::pad(x, {0, 1, 0, 1});
+      x = ops::conv3d(x, conv_w, conv_b, {1, 2, 2}, {0, 0, 0});
+    }
+    if (mode == Mode::Downsample3d) x = time_downsample(x, cache[slot]);
+    return x;
+  }
+
+  // upsample3d: chunk 0 only leaves the 'Rep' marker (its frame is not time-upsampled). From chunk
+  // 1 on, time_conv (C -> 2C) runs causally (chunk 1 with plain zero padding) and channel halves
+  // [0:C] / [C:2C] become frames 2j / 2j+1.
+  Tensor time_upsample(const Tensor& x, CacheSlot& s) const {
+    if (!s.rep && !s.frames.defined()) {
+      s.rep = true;
+      return x;
+    }
+    Tensor keep = last_frames(x, kCacheT);
+    if (keep.size(2) < kCacheT) {
+      const int64_t t = s.rep ? 0 : s.frames.size(2);
+      keep = s.rep ? ops::pad(keep, {0, 0, 0, 0, 1, 0})  // zeros_like frame in front
+                   : ops::concat({s.frames.slice(2, t - 1, t), keep}, 2);
+    }
+    Tensor y = s.rep ? (*time_conv)(x) : (*time_conv)(x, s.frames);
+    s.frames = keep;
+    s.rep = false;
+    const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
+    // [B, 2C, T, H, W] -> [B, 2, C, T, H, W] -> [B, C, T, 2, H, W] -> [B, C, 2T, H, W]
+    return ops::copy(y.view({B, 2, C, T, H, W}).permute({0, 2, 3, 1, 4, 5})).view({B, C, 2 * T, H, W});
+  }
+
+  // downsample3d: chunk 0 keeps its (spatially downsampled) frames and skips time_conv; later
+  // chunks run time_conv (kernel 3, stride 2, no padding) over [previous chunk's last frame, x].
+  Tensor time_downsample(const Tensor& x, CacheSlot& s) const {
+    if (!s.frames.defined()) {
+      s.frames = last_frames(x, 1);  // the reference clones all of x but only ever reads [-1:]
+      return x;
+    }
+    Tensor keep = last_frames(x, 1);
+    const int64_t t = s.frames.size(2);
+    Tensor y = (*time_conv)(ops::concat({s.frames.slice(2, t - 1, t), x}, 2));
+    s.frames = keep;
+    return y;
+  }
+};
+
+using Block = std::variant<ResidualBlock, Resample>;
+
+Tensor run_block(const Block& b, const Tensor& x, FeatCache& cache) {
+  return std::visit([&](const auto& blk) { return blk.forward(x, cache); }, b);
+}
+
+void tap_if(const Tap& tap, const std::string& name, const Tensor& x) {
+  if (tap) tap(name, x);
+}
+
+// Encoder3d / Decoder3d middle: ResidualBlock, AttentionBlock, ResidualBlock.
+struct Middle {
+  ResidualBlock res0, res2;
+  AttentionBlock attn;
+
+  static Middle load(ParamReader& p, const std::string& prefix, int64_t dim, size_t& next_slot) {
+    Middle m;
+    m.res0 = ResidualBlock::load(p, prefix + ".0", dim, dim, next_slot);
+    m.attn = AttentionBlock::load(p, prefix + ".1", dim);
+    m.res2 = ResidualBlock::load(p, prefix + ".2", dim, dim, next_slot);
+    return m;
+  }
+
+  Tensor forward(const Tensor& x0, FeatCache& cache, const std::string& prefix, const Tap& tap) const {
+    Tensor x = res0.forward(x0, cache);
+    tap_if(tap, prefix + ".0", x);
+    x = attn.forward(x);
+    tap_if(tap, prefix + ".1", x);
+    x = res2.forward(x, cache);
+    tap_if(tap, prefix + ".2", x);
+    return x;
+  }
+};
+
+// head: RMS_norm, SiLU, CausalConv3d(3) (indices 0, 1, 2).
+struct Head {
+  RMSNorm norm;
+  CausalConv3d conv;
+  size_t slot = 0;
+
+  static Head load(ParamReader& p, const std::string& prefix, int64_t in, int64_t out, size_t& next_slot) {
+    Head h;
+    h.norm = RMSNorm::load(p, prefix + ".0.gamma", in, false);
+    h.conv = CausalConv3d::load(p, prefix + ".2", in, out, {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+    h.slot = next_slot++;
+    return h;
+  }
+
+  Tensor forward(const Tensor& x, FeatCache& cache) const {
+    Tensor y = ops::silu(norm(x));
+    return cached_conv(conv, y, cache[slot]);
+  }
+};
+
+}  // namespace
+
+// ============================================================================ Encoder3d
+
+struct WanVAE::Encoder {
+  CausalConv3d conv1;
+  size_t conv1_slot = 0;
+  std::vector<Block> downsamples;
+  Middle middle;
+  Head head;
+  size_t num_slots = 0;
+
+  Encoder(ParamReader& p, const WanVAEConfig& c) {
+    size_t slot = 0;
+    std::vector<int64_t> dims{c.dim};
+    for (int64_t m : c.dim_mult) dims.push_back(c.dim * m);
+    conv1 = CausalConv3d::load(p, "encoder.conv1", 3, dims[0], {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+    conv1_slot = slot++;
+    const size_t levels = c.dim_mult.size();
+    int64_t out_dim = dims[0];
+    for (size_t i = 0; i < levels; ++i) {
+      int64_t in_dim = dims[i];
+      out_dim = dims[i + 1];
+      for (int64_t r = 0; r < c.num_res_blocks; ++r) {
+        downsamples.emplace_back(ResidualBlock::load(p, name(downsamples.size()), in_dim, out_dim, slot));
+        in_dim = out_dim;
+      }
+      if (i + 1 != levels) {
+        auto mode = c.temperal_downsample[i] ? Resample::Mode::Downsample3d : Resample::Mode::Downsample2d;
+        downsamples.emplace_back(Resample::load(p, name(downsamples.size()), out_dim, mode, slot));
+      }
+    }
+    middle = Middle::load(p, "encoder.middle", out_dim, slot);
+    head = Head::load(p, "encoder.head", out_dim, 2 * c.z_dim, slot);
+    num_slots = slot;
+  }
+
+  static std::string name(size_t i) { return "encoder.downsamples." + std::to_string(i); }
+
+  Tensor forward(const Tensor& chunk, FeatCache& cache, const Tap& tap) const {
+    Tensor x = cached_conv(conv1, chunk, cache[conv1_slot]);
+    tap_if(tap, "encoder.conv1", x);
+    for (size_t i = 0; i < downsamples.size(); ++i) {
+      x = run_block(downsamples[i], x, cache);
+      tap_if(tap, name(i), x);
+    }
+    x = middle.forward(x, cache, "encoder.middle", tap);
+    x = head.forward(x, cache);
+    tap_if(tap, "encoder.head.2", x);
+    return x;
+  }
+};
+
+// ============================================================================ Decoder3d
+
+struct WanVAE::Decoder {
+  CausalConv3d conv1;
+  size_t conv1_slot = 0;
+  Middle middle;
+  std::vector<Block> upsamples;
+  Head head;
+  size_t num_slots = 0;
+
+  Decoder(ParamReader& p, const WanVAEConfig& c) {
+    size_t slot = 0;
+    // dims = dim * [dim_mult[-1]] + reversed(dim_mult); temporal upsampling = reversed downsampling.
+    std::vector<int64_t> dims{c.dim * c.dim_mult.back()};
+    for (auto it = c.dim_mult.rbegin(); it != c.dim_mult.rend(); ++it) dims.push_back(c.dim * *it);
+    std::vector<bool> temperal_upsample(c.temperal_downsample.rbegin(), c.temperal_downsample.rend());
+    conv1 = CausalConv3d::load(p, "decoder.conv1", c.z_dim, dims[0], {3, 3, 3}, {1, 1, 1}, {1, 1, 1});
+    conv1_slot = slot++;
+    middle = Middle::load(p, "decoder.middle", dims[0], slot);
+    const size_t levels = c.dim_mult.size();
+    int64_t out_dim = dims[0];
+    for (size_t i = 0; i < levels; ++i) {
+      // Every level after the first starts from the previous Resample's C/2 output channels.
+      int64_t in_dim = i > 0 ? dims[i] / 2 : dims[i];
+      out_dim = dims[i + 1];
+      for (int64_t r = 0; r < c.num_res_blocks + 1; ++r) {
+        upsamples.emplace_back(ResidualBlock::load(p, name(upsamples.size()), in_dim, out_dim, slot));
+        in_dim = out_dim;
+      }
+      if (i + 1 != levels) {
+        auto mode = temperal_upsample[i] ? Resample::Mode::Upsample3d : Resample::Mode::Upsample2d;
+        upsamples.emplace_back(Resample::load(p, name(upsamples.size()), out_dim, mode, slot));
+      }
+    }
+    head = Head::load(p, "decoder.head", out_dim, 3, slot);
+    num_slots = slot;
+  }
+
+  static std::string name(size_t i) { return "decoder.upsamples." + std::to_string(i); }
+
+  Tensor forward(const Tensor& chunk, FeatCache& cache, const Tap& tap) const {
+    Tensor x = cached_conv(conv1, chunk, cache[conv1_slot]);
+    tap_if(tap, "decoder.conv1", x);
+    x = middle.forward(x, cache, "decoder.middle", tap);
+    for (size_t i = 0; i < upsamples.size(); ++i) {
+      x = run_block(upsamples[i], x, cache);
+      tap_if(tap, name(i), x);
+    }
+    x = head.forward(x, cache);
+    tap_if(tap, "decoder.head.2", x);
+    return x;
+  }
+};
+
+// ============================================================================ WanVAE_
+
+WanVAE::WanVAE(const WanVAEConfig& config, const WeightLookup& weights, Parts parts, DType compute)
+    : config_(config), compute_(compute) {
+  VIDAX_CHECK(parts.encoder || parts.decoder, "Wan VAE: build at least the encoder or the decoder");
+  VIDAX_CHECK(compute == DType::F32 || compute == DType::BF16 || compute == DType::F16,
+              "Wan VAE: compute dtype must be a float type, found " << dtype_name(compute));
+  ParamReader p(weights, compute, names_);
+  if (parts.encoder) {
+    encoder_ = std::make_unique<Encoder>(p, config_);
+    auto c = CausalConv3d::load(p, "conv1", 2 * config_.z_dim, 2 * config_.z_dim, {1, 1, 1});
+    conv1_w_ = c.weight;
+    conv1_b_ = c.bias;
+  }
+  if (parts.decoder) {
+    decoder_ = std::make_unique<Decoder>(p, config_);
+    auto c = CausalConv3d::load(p, "conv2", config_.z_dim, config_.z_dim, {1, 1, 1});
+    conv2_w_ = c.weight;
+    conv2_b_ = c.bias;
+  }
+}
+
+WanVAE::~WanVAE() = default;
+WanVAE::WanVAE(WanVAE&&) noexcept = default;
+WanVAE& WanVAE::operator=(WanVAE&&) noexcept = default;
+
+Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
+  VIDAX_CHECK(encoder_, "Wan VAE: encode called on an instance built without the encoder");
+  VIDAX_CHECK(video_in.dim() == 5 && video_in.size(1) == 3,
+              "Wan VAE encode: expected a video [B, 3, F, H, W], found " << video_in.str());
+  const int64_t frames = video_in.size(2);
+  // The reference encodes chunks of 1, 4, 4, ... frames and silently drops any remainder.
+  VIDAX_CHECK(frames >= 1 && (frames - 1) % 4 == 0,
+              "Wan VAE encode: the frame count must be 4k+1 (1, 5, 9, ...), found " << frames);
+  Tensor video = video_in.dtype() == compute_ ? video_in : ops::cast(video_in, compute_);
+
+  FeatCache cache(encoder_->num_slots);
+  std::vector<Tensor> chunks;
+  for (int64_t i = 0; i < 1 + (frames - 1) / 4; ++i) {
+    Tensor chunk = i == 0 ? video.slice(2, 0, 1) : video.slice(2, 1 + 4 * (i - 1), 1 + 4 * i);
+    chunks.push_back(encoder_->forward(chunk, cache, tap));
+  }
+  Tensor out = chunks.size() == 1 ? chunks[0] : ops::concat(chunks, 2);
+  Tensor h = ops::conv3d(out, conv1_w_, conv1_b_, {1, 1, 1}, {0, 0, 0});  // conv1
+  tap_if(tap, "conv1", h);
+  return ops::copy(h.slice(1, 0, config_.z_dim));  // mu; log_var = the other half, unused
+}
+
+Tensor WanVAE::decode(const Tensor& mu_in, const Tap& tap) const {
+  VIDAX_CHECK(decoder_, "Wan VAE: decode called on an instance built without the decoder");
+  VIDAX_CHECK(mu_in.dim() == 5 && mu_in.size(1) == config_.z_dim,
+              "Wan VAE decode: expected a latent [B, " << config_.z_dim << ", F, H, W], found " << mu_in.str());
+  Tensor mu = mu_in.dtype() == compute_ ? mu_in : ops::cast(mu_in, compute_);
+  Tensor x = ops::conv3d(mu, conv2_w_, conv2_b_, {1, 1, 1}, {0, 0, 0});  // conv2, all frames
+  tap_if(tap, "conv2", x);
+  FeatCache cache(decoder_->num_slots);
+  std::vector<Tensor> frames;
+  for (int64_t i = 0; i < x.size(2); ++i) frames.push_back(decoder_->forward(x.slice(2, i, i + 1), cache, tap));
+  return frames.size() == 1 ? frames[0] : ops::concat(frames, 2);
+}
+
+namespace {
+// mean and 1/std as [1, z, 1, 1, 1] tensors; 1/std is rounded to fp32 like torch's `1.0 / std`.
+std::pair<Tensor, Tensor> scale_tensors(const LatentScale& s, int64_t z_dim, DType dtype) {
+  VIDAX_CHECK(static_cast<int64_t>(s.mean.size()) == z_dim && s.std.size() == s.mean.size(),
+              "Wan VAE latent scale: " << s.mean.size() << " means / " << s.std.size()
+                                       << " stds for z_dim " << z_dim);
+  std::vector<float> inv(s.std.size());
+  for (size_t i = 0; i < inv.size(); ++i) inv[i] = 1.0f / s.std[i];
+  return {Tensor::from_f32(s.mean, {1, z_dim, 1, 1, 1}, dtype), Tensor::from_f32(inv, {1, z_dim, 1, 1, 1}, dtype)};
+}
+}  // namespace
+
+Tensor normalize_latent(const Tensor& mu, const LatentScale& scale) {
+  auto [mean, inv_std] = scale_tensors(scale, mu.size(1), mu.dtype());
+  return ops::mul(ops::sub(mu, mean), inv_std);  // (mu - mean) * (1/std)
+}
+
+Tensor denormalize_latent(const Tensor& z, const LatentScale& scale) {
+  auto [mean, inv_std] = scale_tensors(scale, z.size(1), z.dtype());
+  return ops::add(ops::div(z, inv_std), mean);  // z / (1/std) + mean
+}
+
+Tensor WanVAE::encode_normalized(const Tensor& video, const LatentScale& scale, const Tap& tap) const {
+  Tensor z = normalize_latent(encode(video, tap), scale);
+  return z.dtype() == DType::F32 ? z : ops::cast(z, DType::F32);  // the wrapper's .float()
+}
+
+Tensor WanVAE::decode_normalized(const Tensor& z, const LatentScale& scale, const Tap& tap) const {
+  Tensor zc = z.dtype() == compute_ ? z : ops::cast(z, compute_);
+  Tensor video = decode(denormalize_latent(zc, scale), tap);
+  if (video.dtype() != DType::F32) video = ops::cast(video, DType::F32);  // .float()
+  return ops::clamp(video, -1.0, 1.0);                                     // .clamp_(-1, 1)
+}
+
+}  // namespace vidax::wan

@@ -1,0 +1,35 @@
+#include "nn/linear.h"
+
+#include "nn/cast.h"
+
+namespace vidax::nn {
+
+Linear Linear::make(const Tensor& weight, const std::optional<Tensor>& bias, DType compute) {
+  VIDAX_CHECK(weight.dim() == 2, "Linear: weight must be [out, in], got " << weight.str());
+  VIDAX_CHECK(compute == DType::F32 || compute == DType::BF16,
+              "Linear: compute dtype must be F32 or BF16, got " << dtype_name(compute));
+  if (bias) VIDAX_CHECK(bias->dim() == 1 && bias->size(0) == weight.size(0),
+                        "Linear: bias " << bias->str() << " does not match weight " << weight.str());
+  Linear l;
+  l.compute = compute;
+  // fp32 compute reads the stored weight as is; bf16 compute casts it once, as autocast would per call.
+  l.weight = compute == DType::BF16 ? to_dtype(weight.contiguous(), DType::BF16) : weight;
+  if (bias) l.bias = compute == DType::BF16 ? to_dtype(*bias, DType::BF16) : *bias;
+  return l;
+}
+
+Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_features, int64_t out_features,
+                    DType compute, bool has_bias) {
+  Tensor w = params.take(prefix + ".weight", {out_features, in_features});
+  std::optional<Tensor> b;
+  if (has_bias) b = params.take(prefix + ".bias", {out_features});
+  return make(w, b, compute);
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  VIDAX_CHECK(x.dim() >= 1 && x.size(-1) == in_features(),
+              "Linear: input " << x.str() << " does not end in " << in_features() << " features");
+  return ops::linear(to_dtype(x, compute), weight, bias);
+}
+
+}  // namespace vidax::nn

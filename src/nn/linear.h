@@ -1,0 +1,32 @@
+// y = x W^T + b with an explicit compute dtype. Mirrors what torch autocast
+// does to nn.Linear: in a bf16 region the activation, the weight and the bias
+// are cast to bf16 and the GEMM accumulates in fp32; in an fp32 region the
+// weight is read as stored (a bf16 checkpoint weight upcasts exactly).
+// The weight cast is done once, at load, not per call.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "backend/ops.h"
+#include "nn/params.h"
+
+namespace vidax::nn {
+
+struct Linear {
+  Tensor weight;               // [out, in], in the dtype the GEMM reads
+  std::optional<Tensor> bias;  // [out]
+  DType compute = DType::F32;  // activations are cast to this before the GEMM
+
+  // weight [out, in] (any float dtype), bias [out] optional.
+  static Linear make(const Tensor& weight, const std::optional<Tensor>& bias, DType compute);
+  // Takes "<prefix>.weight" [out, in] and, when has_bias, "<prefix>.bias" [out].
+  static Linear load(ParamSource& params, const std::string& prefix, int64_t in_features, int64_t out_features,
+                     DType compute, bool has_bias = true);
+
+  int64_t in_features() const { return weight.size(1); }
+  int64_t out_features() const { return weight.size(0); }
+  // x [..., in] (any float dtype) -> [..., out] in the compute dtype.
+  Tensor operator()(const Tensor& x) const;
+};
+
+}  // namespace vidax::nn

@@ -1,0 +1,67 @@
+#include "nn/params.h"
+
+#include <algorithm>
+
+namespace vidax::nn {
+
+ParamSource::ParamSource(std::vector<std::string> available, Lookup lookup, std::string origin)
+    : available_(std::move(available)), lookup_(std::move(lookup)), origin_(std::move(origin)) {
+  std::sort(available_.begin(), available_.end());
+}
+
+ParamSource ParamSource::from_map(std::map<std::string, Tensor> tensors, std::string origin) {
+  std::vector<std::string> names;
+  names.reserve(tensors.size());
+  for (const auto& [k, v] : tensors) names.push_back(k);
+  auto shared = std::make_shared<std::map<std::string, Tensor>>(std::move(tensors));
+  return ParamSource(std::move(names),
+                     [shared](const std::string& n, const Shape&) -> std::optional<Tensor> {
+                       auto it = shared->find(n);
+                       if (it == shared->end()) return std::nullopt;
+                       return it->second;
+                     },
+                     std::move(origin));
+}
+
+ParamSource ParamSource::generated(std::function<Tensor(const std::string&, const Shape&)> make,
+                                   std::string origin) {
+  return ParamSource({}, [make](const std::string& n, const Shape& s) -> std::optional<Tensor> { return make(n, s); },
+                     std::move(origin));
+}
+
+std::optional<Tensor> ParamSource::take_optional(const std::string& name, const Shape& expected) {
+  std::optional<Tensor> t = lookup_(name, expected);
+  if (!t) return std::nullopt;
+  VIDAX_CHECK(t->shape() == expected, origin_ << ": parameter '" << name << "' has shape " << shape_str(t->shape())
+                                              << ", expected " << shape_str(expected));
+  VIDAX_CHECK(dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
+                                                  << dtype_name(t->dtype()) << ", expected a float type");
+  if (taken_.insert(name).second) order_.push_back(name);
+  return t;
+}
+
+Tensor ParamSource::take(const std::string& name, const Shape& expected) {
+  std::optional<Tensor> t = take_optional(name, expected);
+  VIDAX_CHECK(t.has_value(), origin_ << ": missing parameter '" << name << "' (expected shape "
+                                     << shape_str(expected) << ")");
+  return *t;
+}
+
+std::vector<std::string> ParamSource::untaken() const {
+  std::vector<std::string> out;
+  for (const auto& n : available_)
+    if (!taken_.count(n)) out.push_back(n);
+  return out;
+}
+
+void ParamSource::expect_all_taken() const {
+  std::vector<std::string> left = untaken();
+  if (left.empty()) return;
+  msg m;
+  m << origin_ << ": " << left.size() << " tensor(s) not used by the model:";
+  for (size_t i = 0; i < left.size() && i < 20; ++i) m << " " << left[i];
+  if (left.size() > 20) m << " ...";
+  throw Error(m.str());
+}
+
+}  // namespace vidax::nn

@@ -1,0 +1,32 @@
+// --noise FILE: the initial latent noise from a safetensors file.
+#include "core/error.h"
+#include "io/checkpoint.h"
+#include "pipeline/wan_t2v.h"
+
+namespace vidax::pipeline {
+
+Tensor read_noise_file(const std::string& path, const Shape& expected) {
+  io::Checkpoint ck = io::Checkpoint::open(path);
+  std::string name;
+  for (const char* n : {"noise", "latents"})
+    if (ck.contains(n)) {
+      name = n;
+      break;
+    }
+  if (name.empty()) {
+    VIDAX_CHECK(ck.size() == 1, "noise file " << path << " holds " << ck.size()
+                                              << " tensors and none is named 'noise' or 'latents'");
+    name = ck.names().front();
+  }
+  Tensor t = ck.get(name);
+  VIDAX_CHECK(dtype_is_float(t.dtype()), "noise file " << path << ": tensor '" << name << "' is " << t.str()
+                                                       << ", expected a float tensor");
+  const Shape stored = t.shape();
+  if (t.dim() == static_cast<int64_t>(expected.size()) + 1 && t.size(0) == 1) t = t.squeeze(0);
+  VIDAX_CHECK(t.shape() == expected, "noise file " << path << ": tensor '" << name << "' has shape "
+                                                   << shape_str(stored) << ", the request needs "
+                                                   << shape_str(expected) << " (or [1, ...])");
+  return t.contiguous().to(DType::F32).clone();
+}
+
+}  // namespace vidax::pipeline

@@ -1,0 +1,18 @@
+// The samplers `vidax generate --sampler` offers, by their user-facing names
+// (the official generate.py's --sample_solver names plus euler), over src/sched.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "sched/scheduler.h"
+
+namespace vidax::pipeline {
+
+// "unipc" -> flow_unipc (official default), "dpm++" -> flow_dpmpp (official
+// alternative), "euler" -> flow_euler (diffusers' FlowMatchEulerDiscreteScheduler).
+const std::vector<std::string>& sampler_names();
+// Throws listing sampler_names() on an unknown name.
+std::unique_ptr<sched::Scheduler> make_sampler(const std::string& name, int64_t steps, double shift);
+
+}  // namespace vidax::pipeline

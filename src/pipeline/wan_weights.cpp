@@ -1,0 +1,137 @@
+#include "pipeline/wan_weights.h"
+
+#include <filesystem>
+#include <fstream>
+#include <vector>
+
+#include "core/error.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace vidax::pipeline {
+
+namespace {
+
+bool is_file(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_regular_file(p, ec);
+}
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+json read_json(const fs::path& p) {
+  std::ifstream is(p);
+  VIDAX_CHECK(is.is_open(), "cannot read " << p.string());
+  try {
+    return json::parse(is);
+  } catch (const json::exception& e) {
+    throw Error(msg() << p.string() << ": malformed JSON: " << e.what());
+  }
+}
+
+json read_json_if_present(const fs::path& p) { return is_file(p) ? read_json(p) : json(); }
+
+// The first candidate that exists, else an error naming them all.
+std::string first_existing(const fs::path& root, const std::vector<std::string>& candidates, const char* what) {
+  std::string tried;
+  for (const auto& c : candidates) {
+    if (is_file(root / c) || is_dir(root / c)) return (root / c).string();
+    tried += "\n  " + (root / c).string();
+  }
+  throw Error(msg() << "weights directory " << root.string() << ": no " << what << " found; looked for:" << tried);
+}
+
+// A sharded model's index, else its single file, else every shard listed by name.
+std::string safetensors_model(const fs::path& dir, const std::string& stem, const char* what) {
+  if (is_file(dir / (stem + ".safetensors.index.json"))) return (dir / (stem + ".safetensors.index.json")).string();
+  if (is_file(dir / (stem + ".safetensors"))) return (dir / (stem + ".safetensors")).string();
+  std::vector<std::string> shards;
+  if (is_dir(dir))
+    for (const auto& e : fs::directory_iterator(dir)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind(stem + "-", 0) == 0 && n.size() > 12 && n.substr(n.size() - 12) == ".safetensors")
+        shards.push_back(n);
+    }
+  VIDAX_CHECK(shards.empty(), "weights directory " << dir.string() << ": " << what << " has " << shards.size()
+                                                   << " shards (" << shards.front() << ", ...) but no "
+                                                   << stem << ".safetensors.index.json");
+  throw Error(msg() << "weights directory " << dir.string() << ": no " << what << " found; looked for "
+                    << (dir / (stem + ".safetensors")).string() << " and " << stem << ".safetensors.index.json");
+}
+
+// The DiT width of a WanModel config (original) or WanTransformer3DModel config (diffusers).
+int64_t dit_dim(const json& c) {
+  if (c.contains("dim")) return c["dim"].get<int64_t>();
+  if (c.contains("num_attention_heads") && c.contains("attention_head_dim"))
+    return c["num_attention_heads"].get<int64_t>() * c["attention_head_dim"].get<int64_t>();
+  return 0;
+}
+int64_t dit_layers(const json& c) { return c.value("num_layers", int64_t{0}); }
+
+}  // namespace
+
+WanWeightFiles find_wan_weights(const std::string& dir_str, const WanT2VPreset& preset) {
+  const fs::path dir(dir_str);
+  VIDAX_CHECK(is_dir(dir), "weights directory " << dir_str << " does not exist (or is not a directory)");
+  WanWeightFiles f;
+  f.root = dir_str;
+  f.vidax_model = read_json_if_present(dir / "vidax_model.json");
+  if (is_file(dir / "model_index.json")) {
+    f.layout = "diffusers";
+    VIDAX_CHECK(is_dir(dir / "transformer"), "weights directory " << dir_str
+                                                                << " has model_index.json (diffusers layout) but no transformer/");
+    f.dit = safetensors_model(dir / "transformer", "diffusion_pytorch_model", "transformer");
+    f.vae = safetensors_model(dir / "vae", "diffusion_pytorch_model", "VAE");
+    f.t5 = safetensors_model(dir / "text_encoder", "model", "text encoder");
+    f.tokenizer = first_existing(dir, {"tokenizer"}, "tokenizer");
+    f.dit_config = read_json_if_present(dir / "transformer" / "config.json");
+    f.vae_config = read_json_if_present(dir / "vae" / "config.json");
+    f.t5_config = read_json_if_present(dir / "text_encoder" / "config.json");
+  } else {
+    f.layout = "original";
+    f.dit = safetensors_model(dir, "diffusion_pytorch_model", "DiT (diffusion_pytorch_model*.safetensors)");
+    auto swap_ext = [](const std::string& name, const std::string& ext) {
+      return fs::path(name).replace_extension(ext).string();
+    };
+    f.vae = first_existing(dir, {preset.vae_file, swap_ext(preset.vae_file, ".pth"), swap_ext(preset.vae_file, ".safetensors")},
+                           "VAE");
+    f.t5 = first_existing(dir, {preset.t5_file, swap_ext(preset.t5_file, ".pth"), swap_ext(preset.t5_file, ".safetensors")},
+                          "UMT5 text encoder");
+    f.tokenizer = first_existing(dir, {preset.tokenizer_dir, "tokenizer"}, "tokenizer directory");
+    f.dit_config = read_json_if_present(dir / "config.json");
+  }
+  VIDAX_CHECK(is_file(fs::path(f.tokenizer) / "spiece.model"),
+              "tokenizer directory " << f.tokenizer << " has no spiece.model (the UMT5 SentencePiece model)");
+  return f;
+}
+
+std::string detect_wan_model(const std::string& dir_str) {
+  const fs::path dir(dir_str);
+  json vm = read_json_if_present(dir / "vidax_model.json");
+  if (vm.is_object() && vm.contains("model")) return vm["model"].get<std::string>();
+  json c = read_json_if_present(dir / "config.json");
+  if (c.is_null()) c = read_json_if_present(dir / "transformer" / "config.json");
+  if (c.is_null()) return "";
+  for (const auto& p : wan_t2v_presets())
+    if (p.name != kTinyDemoModel && dit_dim(c) == dit_dim(p.dit) && dit_layers(c) == dit_layers(p.dit)) return p.name;
+  return "";
+}
+
+void check_preset_matches(const WanWeightFiles& files, const WanT2VPreset& preset) {
+  if (!files.vidax_model.is_null() && files.vidax_model.contains("model")) {
+    const std::string m = files.vidax_model["model"].get<std::string>();
+    VIDAX_CHECK(m == preset.name, "--model " << preset.name << " but " << files.root << "/vidax_model.json says "
+                                             << m);
+  }
+  if (files.dit_config.is_null()) return;
+  const int64_t dim = dit_dim(files.dit_config), layers = dit_layers(files.dit_config);
+  VIDAX_CHECK(dim == dit_dim(preset.dit) && layers == dit_layers(preset.dit),
+              "--model " << preset.name << " expects a DiT of dim " << dit_dim(preset.dit) << " and "
+                         << dit_layers(preset.dit) << " layers, but the config in " << files.root << " says dim "
+                         << dim << " and " << layers << " layers");
+}
+
+}  // namespace vidax::pipeline

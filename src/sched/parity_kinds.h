@@ -1,0 +1,11 @@
+// Parity kinds owned by the sampling layer (DESIGN.md par. 4, docs/sampling.md).
+#pragma once
+
+namespace vidax {
+// rng.torch_cpu: TorchGenerator against torch.manual_seed + torch.randn.
+void register_rng_parity_kinds();
+namespace sched {
+// sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp.
+void register_parity_kinds();
+}  // namespace sched
+}  // namespace vidax

@@ -1,0 +1,82 @@
+// Flow-matching samplers for the denoise loop (docs/sampling.md):
+//   flow_unipc  Wan2.1's FlowUniPCMultistepScheduler (the official default: bh2,
+//               predict_x0, solver_order 2, lower_order_final, final sigma 0)
+//   flow_dpmpp  Wan2.1's FlowDPMSolverMultistepScheduler ('dpm++': dpmsolver++,
+//               midpoint, order 2, sigmas from get_sampling_sigmas)
+//   flow_euler  diffusers' FlowMatchEulerDiscreteScheduler (optionally stochastic)
+// Each reproduces its reference's dtype sequence: sigmas float32, per-step
+// coefficients as float32 0-dim tensor math, one rounding per tensor op.
+//
+//   auto s = sched::make_scheduler({.name = "flow_unipc", .steps = 50, .shift = 5.0});
+//   for (int64_t i = 0; i < s->num_steps(); ++i) {
+//     Tensor v = model(x, s->timesteps()[i]);   // the timestep the model sees
+//     x = s->step(v, i, x);
+//   }
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "core/tensor.h"
+#include "sched/schedule.h"
+
+namespace vidax::sched {
+
+struct SchedulerOptions {
+  std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler
+  int64_t steps = 50;
+  double shift = 5.0;
+  int64_t num_train_timesteps = 1000;
+  // Multistep solvers (flow_unipc, flow_dpmpp). Orders 1 and 2 are implemented.
+  int solver_order = 2;
+  bool lower_order_final = true;
+  std::string unipc_solver_type = "bh2";  // bh1 | bh2
+  // flow_unipc sigma grid: "wan" (the official FlowUniPCMultistepScheduler) or
+  // "diffusers" (UniPCMultistepScheduler with use_flow_sigmas, as diffusers' WanPipeline).
+  std::string unipc_sigmas = "wan";
+  std::vector<int64_t> disable_corrector;  // flow_unipc: steps whose corrector is skipped
+  // flow_euler: x0 re-noised with fresh noise instead of the ODE step.
+  bool stochastic_sampling = false;
+};
+
+class Scheduler {
+ public:
+  virtual ~Scheduler() = default;
+
+  const FlowSchedule& schedule() const { return schedule_; }
+  int64_t num_steps() const { return schedule_.num_steps(); }
+  const std::vector<double>& timesteps() const { return schedule_.timesteps; }
+  const std::vector<float>& sigmas() const { return schedule_.sigmas; }
+  // The reference's tensors: timesteps I64 (Wan solvers) or F32 (Euler); sigmas F32 [N+1].
+  Tensor timesteps_tensor() const;
+  Tensor sigmas_tensor() const;
+
+  // One solver step: the sample after step `step_index` from the model's
+  // output (flow / velocity prediction) at that step. Steps must run in order
+  // 0, 1, ..., num_steps()-1 (multistep solvers keep history); reset() starts over.
+  virtual Tensor step(const Tensor& model_output, int64_t step_index, const Tensor& sample) = 0;
+  virtual void reset() { next_step_ = 0; }
+
+  // flow_euler with stochastic_sampling draws noise here (torch's CPU generator,
+  // as diffusers' randn_tensor with a CPU generator does).
+  void set_generator(TorchGenerator* gen) { generator_ = gen; }
+
+ protected:
+  explicit Scheduler(FlowSchedule schedule, std::string name)
+      : schedule_(std::move(schedule)), name_(std::move(name)) {}
+  // Checks the order of calls and the inputs; advances the step counter.
+  void begin_step(const Tensor& model_output, int64_t step_index, const Tensor& sample);
+
+  FlowSchedule schedule_;
+  std::string name_;
+  int64_t next_step_ = 0;
+  TorchGenerator* generator_ = nullptr;
+};
+
+std::unique_ptr<Scheduler> make_scheduler(const SchedulerOptions& opt);
+std::vector<std::string> scheduler_names();
+
+}  // namespace vidax::sched

@@ -1,0 +1,359 @@
+#include "translate/inspect.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+namespace vidax::translate {
+
+namespace fs = std::filesystem;
+
+bool is_golden_io_key(const std::string& n) {
+  return n.rfind("input.", 0) == 0 || n == "output" || n.rfind("output.", 0) == 0 || n.rfind("inter.", 0) == 0 ||
+         n.rfind("scale.", 0) == 0;
+}
+
+namespace {
+
+std::optional<Json> read_json_file(const fs::path& p) {
+  std::ifstream f(p);
+  if (!f) return std::nullopt;
+  std::stringstream ss;
+  ss << f.rdbuf();
+  Json j = Json::parse(ss.str(), nullptr, /*allow_exceptions=*/false);
+  VIDAX_CHECK(!j.is_discarded(), p.string() << ": not valid JSON");
+  return j;
+}
+
+void count(Unit& u) {
+  for (const auto& n : u.source->names()) {
+    const TensorInfo* ti = u.source->find(n);
+    DTypeStats& d = u.dtypes[dtype_name(ti->dtype)];
+    int64_t numel = shape_numel(ti->shape);
+    uint64_t bytes = ti->nbytes();
+    d.tensors++;
+    d.parameters += numel;
+    d.bytes += bytes;
+    u.tensors++;
+    u.parameters += numel;
+    u.bytes += bytes;
+  }
+}
+
+// Matches a group of tensors (one file, or one component's files) against the
+// component that claims most of its keys. `dir` holds a config.json that may
+// describe it.
+Unit make_unit(std::string label, std::shared_ptr<const TensorSource> src, const fs::path& dir,
+               const std::optional<Detection>& det) {
+  Unit u;
+  u.label = std::move(label);
+  u.source = std::move(src);
+  count(u);
+  if (!det) return u;
+  u.comp = det->comp;
+  // Config: the file's own __metadata__.config (golden files) wins, then a
+  // config.json beside it when it describes this component, else the shapes.
+  std::optional<Json> cfg;
+  bool meta_cfg = false;
+  if (auto it = u.source->metadata().find("config"); it != u.source->metadata().end()) {
+    Json j = Json::parse(it->second, nullptr, false);
+    meta_cfg = !j.is_discarded() && u.comp->read_config(j).has_value();
+  }
+  std::string origin;
+  if (!meta_cfg && !dir.empty()) {
+    if (auto j = read_json_file(dir / "config.json"); j && u.comp->read_config(*j)) {
+      cfg = *j;
+      origin = (dir / "config.json").string();
+    }
+  }
+  u.match = match(*u.source, *u.comp, cfg, det->layout);
+  if (!origin.empty()) u.match.config_origin = origin;
+  return u;
+}
+
+// A file, an index, or a folder of weight files (not recursive): each file is
+// classified on its own, then the files of one (component, layout) are matched
+// together (shards of one model).
+void inspect_checkpoint(const std::string& path, std::vector<Unit>& units) {
+  auto ckpt = CheckpointSource::open(path);
+  std::shared_ptr<const TensorSource> all = ckpt;
+  const fs::path dir = fs::is_directory(path) ? fs::path(path) : fs::path(path).parent_path();
+  size_t golden = 0;
+  if (all->metadata().count("kind")) {  // a golden file: keep only the parameters
+    for (const auto& n : all->names()) golden += is_golden_io_key(n);
+    all = std::make_shared<SubsetSource>(all, [](const std::string& n) { return !is_golden_io_key(n); });
+  }
+  std::map<std::string, std::vector<std::string>> by_file;
+  for (const auto& n : all->names()) by_file[all->find(n)->file].push_back(n);
+  if (by_file.empty()) {
+    Unit u;
+    u.label = path;
+    u.source = all;
+    units.push_back(u);
+    return;
+  }
+  // Group files by what they are.
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> groups;  // (component, layout) -> files
+  std::map<std::pair<std::string, std::string>, Detection> dets;
+  std::vector<std::string> unknown;
+  for (const auto& [file, names] : by_file) {
+    std::set<std::string> keep(names.begin(), names.end());
+    SubsetSource one(all, [&](const std::string& n) { return keep.count(n) > 0; }, file);
+    auto d = detect(one);
+    if (!d) {
+      unknown.push_back(file);
+      continue;
+    }
+    auto key = std::make_pair(d->comp->name(), d->layout);
+    groups[key].insert(file);
+    dets[key] = *d;
+  }
+  auto label_of = [&](const std::set<std::string>& files) {
+    if (files.size() == 1) return *files.begin();
+    return path + " (" + std::to_string(files.size()) + " files)";
+  };
+  for (const auto& [key, files] : groups) {
+    auto src = std::make_shared<SubsetSource>(
+        all, [&](const std::string& n) { return files.count(all->find(n)->file) > 0; }, label_of(files));
+    Unit u = make_unit(label_of(files), src, dir, dets[key]);
+    u.excluded_golden = golden;
+    units.push_back(std::move(u));
+  }
+  for (const auto& file : unknown) {
+    auto src = std::make_shared<SubsetSource>(all, [&](const std::string& n) { return all->find(n)->file == file; },
+                                              file);
+    units.push_back(make_unit(file, src, {}, std::nullopt));
+  }
+}
+
+Json stats_json(const std::map<std::string, DTypeStats>& d) {
+  Json j = Json::object();
+  for (const auto& [k, v] : d) j[k] = Json{{"tensors", v.tensors}, {"parameters", v.parameters}, {"bytes", v.bytes}};
+  return j;
+}
+
+std::vector<std::string> missing_strings(const Plan& p) {
+  std::vector<std::string> out;
+  for (const auto& m : p.missing) out.push_back(m.param.name + " " + shape_str(m.param.shape));
+  return out;
+}
+
+std::vector<std::string> mismatch_strings(const Plan& p) {
+  std::vector<std::string> out;
+  for (const auto& m : p.mismatches)
+    out.push_back(m.param.name + " expects " + shape_str(m.param.shape) + ", '" + m.key + "' has " +
+                  shape_str(m.found));
+  return out;
+}
+
+std::vector<std::string> unmatched(const Unit& u) { return u.comp ? u.match.plan.unused_keys : u.source->names(); }
+
+std::string human_bytes(uint64_t b) {
+  char buf[64];
+  if (b >= (1ull << 30)) std::snprintf(buf, sizeof buf, "%.2f GiB", b / double(1ull << 30));
+  else if (b >= (1ull << 20)) std::snprintf(buf, sizeof buf, "%.2f MiB", b / double(1ull << 20));
+  else std::snprintf(buf, sizeof buf, "%llu B", static_cast<unsigned long long>(b));
+  return buf;
+}
+
+// The unit that names the whole input: the DiT if there is one, else the first recognized.
+const Unit* main_unit(const std::vector<Unit>& units) {
+  const Unit* first = nullptr;
+  for (const auto& u : units) {
+    if (!u.comp) continue;
+    if (u.comp->name().find("dit") != std::string::npos) return &u;
+    if (!first) first = &u;
+  }
+  return first;
+}
+
+}  // namespace
+
+InspectReport inspect(const std::string& path) {
+  InspectReport r;
+  r.path = path;
+  std::error_code ec;
+  VIDAX_CHECK(fs::exists(path, ec), path << ": no such file or directory");
+  if (fs::is_directory(path) && fs::exists(fs::path(path) / "model_index.json")) {
+    // diffusers pipeline: one folder per component (transformer/, vae/, text_encoder/, ...)
+    std::vector<fs::path> subs;
+    for (const auto& e : fs::directory_iterator(path))
+      if (e.is_directory()) subs.push_back(e.path());
+    std::sort(subs.begin(), subs.end());
+    for (const auto& sub : subs) {
+      bool has_weights = false;
+      for (const auto& e : fs::directory_iterator(sub)) {
+        const std::string n = e.path().filename().string();
+        has_weights |= e.is_regular_file() && (n.ends_with(".safetensors") || n.ends_with(".pth") ||
+                                               n.ends_with(".pt") || n.ends_with(".bin"));
+      }
+      if (has_weights) inspect_checkpoint(sub.string(), r.units);  // tokenizer/, scheduler/: no weights
+    }
+    VIDAX_CHECK(!r.units.empty(), path << ": a diffusers pipeline folder (model_index.json) without weight files");
+  } else {
+    inspect_checkpoint(path, r.units);
+  }
+  return r;
+}
+
+bool InspectReport::complete() const {
+  if (units.empty()) return false;
+  for (const auto& u : units)
+    if (!u.complete()) return false;
+  return true;
+}
+
+Json InspectReport::to_json() const {
+  Json j;
+  j["path"] = path;
+  const Unit* m = main_unit(units);
+  j["family"] = m ? m->comp->family() : "unknown";
+  j["variant"] = m ? m->comp->variant(m->match.config) : "unknown";
+  std::set<std::string> layouts;
+  size_t tensors = 0;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, DTypeStats> dtypes;
+  Json unmatched_all = Json::array(), missing_all = Json::array(), mismatch_all = Json::array();
+  Json comps = Json::array();
+  for (const auto& u : units) {
+    Json c;
+    c["source"] = u.label;
+    c["component"] = u.comp ? u.comp->name() : "unknown";
+    c["tensors"] = u.tensors;
+    c["parameters"] = u.parameters;
+    c["bytes"] = u.bytes;
+    c["dtypes"] = stats_json(u.dtypes);
+    c["unmatched_keys"] = unmatched(u);
+    for (const auto& k : unmatched(u)) unmatched_all.push_back(k);
+    if (u.comp) {
+      c["family"] = u.comp->family();
+      c["variant"] = u.comp->variant(u.match.config);
+      c["layout"] = u.match.layout;
+      c["config"] = u.match.config;
+      c["config_origin"] = u.match.config_origin;
+      c["engine_parameters"] = u.match.spec.parameter_count();
+      c["engine_tensors"] = u.match.spec.params.size();
+      c["missing_params"] = missing_strings(u.match.plan);
+      c["shape_mismatches"] = mismatch_strings(u.match.plan);
+      for (const auto& s : missing_strings(u.match.plan)) missing_all.push_back(s);
+      for (const auto& s : mismatch_strings(u.match.plan)) mismatch_all.push_back(s);
+      layouts.insert(u.match.layout);
+    } else {
+      c["missing_params"] = Json::array();
+      c["shape_mismatches"] = Json::array();
+    }
+    if (u.excluded_golden) c["excluded_golden_tensors"] = u.excluded_golden;
+    c["complete"] = u.complete();
+    comps.push_back(c);
+    tensors += u.tensors;
+    parameters += u.parameters;
+    bytes += u.bytes;
+    for (const auto& [k, v] : u.dtypes) {
+      dtypes[k].tensors += v.tensors;
+      dtypes[k].parameters += v.parameters;
+      dtypes[k].bytes += v.bytes;
+    }
+  }
+  j["layout"] = layouts.size() == 1 ? *layouts.begin() : layouts.empty() ? "unknown" : "mixed";
+  j["tensors"] = tensors;
+  j["parameters"] = parameters;
+  j["bytes"] = bytes;
+  j["dtypes"] = stats_json(dtypes);
+  j["unmatched_keys"] = unmatched_all;
+  j["missing_params"] = missing_all;
+  j["shape_mismatches"] = mismatch_all;
+  j["complete"] = complete();
+  j["components"] = comps;
+  return j;
+}
+
+std::string InspectReport::to_text() const {
+  std::ostringstream o;
+  o << path << "\n";
+  for (const auto& u : units) {
+    o << "  " << u.label << "\n";
+    if (u.comp) {
+      o << "    " << u.comp->name() << " " << u.comp->variant(u.match.config) << ", layout " << u.match.layout
+        << " (config " << u.match.config_origin << ")\n";
+    } else {
+      o << "    not a known model component\n";
+    }
+    o << "    " << u.tensors << " tensors, " << u.parameters << " parameters, " << human_bytes(u.bytes) << ";";
+    for (const auto& [k, v] : u.dtypes) o << " " << k << " x" << v.tensors;
+    o << "\n";
+    if (u.excluded_golden) o << "    (" << u.excluded_golden << " golden-file input/output tensors not counted)\n";
+    if (u.complete()) {
+      o << "    coverage: complete, " << u.match.spec.params.size() << "/" << u.match.spec.params.size()
+        << " parameters filled, every key used\n";
+    } else if (u.comp) {
+      const Plan& p = u.match.plan;
+      o << "    coverage: INCOMPLETE (" << p.bound.size() << "/" << u.match.spec.params.size()
+        << " parameters filled)\n";
+      std::istringstream lines(p.problems());
+      for (std::string line; std::getline(lines, line);) o << "    " << line << "\n";
+    } else {
+      o << "    coverage: none; keys:\n";
+      for (const auto& k : u.source->names()) o << "      unused: " << k << "\n";
+    }
+  }
+  o << (complete() ? "OK: full coverage\n" : "FAIL: incomplete coverage\n");
+  return o.str();
+}
+
+std::map<std::string, Tensor> load_component(const std::string& path, const Component& comp,
+                                             const std::optional<Json>& config, const TranslateOptions& opts) {
+  InspectReport r = inspect(path);
+  std::string found;
+  for (const auto& u : r.units) {
+    if (u.comp == &comp) {
+      Match m = config ? match(*u.source, comp, config, u.match.layout) : u.match;
+      return materialize(*u.source, m.plan, opts);
+    }
+    found += "\n  " + u.label + ": " + (u.comp ? u.comp->name() : "not a known component");
+  }
+  throw Error(msg() << path << ": no " << comp.name() << " found; it holds:" << found);
+}
+
+ConvertResult convert(const std::string& in, const std::string& out, const ConvertOptions& opts) {
+  std::optional<DType> cast;
+  if (opts.dtype != "keep") {
+    cast = dtype_parse(opts.dtype);
+    VIDAX_CHECK(dtype_is_float(*cast), "--dtype " << opts.dtype << ": only floating-point targets are supported");
+  }
+  VIDAX_CHECK(opts.layout == "keep" || opts.layout == "engine",
+              "--layout " << opts.layout << ": expected keep or engine");
+  ConvertResult res;
+  std::map<std::string, Tensor> tensors;
+  auto ckpt = CheckpointSource::open(in);
+  std::map<std::string, std::string> meta = ckpt->metadata();
+  auto add = [&](const std::string& name, Tensor t) {
+    if (cast && dtype_is_float(t.dtype())) t = t.to(*cast);
+    res.bytes += t.nbytes();
+    tensors.emplace(name, std::move(t));
+  };
+  if (opts.layout == "keep") {
+    for (const auto& n : ckpt->names()) add(n, ckpt->get(n));
+  } else {
+    InspectReport r = inspect(in);
+    std::string found;
+    for (const auto& u : r.units) found += "\n  " + u.label + ": " + (u.comp ? u.comp->name() : "unknown");
+    VIDAX_CHECK(r.units.size() == 1 && r.units[0].comp,
+                "--layout engine converts one model component; " << in << " holds:" << found);
+    const Unit& u = r.units[0];
+    check(u.match.plan, {}, u.label);
+    for (auto& [name, t] : materialize(*u.source, u.match.plan, {})) add(name, t);
+    // A golden file keeps its inputs and outputs beside the renamed parameters.
+    for (const auto& n : ckpt->names())
+      if (is_golden_io_key(n) && meta.count("kind")) add(n, ckpt->get(n));
+    meta["config"] = u.match.config.dump();  // the engine's (original) spelling, matching the names
+    res.component = u.comp->name();
+  }
+  res.tensors = tensors.size();
+  io::save_safetensors(out, tensors, meta);
+  return res;
+}
+
+}  // namespace vidax::translate

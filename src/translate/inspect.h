@@ -1,0 +1,75 @@
+// `vidax inspect` and `vidax convert` as library calls: open what a publisher
+// ships (a file, a sharded index, an original-layout directory holding DiT, VAE
+// and text encoder files, or a diffusers pipeline directory), find which
+// component each file is, in which layout, and check it strictly against the
+// engine's parameters. Only headers are read: tensor data stays on disk.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "translate/component.h"
+
+namespace vidax::translate {
+
+struct DTypeStats {
+  size_t tensors = 0;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+};
+
+// One component found in the input (or a group of files nothing recognizes).
+struct Unit {
+  std::string label;                     // the file(s) or folder it came from
+  std::shared_ptr<const TensorSource> source;  // its tensors (golden-file inputs/outputs excluded)
+  const Component* comp = nullptr;       // nullptr: unrecognized
+  Match match;                           // valid when comp != nullptr
+  size_t excluded_golden = 0;            // input./output/inter./scale. tensors of a golden file
+
+  size_t tensors = 0;
+  int64_t parameters = 0;
+  uint64_t bytes = 0;
+  std::map<std::string, DTypeStats> dtypes;
+  bool complete() const { return comp && match.plan.complete(); }
+};
+
+struct InspectReport {
+  std::string path;
+  std::vector<Unit> units;
+  bool complete() const;
+  Json to_json() const;
+  std::string to_text() const;
+};
+
+// Opens `path` and matches every component in it (data is not read).
+InspectReport inspect(const std::string& path);
+
+struct ConvertOptions {
+  std::string dtype = "keep";   // keep | f32 | bf16 | f16 (floating-point tensors only)
+  std::string layout = "keep";  // keep: same names; engine: the engine's names (strict translation)
+};
+// Writes `in` as one safetensors file (temporary file renamed into place).
+// Returns what was written, for the CLI to report.
+struct ConvertResult {
+  size_t tensors = 0;
+  uint64_t bytes = 0;
+  std::string component;  // engine layout only
+};
+ConvertResult convert(const std::string& in, const std::string& out, const ConvertOptions& opts);
+
+// What a model calls to get its weights: finds `comp` in `path` (any layout,
+// any of the inputs inspect() accepts), matches it strictly against the
+// engine's parameters for `config` (when given; else the file's metadata or
+// config.json, else the shapes) and returns engine name -> Tensor (zero-copy
+// views where the stored tensor is used as is). Throws naming every unused key,
+// missing parameter and shape mismatch.
+std::map<std::string, Tensor> load_component(const std::string& path, const Component& comp,
+                                             const std::optional<Json>& config = std::nullopt,
+                                             const TranslateOptions& opts = {});
+
+// Golden files (DESIGN.md §4) hold the run's inputs and outputs next to the
+// parameters; these are not parameters.
+bool is_golden_io_key(const std::string& name);
+
+}  // namespace vidax::translate

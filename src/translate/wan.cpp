@@ -1,0 +1,628 @@
+#include "translate/wan.h"
+
+#include <cmath>
+
+namespace vidax::translate::wan {
+
+namespace {
+
+template <class T>
+T value_or(const Json& j, const char* key, T fallback) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  return it->get<T>();
+}
+
+bool has(const Json& j, const char* key) { return j.is_object() && j.contains(key); }
+
+// Rules that put `engine_prefix` + each engine suffix onto `key_prefix` + its
+// key suffix: how a sub-module table is reused under many prefixes.
+using SuffixTable = std::vector<std::pair<std::string, std::string>>;
+void add_nested(std::vector<Rule>& rules, const std::string& engine_prefix, const std::string& key_prefix,
+                const SuffixTable& table) {
+  for (const auto& [e, k] : table) rules.push_back(key_rule(engine_prefix + e, key_prefix + k));
+}
+
+}  // namespace
+
+// ===========================================================================
+// DiT (WanModel)
+// ===========================================================================
+
+DitConfig DitConfig::t2v_1_3b() { return DitConfig{}; }
+
+DitConfig DitConfig::t2v_14b() {
+  DitConfig c;
+  c.dim = 5120;
+  c.ffn_dim = 13824;
+  c.num_heads = 40;
+  c.num_layers = 40;
+  return c;
+}
+
+DitConfig DitConfig::i2v_14b() {
+  DitConfig c = t2v_14b();
+  c.model_type = "i2v";
+  c.in_dim = 36;
+  return c;
+}
+
+DitConfig DitConfig::from_json(const Json& j) {
+  DitConfig c;
+  if (has(j, "num_attention_heads") && has(j, "attention_head_dim")) {
+    // diffusers WanTransformer3DModel
+    c.num_heads = j.at("num_attention_heads").get<int64_t>();
+    c.dim = c.num_heads * j.at("attention_head_dim").get<int64_t>();
+    c.in_dim = value_or<int64_t>(j, "in_channels", 16);
+    c.out_dim = value_or<int64_t>(j, "out_channels", 16);
+    c.ffn_dim = value_or<int64_t>(j, "ffn_dim", 13824);
+    c.freq_dim = value_or<int64_t>(j, "freq_dim", 256);
+    c.text_dim = value_or<int64_t>(j, "text_dim", 4096);
+    c.num_layers = value_or<int64_t>(j, "num_layers", 40);
+    c.cross_attn_norm = value_or<bool>(j, "cross_attn_norm", true);
+    c.qk_norm = has(j, "qk_norm") ? !j["qk_norm"].is_null() : true;
+    c.eps = value_or<double>(j, "eps", 1e-6);
+    if (has(j, "image_dim") && !j["image_dim"].is_null())
+      c.model_type = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null() ? "flf2v" : "i2v";
+    if (has(j, "patch_size")) {
+      auto p = j["patch_size"].get<std::vector<int64_t>>();
+      VIDAX_CHECK(p.size() == 3, "Wan DiT config: patch_size must have 3 entries: " << j["patch_size"].dump());
+      c.patch_size = {p[0], p[1], p[2]};
+    }
+    return c;
+  }
+  VIDAX_CHECK(has(j, "dim") && has(j, "num_layers") && (has(j, "ffn_dim") || has(j, "freq_dim")),
+              "not a Wan DiT config (neither WanModel args nor a WanTransformer3DModel config): " << j.dump());
+  c.model_type = value_or<std::string>(j, "model_type", "t2v");
+  c.text_len = value_or<int64_t>(j, "text_len", 512);
+  c.in_dim = value_or<int64_t>(j, "in_dim", 16);
+  c.dim = j.at("dim").get<int64_t>();
+  c.ffn_dim = value_or<int64_t>(j, "ffn_dim", 8192);
+  c.freq_dim = value_or<int64_t>(j, "freq_dim", 256);
+  c.text_dim = value_or<int64_t>(j, "text_dim", 4096);
+  c.out_dim = value_or<int64_t>(j, "out_dim", 16);
+  c.num_heads = value_or<int64_t>(j, "num_heads", 16);
+  c.num_layers = j.at("num_layers").get<int64_t>();
+  // WanModel leaves these out of config.json (ignore_for_config); the Wan
+  // configs all use qk_norm = cross_attn_norm = True, as the defaults here.
+  c.qk_norm = value_or<bool>(j, "qk_norm", true);
+  c.cross_attn_norm = value_or<bool>(j, "cross_attn_norm", true);
+  c.eps = value_or<double>(j, "eps", 1e-6);
+  if (has(j, "patch_size")) {
+    auto p = j["patch_size"].get<std::vector<int64_t>>();
+    VIDAX_CHECK(p.size() == 3, "Wan DiT config: patch_size must have 3 entries: " << j["patch_size"].dump());
+    c.patch_size = {p[0], p[1], p[2]};
+  }
+  VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v",
+              "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v or flf2v");
+  return c;
+}
+
+Json DitConfig::to_json() const {
+  return Json{{"model_type", model_type}, {"patch_size", patch_size}, {"text_len", text_len},
+              {"in_dim", in_dim},         {"dim", dim},               {"ffn_dim", ffn_dim},
+              {"freq_dim", freq_dim},     {"text_dim", text_dim},     {"out_dim", out_dim},
+              {"num_heads", num_heads},   {"num_layers", num_layers}, {"qk_norm", qk_norm},
+              {"cross_attn_norm", cross_attn_norm}, {"eps", eps}};
+}
+
+ParamSpec dit_params(const DitConfig& c) {
+  ParamSpec s;
+  const int64_t d = c.dim;
+  auto linear = [&](const std::string& n, int64_t out, int64_t in) {
+    s.add(n + ".weight", {out, in});
+    s.add(n + ".bias", {out});
+  };
+  s.add("patch_embedding.weight", {d, c.in_dim, c.patch_size[0], c.patch_size[1], c.patch_size[2]});
+  s.add("patch_embedding.bias", {d});
+  linear("text_embedding.0", d, c.text_dim);
+  linear("text_embedding.2", d, d);
+  linear("time_embedding.0", d, c.freq_dim);
+  linear("time_embedding.2", d, d);
+  linear("time_projection.1", 6 * d, d);
+  const bool image = c.model_type == "i2v" || c.model_type == "flf2v";
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".";
+    for (const char* attn : {"self_attn.", "cross_attn."}) {
+      for (const char* p : {"q", "k", "v", "o"}) linear(b + attn + p, d, d);
+      if (c.qk_norm) {
+        s.add(b + attn + "norm_q.weight", {d});
+        s.add(b + attn + "norm_k.weight", {d});
+      }
+    }
+    if (image) {  // WanI2VCrossAttention
+      linear(b + "cross_attn.k_img", d, d);
+      linear(b + "cross_attn.v_img", d, d);
+      if (c.qk_norm) s.add(b + "cross_attn.norm_k_img.weight", {d});
+    }
+    if (c.cross_attn_norm) {  // norm3: the only affine LayerNorm of a block
+      s.add(b + "norm3.weight", {d});
+      s.add(b + "norm3.bias", {d});
+    }
+    linear(b + "ffn.0", c.ffn_dim, d);
+    linear(b + "ffn.2", d, c.ffn_dim);
+    s.add(b + "modulation", {1, 6, d});
+  }
+  linear("head.head", c.out_dim * c.patch_size[0] * c.patch_size[1] * c.patch_size[2], d);
+  s.add("head.modulation", {1, 2, d});
+  if (image) {  // MLPProj over 1280-wide CLIP features
+    s.add("img_emb.proj.0.weight", {1280});
+    s.add("img_emb.proj.0.bias", {1280});
+    linear("img_emb.proj.1", 1280, 1280);
+    linear("img_emb.proj.3", d, 1280);
+    s.add("img_emb.proj.4.weight", {d});
+    s.add("img_emb.proj.4.bias", {d});
+    if (c.model_type == "flf2v") s.add("img_emb.emb_pos", {1, 514, 1280});
+  }
+  return s;
+}
+
+// diffusers' TRANSFORMER_KEYS_RENAME_DICT, as anchored rules (engine <- diffusers).
+static const SuffixTable kDitDiffusers = {
+    {"patch_embedding.{p}", "patch_embedding.{p}"},
+    {"text_embedding.0.{p}", "condition_embedder.text_embedder.linear_1.{p}"},
+    {"text_embedding.2.{p}", "condition_embedder.text_embedder.linear_2.{p}"},
+    {"time_embedding.0.{p}", "condition_embedder.time_embedder.linear_1.{p}"},
+    {"time_embedding.2.{p}", "condition_embedder.time_embedder.linear_2.{p}"},
+    {"time_projection.1.{p}", "condition_embedder.time_proj.{p}"},
+    {"blocks.{i}.self_attn.q.{p}", "blocks.{i}.attn1.to_q.{p}"},
+    {"blocks.{i}.self_attn.k.{p}", "blocks.{i}.attn1.to_k.{p}"},
+    {"blocks.{i}.self_attn.v.{p}", "blocks.{i}.attn1.to_v.{p}"},
+    {"blocks.{i}.self_attn.o.{p}", "blocks.{i}.attn1.to_out.0.{p}"},
+    {"blocks.{i}.self_attn.norm_q.{p}", "blocks.{i}.attn1.norm_q.{p}"},
+    {"blocks.{i}.self_attn.norm_k.{p}", "blocks.{i}.attn1.norm_k.{p}"},
+    {"blocks.{i}.cross_attn.q.{p}", "blocks.{i}.attn2.to_q.{p}"},
+    {"blocks.{i}.cross_attn.k.{p}", "blocks.{i}.attn2.to_k.{p}"},
+    {"blocks.{i}.cross_attn.v.{p}", "blocks.{i}.attn2.to_v.{p}"},
+    {"blocks.{i}.cross_attn.o.{p}", "blocks.{i}.attn2.to_out.0.{p}"},
+    {"blocks.{i}.cross_attn.norm_q.{p}", "blocks.{i}.attn2.norm_q.{p}"},
+    {"blocks.{i}.cross_attn.norm_k.{p}", "blocks.{i}.attn2.norm_k.{p}"},
+    {"blocks.{i}.cross_attn.k_img.{p}", "blocks.{i}.attn2.add_k_proj.{p}"},
+    {"blocks.{i}.cross_attn.v_img.{p}", "blocks.{i}.attn2.add_v_proj.{p}"},
+    {"blocks.{i}.cross_attn.norm_k_img.{p}", "blocks.{i}.attn2.norm_added_k.{p}"},
+    // The cross-attention LayerNorm is norm3 in WanModel and norm2 in diffusers
+    // (WanModel's norm2, the FFN norm, has no parameters).
+    {"blocks.{i}.norm3.{p}", "blocks.{i}.norm2.{p}"},
+    {"blocks.{i}.ffn.0.{p}", "blocks.{i}.ffn.net.0.proj.{p}"},
+    {"blocks.{i}.ffn.2.{p}", "blocks.{i}.ffn.net.2.{p}"},
+    {"blocks.{i}.modulation", "blocks.{i}.scale_shift_table"},
+    {"head.head.{p}", "proj_out.{p}"},
+    {"head.modulation", "scale_shift_table"},
+    {"img_emb.proj.0.{p}", "condition_embedder.image_embedder.norm1.{p}"},
+    {"img_emb.proj.1.{p}", "condition_embedder.image_embedder.ff.net.0.proj.{p}"},
+    {"img_emb.proj.3.{p}", "condition_embedder.image_embedder.ff.net.2.{p}"},
+    {"img_emb.proj.4.{p}", "condition_embedder.image_embedder.norm2.{p}"},
+    {"img_emb.emb_pos", "condition_embedder.image_embedder.pos_embed"},
+};
+
+static KeyMap original_identity() { return KeyMap{"original", {key_rule("{name*}", "{name}")}}; }
+
+KeyMap dit_keymap(const std::string& layout) {
+  if (layout == "original") return original_identity();
+  // ComfyUI single files carry WanModel names under the diffusion-model prefix.
+  if (layout == "comfyui") return with_key_prefix(original_identity(), "model.diffusion_model.", "comfyui");
+  if (layout == "diffusers") {
+    KeyMap m{"diffusers", {}};
+    add_nested(m.rules, "", "", kDitDiffusers);
+    return m;
+  }
+  throw Error(msg() << "wan2.1-dit: unknown layout '" << layout << "' (original, diffusers, comfyui)");
+}
+
+// ===========================================================================
+// VAE (WanVAE_)
+// ===========================================================================
+
+VaeConfig VaeConfig::from_json(const Json& j) {
+  VIDAX_CHECK((has(j, "dim") || has(j, "base_dim")) && has(j, "z_dim"),
+              "not a Wan VAE config (WanVAE_ args or AutoencoderKLWan config): " << j.dump());
+  VaeConfig c;
+  c.dim = has(j, "base_dim") ? j["base_dim"].get<int64_t>() : j["dim"].get<int64_t>();
+  c.z_dim = j["z_dim"].get<int64_t>();
+  c.num_res_blocks = value_or<int64_t>(j, "num_res_blocks", c.num_res_blocks);
+  if (has(j, "dim_mult")) c.dim_mult = j["dim_mult"].get<std::vector<int64_t>>();
+  if (has(j, "attn_scales")) c.attn_scales = j["attn_scales"].get<std::vector<double>>();
+  if (has(j, "temperal_downsample")) c.temperal_downsample = j["temperal_downsample"].get<std::vector<bool>>();
+  VIDAX_CHECK(!c.dim_mult.empty(), "Wan VAE config: empty dim_mult");
+  VIDAX_CHECK(c.temperal_downsample.size() + 1 == c.dim_mult.size(),
+              "Wan VAE config: temperal_downsample needs len(dim_mult)-1 = " << c.dim_mult.size() - 1 << " entries");
+  // Wan 2.2's VAE (z_dim 48, is_residual) has other module names: not this component.
+  VIDAX_CHECK(!value_or<bool>(j, "is_residual", false), "Wan 2.2 VAE (is_residual) is not the Wan 2.1 VAE");
+  return c;
+}
+
+Json VaeConfig::to_json() const {
+  return Json{{"dim", dim},
+              {"z_dim", z_dim},
+              {"dim_mult", dim_mult},
+              {"num_res_blocks", num_res_blocks},
+              {"attn_scales", attn_scales},
+              {"temperal_downsample", temperal_downsample}};
+}
+
+namespace {
+
+struct VaeSpecBuilder {
+  ParamSpec& s;
+  void conv3d(const std::string& n, int64_t out, int64_t in, int64_t kt, int64_t kh, int64_t kw) {
+    s.add(n + ".weight", {out, in, kt, kh, kw});
+    s.add(n + ".bias", {out});
+  }
+  void residual(const std::string& p, int64_t in, int64_t out) {  // ResidualBlock
+    s.add(p + "residual.0.gamma", {in, 1, 1, 1});
+    conv3d(p + "residual.2", out, in, 3, 3, 3);
+    s.add(p + "residual.3.gamma", {out, 1, 1, 1});
+    conv3d(p + "residual.6", out, out, 3, 3, 3);
+    if (in != out) conv3d(p + "shortcut", out, in, 1, 1, 1);
+  }
+  void attention(const std::string& p, int64_t d) {  // AttentionBlock (per-frame, 2D convs)
+    s.add(p + "norm.gamma", {d, 1, 1});
+    s.add(p + "to_qkv.weight", {3 * d, d, 1, 1});
+    s.add(p + "to_qkv.bias", {3 * d});
+    s.add(p + "proj.weight", {d, d, 1, 1});
+    s.add(p + "proj.bias", {d});
+  }
+  void resample(const std::string& p, int64_t d, const std::string& mode) {  // Resample
+    int64_t out = mode.rfind("upsample", 0) == 0 ? d / 2 : d;
+    s.add(p + "resample.1.weight", {out, d, 3, 3});
+    s.add(p + "resample.1.bias", {out});
+    if (mode == "upsample3d") conv3d(p + "time_conv", 2 * d, d, 3, 1, 1);
+    if (mode == "downsample3d") conv3d(p + "time_conv", d, d, 3, 1, 1);
+  }
+};
+
+bool in_scales(const std::vector<double>& scales, double s) {
+  for (double x : scales)
+    if (std::fabs(x - s) < 1e-12) return true;
+  return false;
+}
+
+}  // namespace
+
+ParamSpec vae_params(const VaeConfig& c) {
+  ParamSpec s;
+  VaeSpecBuilder b{s};
+  const size_t levels = c.dim_mult.size();
+  // Encoder3d: dims = dim * [1] + dim_mult
+  std::vector<int64_t> dims{c.dim};
+  for (int64_t m : c.dim_mult) dims.push_back(c.dim * m);
+  b.conv3d("encoder.conv1", dims[0], 3, 3, 3, 3);
+  int idx = 0;
+  double scale = 1.0;
+  int64_t out_dim = dims[0];
+  for (size_t i = 0; i < levels; ++i) {
+    int64_t in_dim = dims[i];
+    out_dim = dims[i + 1];
+    for (int64_t r = 0; r < c.num_res_blocks; ++r) {
+      b.residual("encoder.downsamples." + std::to_string(idx++) + ".", in_dim, out_dim);
+      if (in_scales(c.attn_scales, scale)) b.attention("encoder.downsamples." + std::to_string(idx++) + ".", out_dim);
+      in_dim = out_dim;
+    }
+    if (i != levels - 1) {
+      b.resample("encoder.downsamples." + std::to_string(idx++) + ".", out_dim,
+                 c.temperal_downsample[i] ? "downsample3d" : "downsample2d");
+      scale /= 2.0;
+    }
+  }
+  b.residual("encoder.middle.0.", out_dim, out_dim);
+  b.attention("encoder.middle.1.", out_dim);
+  b.residual("encoder.middle.2.", out_dim, out_dim);
+  s.add("encoder.head.0.gamma", {out_dim, 1, 1, 1});
+  b.conv3d("encoder.head.2", 2 * c.z_dim, out_dim, 3, 3, 3);
+  // WanVAE_: conv1 (mu/logvar 1x1x1) and conv2 (latent 1x1x1)
+  b.conv3d("conv1", 2 * c.z_dim, 2 * c.z_dim, 1, 1, 1);
+  b.conv3d("conv2", c.z_dim, c.z_dim, 1, 1, 1);
+  // Decoder3d: dims = dim * [dim_mult[-1]] + reversed(dim_mult); temporal upsample = reversed downsample.
+  std::vector<int64_t> ddims{c.dim * c.dim_mult.back()};
+  for (size_t i = levels; i-- > 0;) ddims.push_back(c.dim * c.dim_mult[i]);
+  std::vector<bool> temperal_upsample(c.temperal_downsample.rbegin(), c.temperal_downsample.rend());
+  b.conv3d("decoder.conv1", ddims[0], c.z_dim, 3, 3, 3);
+  b.residual("decoder.middle.0.", ddims[0], ddims[0]);
+  b.attention("decoder.middle.1.", ddims[0]);
+  b.residual("decoder.middle.2.", ddims[0], ddims[0]);
+  idx = 0;
+  scale = 1.0 / std::pow(2.0, static_cast<double>(levels) - 2);
+  for (size_t i = 0; i < levels; ++i) {
+    int64_t in_dim = ddims[i];
+    out_dim = ddims[i + 1];
+    // Decoder3d halves the input of levels 1..3: the previous Resample halved the channels.
+    if (i == 1 || i == 2 || i == 3) in_dim /= 2;
+    for (int64_t r = 0; r < c.num_res_blocks + 1; ++r) {
+      b.residual("decoder.upsamples." + std::to_string(idx++) + ".", in_dim, out_dim);
+      if (in_scales(c.attn_scales, scale)) b.attention("decoder.upsamples." + std::to_string(idx++) + ".", out_dim);
+      in_dim = out_dim;
+    }
+    if (i != levels - 1) {
+      b.resample("decoder.upsamples." + std::to_string(idx++) + ".", out_dim,
+                 temperal_upsample[i] ? "upsample3d" : "upsample2d");
+      scale *= 2.0;
+    }
+  }
+  s.add("decoder.head.0.gamma", {out_dim, 1, 1, 1});
+  b.conv3d("decoder.head.2", 3, out_dim, 3, 3, 3);
+  return s;
+}
+
+// Sub-module tables (engine suffix <- diffusers suffix), from convert_vae().
+static const SuffixTable kVaeResidual = {
+    {"residual.0.gamma", "norm1.gamma"}, {"residual.2.{p}", "conv1.{p}"},   {"residual.3.gamma", "norm2.gamma"},
+    {"residual.6.{p}", "conv2.{p}"},     {"shortcut.{p}", "conv_shortcut.{p}"},
+};
+static const SuffixTable kVaeAttention = {
+    {"norm.gamma", "norm.gamma"}, {"to_qkv.{p}", "to_qkv.{p}"}, {"proj.{p}", "proj.{p}"}};
+static const SuffixTable kVaeResample = {{"resample.1.{p}", "resample.1.{p}"}, {"time_conv.{p}", "time_conv.{p}"}};
+
+KeyMap vae_keymap(const std::string& layout, const VaeConfig& c) {
+  if (layout == "original") return original_identity();
+  if (layout == "comfyui") return with_key_prefix(original_identity(), "first_stage_model.", "comfyui");
+  VIDAX_CHECK(layout == "diffusers", "wan2.1-vae: unknown layout '" << layout << "' (original, diffusers, comfyui)");
+  VIDAX_CHECK(c.attn_scales.empty(), "wan2.1-vae: the diffusers layout is mapped only without attention in the "
+                                     "down/up blocks (attn_scales = [], as every Wan 2.1 VAE)");
+  KeyMap m{"diffusers", {}};
+  auto& r = m.rules;
+  r.push_back(key_rule("encoder.conv1.{p}", "encoder.conv_in.{p}"));
+  r.push_back(key_rule("decoder.conv1.{p}", "decoder.conv_in.{p}"));
+  r.push_back(key_rule("conv1.{p}", "quant_conv.{p}"));
+  r.push_back(key_rule("conv2.{p}", "post_quant_conv.{p}"));
+  for (const std::string part : {"encoder", "decoder"}) {
+    add_nested(r, part + ".middle.0.", part + ".mid_block.resnets.0.", kVaeResidual);
+    add_nested(r, part + ".middle.1.", part + ".mid_block.attentions.0.", kVaeAttention);
+    add_nested(r, part + ".middle.2.", part + ".mid_block.resnets.1.", kVaeResidual);
+    r.push_back(key_rule(part + ".head.0.gamma", part + ".norm_out.gamma"));
+    r.push_back(key_rule(part + ".head.2.{p}", part + ".conv_out.{p}"));
+  }
+  // Encoder: the flat Sequential keeps its indices.
+  add_nested(r, "encoder.downsamples.{n}.", "encoder.down_blocks.{n}.", kVaeResidual);
+  add_nested(r, "encoder.downsamples.{n}.", "encoder.down_blocks.{n}.", kVaeResample);
+  // Decoder: the flat Sequential is regrouped into up_blocks of
+  // (num_res_blocks + 1) resnets followed by one upsampler (none in the last).
+  const int64_t per_block = c.num_res_blocks + 2;
+  for (size_t blk = 0; blk < c.dim_mult.size(); ++blk) {
+    const std::string up = "decoder.up_blocks." + std::to_string(blk) + ".";
+    for (int64_t j = 0; j <= c.num_res_blocks; ++j)
+      add_nested(r, "decoder.upsamples." + std::to_string(blk * per_block + j) + ".",
+                 up + "resnets." + std::to_string(j) + ".", kVaeResidual);
+    if (blk + 1 != c.dim_mult.size())
+      add_nested(r, "decoder.upsamples." + std::to_string(blk * per_block + c.num_res_blocks + 1) + ".",
+                 up + "upsamplers.0.", kVaeResample);
+  }
+  return m;
+}
+
+// ===========================================================================
+// UMT5 encoder (T5Encoder)
+// ===========================================================================
+
+T5Config T5Config::umt5_xxl() { return T5Config{}; }
+
+T5Config T5Config::from_json(const Json& j) {
+  T5Config c;
+  if (has(j, "d_model")) {  // transformers T5Config / UMT5Config
+    c.vocab = value_or<int64_t>(j, "vocab_size", c.vocab);
+    c.dim = j["d_model"].get<int64_t>();
+    c.num_heads = value_or<int64_t>(j, "num_heads", c.num_heads);
+    c.dim_attn = c.num_heads * value_or<int64_t>(j, "d_kv", 64);
+    c.dim_ffn = value_or<int64_t>(j, "d_ff", c.dim_ffn);
+    c.num_layers = value_or<int64_t>(j, "num_layers", c.num_layers);
+    c.num_buckets = value_or<int64_t>(j, "relative_attention_num_buckets", 32);
+    std::string model_type = value_or<std::string>(j, "model_type", "umt5");
+    c.shared_pos = model_type != "umt5";  // T5 shares block 0's table; UMT5 has one per layer
+    VIDAX_CHECK(value_or<std::string>(j, "feed_forward_proj", "gated-gelu") == "gated-gelu",
+                "T5 config: only gated-gelu feed-forward (T5 v1.1 / UMT5) is supported");
+    return c;
+  }
+  VIDAX_CHECK(has(j, "dim") && has(j, "dim_attn") && has(j, "num_layers"),
+              "not a T5 encoder config (T5Encoder args or a transformers T5/UMT5 config): " << j.dump());
+  c.vocab = value_or<int64_t>(j, "vocab", c.vocab);
+  c.dim = j["dim"].get<int64_t>();
+  c.dim_attn = j["dim_attn"].get<int64_t>();
+  c.dim_ffn = value_or<int64_t>(j, "dim_ffn", c.dim_ffn);
+  c.num_heads = value_or<int64_t>(j, "num_heads", c.num_heads);
+  c.num_layers = j["num_layers"].get<int64_t>();
+  c.num_buckets = value_or<int64_t>(j, "num_buckets", c.num_buckets);
+  c.shared_pos = value_or<bool>(j, "shared_pos", true);  // T5Encoder's own default
+  return c;
+}
+
+Json T5Config::to_json() const {
+  return Json{{"vocab", vocab},         {"dim", dim},
+              {"dim_attn", dim_attn},   {"dim_ffn", dim_ffn},
+              {"num_heads", num_heads}, {"num_layers", num_layers},
+              {"num_buckets", num_buckets}, {"shared_pos", shared_pos}};
+}
+
+ParamSpec t5_params(const T5Config& c) {
+  ParamSpec s;
+  s.add("token_embedding.weight", {c.vocab, c.dim});
+  if (c.shared_pos) s.add("pos_embedding.embedding.weight", {c.num_buckets, c.num_heads});
+  for (int64_t i = 0; i < c.num_layers; ++i) {
+    const std::string b = "blocks." + std::to_string(i) + ".";
+    s.add(b + "norm1.weight", {c.dim});
+    for (const char* p : {"q", "k", "v"}) s.add(b + "attn." + p + ".weight", {c.dim_attn, c.dim});
+    s.add(b + "attn.o.weight", {c.dim, c.dim_attn});
+    s.add(b + "norm2.weight", {c.dim});
+    s.add(b + "ffn.gate.0.weight", {c.dim_ffn, c.dim});
+    s.add(b + "ffn.fc1.weight", {c.dim_ffn, c.dim});
+    s.add(b + "ffn.fc2.weight", {c.dim, c.dim_ffn});
+    if (!c.shared_pos) s.add(b + "pos_embedding.embedding.weight", {c.num_buckets, c.num_heads});
+  }
+  s.add("norm.weight", {c.dim});
+  return s;
+}
+
+KeyMap t5_keymap(const std::string& layout) {
+  if (layout == "original") return original_identity();
+  VIDAX_CHECK(layout == "diffusers", "umt5-encoder: unknown layout '" << layout << "' (original, diffusers)");
+  // transformers (UMT5|T5)EncoderModel, as diffusers' text_encoder/ stores it.
+  // gate.0 (the GELU branch) is wi_0, fc1 is wi_1 (T5DenseGatedActDense).
+  const std::string L = "encoder.block.{i}.layer.";
+  KeyMap m{"diffusers", {}};
+  // The embedding is tied: save_pretrained keeps `shared`, a state_dict has both.
+  m.rules.push_back(alias_rule("token_embedding.weight", {"shared.weight", "encoder.embed_tokens.weight"}));
+  m.rules.push_back(key_rule("pos_embedding.embedding.weight",
+                           "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"));
+  add_nested(m.rules, "blocks.{i}.", L,
+             {{"norm1.weight", "0.layer_norm.weight"},
+              {"attn.q.weight", "0.SelfAttention.q.weight"},
+              {"attn.k.weight", "0.SelfAttention.k.weight"},
+              {"attn.v.weight", "0.SelfAttention.v.weight"},
+              {"attn.o.weight", "0.SelfAttention.o.weight"},
+              {"pos_embedding.embedding.weight", "0.SelfAttention.relative_attention_bias.weight"},
+              {"norm2.weight", "1.layer_norm.weight"},
+              {"ffn.gate.0.weight", "1.DenseReluDense.wi_0.weight"},
+              {"ffn.fc1.weight", "1.DenseReluDense.wi_1.weight"},
+              {"ffn.fc2.weight", "1.DenseReluDense.wo.weight"}});
+  m.rules.push_back(key_rule("norm.weight", "encoder.final_layer_norm.weight"));
+  return m;
+}
+
+// ===========================================================================
+// Components
+// ===========================================================================
+
+namespace {
+
+// Counts blocks.{i} present under the layout (i = 0, 1, ... until one is absent).
+int64_t count_layers(const TensorSource& src, const KeyMap& map, const std::string& probe_suffix) {
+  int64_t n = 0;
+  while (find_param(src, map, "blocks." + std::to_string(n) + "." + probe_suffix)) ++n;
+  return n;
+}
+
+class DitComponent : public Component {
+ public:
+  std::string name() const override { return "wan2.1-dit"; }
+  std::string family() const override { return "wan2.1"; }
+  std::vector<std::string> layouts() const override { return {"original", "diffusers", "comfyui"}; }
+  Json default_config() const override { return DitConfig::t2v_1_3b().to_json(); }
+  std::optional<Json> read_config(const Json& j) const override {
+    bool ours = has(j, "num_attention_heads") || (has(j, "dim") && has(j, "num_layers") &&
+                                                   (has(j, "ffn_dim") || has(j, "freq_dim")) && !has(j, "dim_attn"));
+    if (!ours) return std::nullopt;
+    return DitConfig::from_json(j).to_json();
+  }
+  Json infer_config(const TensorSource& src, const std::string& layout) const override {
+    KeyMap m = dit_keymap(layout);
+    DitConfig c;
+    auto info = [&](const std::string& n) { return find_param(src, m, n); };
+    if (auto* t = info("patch_embedding.weight"); t && t->shape.size() == 5) {
+      c.dim = t->shape[0];
+      c.in_dim = t->shape[1];
+      c.patch_size = {t->shape[2], t->shape[3], t->shape[4]};
+    }
+    if (auto* t = info("text_embedding.0.weight"); t && t->shape.size() == 2) c.text_dim = t->shape[1];
+    if (auto* t = info("time_embedding.0.weight"); t && t->shape.size() == 2) c.freq_dim = t->shape[1];
+    if (auto* t = info("blocks.0.ffn.0.weight"); t && t->shape.size() == 2) c.ffn_dim = t->shape[0];
+    if (auto* t = info("head.head.weight"); t && t->shape.size() == 2) {
+      int64_t patch = c.patch_size[0] * c.patch_size[1] * c.patch_size[2];
+      if (patch > 0 && t->shape[0] % patch == 0) c.out_dim = t->shape[0] / patch;
+    }
+    c.num_layers = count_layers(src, m, "self_attn.q.weight");
+    // The checkpoint does not store the head count; every Wan 2.1/2.2 DiT uses head_dim 128.
+    c.num_heads = c.dim % 128 == 0 ? c.dim / 128 : 1;
+    c.qk_norm = info("blocks.0.self_attn.norm_q.weight") != nullptr;
+    c.cross_attn_norm = info("blocks.0.norm3.weight") != nullptr;
+    if (info("blocks.0.cross_attn.k_img.weight")) c.model_type = info("img_emb.emb_pos") ? "flf2v" : "i2v";
+    return c.to_json();
+  }
+  ParamSpec params(const Json& cfg) const override { return dit_params(DitConfig::from_json(cfg)); }
+  KeyMap keymap(const std::string& layout, const Json&) const override { return dit_keymap(layout); }
+  std::string variant(const Json& cfg) const override {
+    DitConfig c = DitConfig::from_json(cfg);
+    auto same = [&](DitConfig p) {  // compare what shapes decide
+      return p.dim == c.dim && p.ffn_dim == c.ffn_dim && p.num_layers == c.num_layers && p.in_dim == c.in_dim &&
+             p.out_dim == c.out_dim && p.model_type == c.model_type && p.text_dim == c.text_dim &&
+             p.freq_dim == c.freq_dim && p.patch_size == c.patch_size;
+    };
+    if (same(DitConfig::t2v_1_3b())) return "t2v-1.3B";
+    if (same(DitConfig::t2v_14b())) return "t2v-14B";
+    if (same(DitConfig::i2v_14b())) return "i2v-14B";
+    DitConfig flf = DitConfig::i2v_14b();
+    flf.model_type = "flf2v";
+    if (same(flf)) return "flf2v-14B";
+    return "custom";
+  }
+};
+
+class VaeComponent : public Component {
+ public:
+  std::string name() const override { return "wan2.1-vae"; }
+  std::string family() const override { return "wan2.1"; }
+  std::vector<std::string> layouts() const override { return {"original", "diffusers", "comfyui"}; }
+  Json default_config() const override { return VaeConfig{}.to_json(); }
+  std::optional<Json> read_config(const Json& j) const override {
+    if (!(has(j, "z_dim") && (has(j, "base_dim") || has(j, "dim_mult")))) return std::nullopt;
+    return VaeConfig::from_json(j).to_json();
+  }
+  Json infer_config(const TensorSource& src, const std::string& layout) const override {
+    VaeConfig c;
+    KeyMap m = vae_keymap(layout, c);
+    if (auto* t = find_param(src, m, "encoder.conv1.weight"); t && !t->shape.empty()) c.dim = t->shape[0];
+    if (auto* t = find_param(src, m, "conv2.weight"); t && !t->shape.empty()) c.z_dim = t->shape[0];
+    return c.to_json();
+  }
+  ParamSpec params(const Json& cfg) const override { return vae_params(VaeConfig::from_json(cfg)); }
+  KeyMap keymap(const std::string& layout, const Json& cfg) const override {
+    return vae_keymap(layout, VaeConfig::from_json(cfg));
+  }
+  std::string variant(const Json& cfg) const override {
+    return VaeConfig::from_json(cfg) == VaeConfig{} ? "wan2.1-vae" : "custom";
+  }
+};
+
+class Umt5Component : public Component {
+ public:
+  std::string name() const override { return "umt5-encoder"; }
+  std::string family() const override { return "t5"; }
+  std::vector<std::string> layouts() const override { return {"original", "diffusers"}; }
+  Json default_config() const override { return T5Config::umt5_xxl().to_json(); }
+  std::optional<Json> read_config(const Json& j) const override {
+    if (!(has(j, "d_model") || has(j, "dim_attn"))) return std::nullopt;
+    return T5Config::from_json(j).to_json();
+  }
+  Json infer_config(const TensorSource& src, const std::string& layout) const override {
+    KeyMap m = t5_keymap(layout);
+    T5Config c;
+    if (auto* t = find_param(src, m, "token_embedding.weight"); t && t->shape.size() == 2) {
+      c.vocab = t->shape[0];
+      c.dim = t->shape[1];
+    }
+    if (auto* t = find_param(src, m, "blocks.0.attn.q.weight"); t && t->shape.size() == 2) c.dim_attn = t->shape[0];
+    if (auto* t = find_param(src, m, "blocks.0.ffn.fc1.weight"); t && t->shape.size() == 2) c.dim_ffn = t->shape[0];
+    c.num_layers = count_layers(src, m, "attn.q.weight");
+    // UMT5 keeps a relative-position table in every layer; T5 only one, shared
+    // (T5Encoder: a top-level pos_embedding; transformers: block 0's table).
+    const TensorInfo* first = find_param(src, m, "blocks.0.pos_embedding.embedding.weight");
+    const TensorInfo* shared = layout == "original" ? find_param(src, m, "pos_embedding.embedding.weight") : nullptr;
+    if (layout == "original") c.shared_pos = shared != nullptr;
+    else c.shared_pos = c.num_layers > 1 && !find_param(src, m, "blocks.1.pos_embedding.embedding.weight");
+    const TensorInfo* table = shared ? shared : first;
+    if (table && table->shape.size() == 2) {
+      c.num_buckets = table->shape[0];
+      c.num_heads = table->shape[1];
+    }
+    return c.to_json();
+  }
+  ParamSpec params(const Json& cfg) const override { return t5_params(T5Config::from_json(cfg)); }
+  KeyMap keymap(const std::string& layout, const Json&) const override { return t5_keymap(layout); }
+  std::string variant(const Json& cfg) const override {
+    return T5Config::from_json(cfg) == T5Config::umt5_xxl() ? "umt5-xxl" : "custom";
+  }
+};
+
+}  // namespace
+
+const Component& dit_component() {
+  static const DitComponent c;
+  return c;
+}
+const Component& vae_component() {
+  static const VaeComponent c;
+  return c;
+}
+const Component& umt5_component() {
+  static const Umt5Component c;
+  return c;
+}
+
+}  // namespace vidax::translate::wan

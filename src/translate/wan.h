@@ -1,0 +1,73 @@
+// Wan 2.1 components for the translator: the DiT (WanModel), the VAE
+// (WanVAE_) and the UMT5 text encoder (T5Encoder), each with
+//  - a typed config that reads the original init args or the diffusers /
+//    transformers config.json spelling,
+//  - the engine's expected parameters (names = the official checkpoint's
+//    state_dict names) with shapes, derived from the config,
+//  - key maps for the layouts "original", "diffusers" and "comfyui".
+// Sources: Wan2.1 wan/modules/{model,vae,t5}.py; diffusers
+// scripts/convert_wan_to_diffusers.py and transformer_wan.py /
+// autoencoder_kl_wan.py; transformers modeling_umt5.py. Checked against the
+// key lists in tests/translate/data (tools/golden/wan_keylists.py).
+#pragma once
+#include <array>
+#include <vector>
+
+#include "translate/component.h"
+
+namespace vidax::translate::wan {
+
+struct DitConfig {
+  std::string model_type = "t2v";  // t2v | i2v | flf2v
+  std::array<int64_t, 3> patch_size{1, 2, 2};
+  int64_t text_len = 512, in_dim = 16, dim = 1536, ffn_dim = 8960, freq_dim = 256, text_dim = 4096, out_dim = 16,
+          num_heads = 12, num_layers = 30;
+  bool qk_norm = true, cross_attn_norm = true;
+  double eps = 1e-6;
+
+  static DitConfig t2v_1_3b();
+  static DitConfig t2v_14b();
+  static DitConfig i2v_14b();
+  // WanModel init args, or a diffusers WanTransformer3DModel config; throws on neither.
+  static DitConfig from_json(const Json& j);
+  Json to_json() const;  // WanModel init args
+  bool operator==(const DitConfig&) const = default;
+};
+
+struct VaeConfig {
+  int64_t dim = 96, z_dim = 16, num_res_blocks = 2;
+  std::vector<int64_t> dim_mult{1, 2, 4, 4};
+  std::vector<double> attn_scales{};
+  std::vector<bool> temperal_downsample{false, true, true};
+
+  // WanVAE_ init args, or a diffusers AutoencoderKLWan config (base_dim, ...).
+  static VaeConfig from_json(const Json& j);
+  Json to_json() const;
+  bool operator==(const VaeConfig&) const = default;
+};
+
+struct T5Config {
+  int64_t vocab = 256384, dim = 4096, dim_attn = 4096, dim_ffn = 10240, num_heads = 64, num_layers = 24,
+          num_buckets = 32;
+  bool shared_pos = false;  // false: UMT5, a relative-position table per layer
+
+  static T5Config umt5_xxl();
+  // T5Encoder init args, or a transformers T5Config/UMT5Config (vocab_size, d_model, ...).
+  static T5Config from_json(const Json& j);
+  Json to_json() const;
+  bool operator==(const T5Config&) const = default;
+};
+
+ParamSpec dit_params(const DitConfig& c);
+ParamSpec vae_params(const VaeConfig& c);
+ParamSpec t5_params(const T5Config& c);
+
+KeyMap dit_keymap(const std::string& layout);
+KeyMap vae_keymap(const std::string& layout, const VaeConfig& c);
+KeyMap t5_keymap(const std::string& layout);
+
+const Component& dit_component();   // "wan2.1-dit"
+const Component& vae_component();   // "wan2.1-vae"
+const Component& umt5_component();  // "umt5-encoder"
+
+}  // namespace vidax::translate::wan

@@ -1,0 +1,43 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/rng.h"
+#include "io/checkpoint.h"
+#include "pipeline/wan_t2v.h"
+
+using namespace vidax;
+using namespace vidax::pipeline;
+
+namespace {
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+}  // namespace
+
+TEST(WanT2V, NoiseFile) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("vidax_test_noise_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const Shape shape{16, 2, 4, 6};
+  TorchGenerator g(3);
+  Tensor n = g.randn({1, 16, 2, 4, 6});
+  io::save_safetensors((dir / "n.safetensors").string(), {{"noise", n}});
+  Tensor back = read_noise_file((dir / "n.safetensors").string(), shape);
+  EXPECT_EQ(back.shape(), shape);
+  EXPECT_EQ(back.to_f32_vector(), n.to_f32_vector());
+  io::save_safetensors((dir / "two.safetensors").string(), {{"a", n}, {"b", n}});
+  std::string e = error_of([&] { read_noise_file((dir / "two.safetensors").string(), shape); });
+  EXPECT_NE(e.find("holds 2 tensors and none is named 'noise' or 'latents'"), std::string::npos) << e;
+  e = error_of([&] { read_noise_file((dir / "n.safetensors").string(), {16, 3, 4, 6}); });
+  EXPECT_NE(e.find("tensor 'noise' has shape [1, 16, 2, 4, 6], the request needs [16, 3, 4, 6]"), std::string::npos)
+      << e;
+  fs::remove_all(dir);
+}

@@ -1,0 +1,31 @@
+// Loading the sched.* golden files (tools/golden/sched_flow.py) for the tests.
+#pragma once
+#include <string>
+
+#include "rng/golden_reader.h"
+
+namespace vidax::testing {
+
+inline GoldenFile load_sched_golden(const std::string& file) {
+  return GoldenFile::load(std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + file);
+}
+
+// Every sched golden file and its kind.
+struct SchedCase {
+  const char* file;
+  const char* kind;
+};
+inline constexpr SchedCase kSchedCases[] = {
+    {"sched_flow_unipc_n10_s5.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_n5_s3.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_n50_s5.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_diffusers_n10_s3.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_diffusers_n5_s5.safetensors", "sched.flow_unipc"},
+    {"sched_flow_dpmpp_n10_s5.safetensors", "sched.flow_dpmpp"},
+    {"sched_flow_dpmpp_n5_s3.safetensors", "sched.flow_dpmpp"},
+    {"sched_flow_euler_n10_s5.safetensors", "sched.flow_euler"},
+    {"sched_flow_euler_n5_s3.safetensors", "sched.flow_euler"},
+    {"sched_flow_euler_n5_s3_stochastic.safetensors", "sched.flow_euler"},
+};
+
+}  // namespace vidax::testing
