@@ -17,7 +17,11 @@ using test::TempDir;
 // Tiny pickle assembler ("..."_b keeps embedded NUL bytes).
 std::string operator""_b(const char* s, size_t n) { return std::string(s, n); }
 std::string u32le(uint32_t v) { return std::string{char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; }
-std::string binunicode(const std::string& s) { return "X" + u32le(static_cast<uint32_t>(s.size())) + s; }
+std::string binunicode(const std::string& s) {
+  std::string out("X");
+  out += u32le(static_cast<uint32_t>(s.size()));
+  return out + s;
+}
 std::string short_unicode(const std::string& s) {
   std::string out("\x8c");
   out += char(s.size());
