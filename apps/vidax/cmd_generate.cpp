@@ -19,6 +19,9 @@
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_t2v_load.h"
 
+// OpenBLAS keeps its own thread pool beside OpenMP's.
+extern "C" void openblas_set_num_threads(int);
+
 namespace vidax::app {
 
 namespace {
@@ -37,7 +40,10 @@ void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
   install_interrupt_handlers();
-  if (a.threads > 0) omp_set_num_threads(a.threads);
+  if (a.threads > 0) {
+    omp_set_num_threads(a.threads);
+    openblas_set_num_threads(a.threads);
+  }
 
   // Model and request, checked before anything heavy happens.
   WanT2VPreset preset = resolve_wan_t2v_preset(a.weights, a.model);

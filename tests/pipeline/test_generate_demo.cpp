@@ -2,6 +2,8 @@
 // loader and the T2V loop, and the official WanT2V.generate golden
 // (tools/golden/wan_pipeline.py).
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,8 +25,7 @@ const std::string kData = VIDAX_TEST_DATA_DIR;
 // One demo checkpoint for the whole suite (writing it takes a moment).
 const LoadedWanT2V& demo_model() {
   static LoadedWanT2V loaded = [] {
-    const fs::path d = fs::temp_directory_path() / ("vidax_test_demo_" + std::to_string(::getpid()));
-    fs::remove_all(d);
+    const fs::path d = vidax::test::scratch_dir("demo");
     DemoWeightsOptions o;
     o.out_dir = d.string();
     o.spiece_model = kData + "/text/data/tiny_spiece.model";
