@@ -101,11 +101,11 @@ TEST(DemoGenerate, OverlongPromptIsTruncatedWithAWarning) {
 // generator): same noise, same 3 UniPC steps with CFG and the default negative
 // prompt, same VAE decode.
 TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
-  const std::string golden = kData + "/golden/wan_pipeline_tiny.safetensors";
+  const std::string golden = kData + "/golden/pipeline/wan_pipeline_tiny.safetensors";
   io::Checkpoint g = io::Checkpoint::open(golden);
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
   WanT2VLoadOptions lo;
-  lo.weights_dir = kData + "/golden/wan_pipeline_tiny";
+  lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
   lo.precision = "fp32";
   LoadedWanT2V m = load_wan_t2v(lo);
   T2VRequest r;
@@ -129,6 +129,8 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   const double e_lat = rel_l2(res.latents, g.get("output.latents"));
   const double e_vid = rel_l2(res.video, g.get("output.video"));
   std::printf("golden: latents rel_l2 %.3g, video rel_l2 %.3g\n", e_lat, e_vid);
-  EXPECT_LT(e_lat, 1e-4);
-  EXPECT_LT(e_vid, 1e-4);
+  // fp32 bounds: the latents within DESIGN's 1e-5; the video ~2.6x that, the
+  // VAE amplifying the latents' difference (see src/pipeline/parity_kind.h).
+  EXPECT_LT(e_lat, 1e-5);
+  EXPECT_LT(e_vid, 3e-5);
 }
