@@ -10,7 +10,10 @@
 
 #include "io/checkpoint.h"
 #include "io/video.h"
+#include <csignal>
+
 #include "pipeline/demo_weights.h"
+#include "pipeline/interrupt.h"
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_t2v_load.h"
 
@@ -95,6 +98,21 @@ TEST(DemoGenerate, OverlongPromptIsTruncatedWithAWarning) {
   run_wan_t2v(m.parts, r, ev, /*decode=*/false);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("the prompt is longer than 512 tokens; it was truncated"), std::string::npos);
+}
+
+TEST(DemoGenerate, CtrlCStopsTheVaeDecodeWithinAModule) {
+  const auto& m = demo_model();
+  Tensor z = Tensor::zeros({16, 2, 4, 6}, DType::F32);
+  request_interrupt_for_testing(SIGINT);
+  try {
+    m.parts.decode(z);
+    clear_interrupt();
+    FAIL() << "decode ran to the end";
+  } catch (const Interrupted& e) {
+    clear_interrupt();
+    EXPECT_NE(std::string(e.what()).find("stopped by SIGINT (Ctrl-C) during VAE decoding (conv2)"),
+              std::string::npos) << e.what();
+  }
 }
 
 // The official WanT2V.generate on the same tiny weights (fp32 on the CPU, CPU
