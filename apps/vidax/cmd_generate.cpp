@@ -96,7 +96,9 @@ int run_generate(const GenerateArgs& a) {
   ProgressBar bar("denoising", static_cast<int>(req.steps));
   T2VEvents ev;
   ev.on_stage = [&](const std::string& s) {
-    if (s != "denoising") note(s);
+    if (s == "denoising") return;  // the bar shows it
+    if (s == "decoding the video") bar.finish();  // end the bar's line before the next message
+    note(s);
   };
   ev.on_step = [&](int done, int, double secs) { bar.update(done, secs); };
   ev.warn = [](const std::string& s) { note("warning: " + s); };
