@@ -16,5 +16,7 @@ struct Command {
 Command add_inspect(CLI::App& app);
 Command add_convert(CLI::App& app);
 Command add_parity(CLI::App& app);
+Command add_generate(CLI::App& app);
+Command add_make_demo(CLI::App& app);
 
 }  // namespace vidax::app

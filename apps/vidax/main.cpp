@@ -14,6 +14,8 @@ int main(int argc, char** argv) {
       vidax::app::add_inspect(app),
       vidax::app::add_convert(app),
       vidax::app::add_parity(app),
+      vidax::app::add_generate(app),
+      vidax::app::add_make_demo(app),
   };
   try {
     app.parse(argc, argv);
