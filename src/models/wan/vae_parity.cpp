@@ -1,14 +1,16 @@
 // Parity kinds wan.vae.decode / wan.vae.encode (DESIGN.md §4): rebuild the VAE half a golden file
-// exercises from its own parameters, run it as the WanVAE wrapper does, and hand back output and
-// inter.<official module path> tensors.
+// exercises from its own parameters (official or diffusers names, via the translator), run it as
+// the WanVAE wrapper does, and hand back output and inter.<official module path> tensors.
 #include <map>
 #include <mutex>
-#include <regex>
 #include <set>
 
 #include "backend/ops.h"
 #include "models/wan/vae.h"
 #include "parity/parity.h"
+#include "translate/component.h"
+#include "translate/source.h"
+#include "translate/wan.h"
 
 namespace vidax::wan {
 namespace {
@@ -18,71 +20,25 @@ bool is_golden_data(const std::string& name) {
          name.rfind("inter.", 0) == 0 || name.rfind("scale.", 0) == 0;
 }
 
-// ---- diffusers AutoencoderKLWan -> official WanVAE_ names -------------------------------------
-// TEMPORARY: the translator (src/translate) owns layout detection and key maps; this small table
-// lets the diffusers-made golden files run until its Wan VAE map lands. The inverse of diffusers'
-// scripts/convert_wan_to_diffusers.py convert_vae.
-struct PrefixRename {
-  std::string from, to;
-  bool residual_block;  // the rest of the name is inside a WanResidualBlock
-};
-const std::vector<PrefixRename> kDiffusersPrefixes = {
-    {"quant_conv.", "conv1.", false},
-    {"post_quant_conv.", "conv2.", false},
-    {"encoder.conv_in.", "encoder.conv1.", false},
-    {"decoder.conv_in.", "decoder.conv1.", false},
-    {"encoder.norm_out.", "encoder.head.0.", false},
-    {"decoder.norm_out.", "decoder.head.0.", false},
-    {"encoder.conv_out.", "encoder.head.2.", false},
-    {"decoder.conv_out.", "decoder.head.2.", false},
-    {"encoder.mid_block.resnets.0.", "encoder.middle.0.", true},
-    {"encoder.mid_block.attentions.0.", "encoder.middle.1.", false},
-    {"encoder.mid_block.resnets.1.", "encoder.middle.2.", true},
-    {"decoder.mid_block.resnets.0.", "decoder.middle.0.", true},
-    {"decoder.mid_block.attentions.0.", "decoder.middle.1.", false},
-    {"decoder.mid_block.resnets.1.", "decoder.middle.2.", true},
-};
-// Inside a residual block (WanResidualBlock -> ResidualBlock.residual Sequential indices).
-const std::vector<std::pair<std::string, std::string>> kDiffusersResidual = {
-    {"norm1.", "residual.0."}, {"conv1.", "residual.2."},     {"norm2.", "residual.3."},
-    {"conv2.", "residual.6."}, {"conv_shortcut.", "shortcut."},
-};
-
-std::string map_residual_inner(const std::string& inner) {
-  for (const auto& [from, to] : kDiffusersResidual)
-    if (inner.rfind(from, 0) == 0) return to + inner.substr(from.size());
-  return inner;  // resample.1.*, time_conv.* keep their names
-}
-
-std::string diffusers_to_official(const std::string& name, const WanVAEConfig& cfg) {
-  for (const auto& r : kDiffusersPrefixes) {
-    if (name.rfind(r.from, 0) != 0) continue;
-    const std::string rest = name.substr(r.from.size());
-    return r.to + (r.residual_block ? map_residual_inner(rest) : rest);
-  }
-  static const std::regex down(R"(^encoder\.down_blocks\.(\d+)\.(.*)$)");
-  static const std::regex up_res(R"(^decoder\.up_blocks\.(\d+)\.resnets\.(\d+)\.(.*)$)");
-  static const std::regex up_sample(R"(^decoder\.up_blocks\.(\d+)\.upsamplers\.0\.(.*)$)");
-  std::smatch m;
-  if (std::regex_match(name, m, down)) return "encoder.downsamples." + m[1].str() + "." + map_residual_inner(m[2]);
-  // Decoder levels are flattened: level i holds num_res_blocks + 1 residual blocks and a Resample.
-  const int64_t per_level = cfg.num_res_blocks + 2;
-  if (std::regex_match(name, m, up_res))
-    return "decoder.upsamples." + std::to_string(std::stoll(m[1]) * per_level + std::stoll(m[2])) + "." +
-           map_residual_inner(m[3]);
-  if (std::regex_match(name, m, up_sample))
-    return "decoder.upsamples." + std::to_string(std::stoll(m[1]) * per_level + cfg.num_res_blocks + 1) + "." +
-           m[2].str();
-  return name;
-}
-
-bool is_diffusers_layout(const nlohmann::json& config, const std::map<std::string, Tensor>& params) {
-  if (config.contains("base_dim")) return true;
-  for (const auto& [name, t] : params)
-    if (name.rfind("quant_conv.", 0) == 0 || name.rfind("post_quant_conv.", 0) == 0 ||
-        name.find(".conv_in.") != std::string::npos)
-      return true;
-  return false;
+// The parameters of the half a golden file exercises, under official names, through the
+// translator (any layout it knows: original, diffusers, comfyui), strictly: every key of the file
+// must be used and every parameter of that half found with its shape.
+std::map<std::string, Tensor> golden_parameters(const parity::Golden& g, const WanVAEConfig& cfg, bool decode) {
+  auto file = std::make_shared<translate::CheckpointSource>(g.file, g.path);
+  const translate::SubsetSource params(file, [](const std::string& n) { return !is_golden_data(n); }, g.path);
+  translate::Match m = translate::match(params, translate::wan::vae_component(), cfg.to_json());
+  // The other half's parameters are not expected in the file.
+  const auto other_half = [&](const std::string& name) {
+    for (const char* p : decode ? std::vector<const char*>{"encoder.", "conv1."}
+                                : std::vector<const char*>{"decoder.", "conv2."})
+      if (name.rfind(p, 0) == 0) return true;
+    return false;
+  };
+  std::erase_if(m.plan.missing, [&](const translate::Missing& x) { return other_half(x.param.name); });
+  VIDAX_CHECK(m.plan.complete(), g.path << ": the parameters do not match the Wan VAE "
+                                        << (decode ? "decoder" : "encoder") << " (layout '" << m.layout
+                                        << "'):\n" << m.plan.problems());
+  return translate::materialize(params, m.plan, {});
 }
 
 // ---- runner ---------------------------------------------------------------------------------
@@ -97,20 +53,7 @@ parity::Produced run_vae(const parity::Golden& g, const parity::Options& opt, bo
   VIDAX_CHECK(opt.mesh.empty(), "wan.vae parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
   const WanVAEConfig cfg = WanVAEConfig::from_json(g.config);
 
-  // Parameters = every tensor that is not golden data, under official names.
-  std::map<std::string, Tensor> params;
-  for (auto& [name, t] : g.with_prefix(""))
-    if (!is_golden_data(name)) params.emplace(name, t);
-  if (is_diffusers_layout(g.config, params)) {
-    std::map<std::string, Tensor> renamed;
-    for (auto& [name, t] : params) {
-      std::string official = diffusers_to_official(name, cfg);
-      VIDAX_CHECK(renamed.emplace(official, t).second,
-                  g.path << ": two parameters map to " << official << " (second: " << name << ")");
-    }
-    params = std::move(renamed);
-  }
-
+  const std::map<std::string, Tensor> params = golden_parameters(g, cfg, decode);
   WanVAE::Parts parts{.encoder = !decode, .decoder = decode};
   const WeightLookup lookup = [&](const std::string& name) {
     auto it = params.find(name);
@@ -119,13 +62,11 @@ parity::Produced run_vae(const parity::Golden& g, const parity::Options& opt, bo
   };
   WanVAE vae(cfg, lookup, parts, compute_dtype(opt));
 
-  // Strict coverage: every parameter in the file must be one the model read.
-  std::set<std::string> used(vae.parameter_names().begin(), vae.parameter_names().end());
-  std::string unused;
+  // Strict coverage the other way: every translated parameter is one the model read.
+  const std::set<std::string> used(vae.parameter_names().begin(), vae.parameter_names().end());
   for (const auto& [name, t] : params)
-    if (!used.count(name)) unused += "\n  " + name + " " + shape_str(t.shape());
-  VIDAX_CHECK(unused.empty(), g.path << ": parameters the Wan VAE " << (decode ? "decoder" : "encoder")
-                                     << " does not use:" << unused);
+    VIDAX_CHECK(used.count(name), g.path << ": the Wan VAE " << (decode ? "decoder" : "encoder")
+                                         << " does not use the parameter " << name);
 
   const LatentScale scale = LatentScale::from_tensors(g.file.get("scale.mean"), g.file.get("scale.std"));
   std::map<std::string, std::vector<Tensor>> taps;

@@ -1,0 +1,209 @@
+// Wan 2.1 VAE: golden parity against the official WanVAE_ and diffusers' AutoencoderKLWan
+// (tools/golden/wan_vae.py), the chunked causal cache's properties, config parsing and errors.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "backend/ops.h"
+#include "io/checkpoint.h"
+#include "models/wan/vae.h"
+#include "parity/parity.h"
+
+namespace {
+
+using vidax::Tensor;
+using vidax::wan::LatentScale;
+using vidax::wan::WanVAE;
+using vidax::wan::WanVAEConfig;
+
+std::string golden(const std::string& name) { return std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + name; }
+
+// Runs a golden file through `vidax parity`'s code path and checks every row passed (no SKIP).
+void expect_parity(const std::string& file, size_t expected_rows) {
+  vidax::wan::register_vae_parity_kinds();
+  const vidax::parity::Report r = vidax::parity::run(golden(file), {});
+  for (const auto& c : r.rows) {
+    std::printf("  %s max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", c.name.c_str(), c.max_abs, c.mean_abs,
+                c.rel_l2, c.note.c_str());
+    EXPECT_EQ(c.status, vidax::parity::Comparison::Status::Ok) << c.name << " " << c.note;
+    EXPECT_LE(c.rel_l2, 1e-5) << c.name;
+  }
+  EXPECT_EQ(r.rows.size(), expected_rows);
+  EXPECT_TRUE(r.ok()) << file << ": " << r.passed << "/" << r.compared;
+}
+
+TEST(WanVAEGolden, OfficialDecodeNineFrames) { expect_parity("wan_vae_decode.safetensors", 9); }
+TEST(WanVAEGolden, OfficialEncodeNineFrames) { expect_parity("wan_vae_encode.safetensors", 9); }
+TEST(WanVAEGolden, DiffusersDecodeBatch2) { expect_parity("wan_vae_diffusers_decode.safetensors", 1); }
+TEST(WanVAEGolden, DiffusersEncodeBatch2) { expect_parity("wan_vae_diffusers_encode.safetensors", 1); }
+
+// The official decode golden's model (official names), decoder or encoder half.
+struct TinyVAE {
+  vidax::io::Checkpoint file = vidax::io::Checkpoint::open(golden("wan_vae_decode.safetensors"));
+  WanVAEConfig config = WanVAEConfig::from_json(nlohmann::json::parse(file.metadata().at("config")));
+  WanVAE decoder() const {
+    return WanVAE(config, [&](const std::string& n) { return file.get(n); }, {.encoder = false, .decoder = true});
+  }
+};
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  const auto x = a.to_f64_vector(), y = b.to_f64_vector();
+  double m = 0;
+  for (size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::fabs(x[i] - y[i]));
+  return m;
+}
+
+// Causality of the chunked cache: the first latents decode to the same frames whether or not more
+// latents follow (2 latents -> 5 frames, 3 -> 9), and a later latent does change later frames.
+TEST(WanVAEDecode, FramesDoNotDependOnLaterLatents) {
+  TinyVAE tiny;
+  const WanVAE vae = tiny.decoder();
+  const Tensor z = tiny.file.get("input.z").slice(3, 0, 2).slice(4, 0, 3);  // [1, 16, 3, 2, 3]
+  const Tensor all = vae.decode(z);
+  ASSERT_EQ(all.shape(), (vidax::Shape{1, 3, 9, 16, 24}));
+  const Tensor part = vae.decode(z.slice(2, 0, 2));
+  ASSERT_EQ(part.size(2), 5);
+  EXPECT_LE(max_abs_diff(part, all.slice(2, 0, 5)), 1e-6);
+  const Tensor z2 = vidax::ops::concat({z.slice(2, 0, 2), z.slice(2, 0, 1)}, 2);
+  EXPECT_GT(max_abs_diff(vae.decode(z2).slice(2, 5, 9), all.slice(2, 5, 9)), 1e-3);
+}
+
+TEST(WanVAEDecode, NormalizedDecodeIsClampedAndDenormalizes) {
+  TinyVAE tiny;
+  const WanVAE vae = tiny.decoder();
+  const Tensor z = tiny.file.get("input.z").slice(2, 0, 2);  // 2 latents -> 5 frames
+  const LatentScale scale = LatentScale::wan21();
+  const Tensor raw = vae.decode(vidax::wan::denormalize_latent(z, scale));
+  const Tensor clamped = vae.decode_normalized(z, scale);
+  const auto r = raw.to_f32_vector(), c = clamped.to_f32_vector();
+  size_t outside = 0;
+  for (size_t i = 0; i < r.size(); ++i) {
+    outside += std::fabs(r[i]) > 1;
+    ASSERT_EQ(c[i], std::min(1.0f, std::max(-1.0f, r[i])));
+  }
+  EXPECT_GT(outside, 0u);  // the fixture does exercise the clamp
+  // normalize_latent inverts denormalize_latent up to rounding.
+  EXPECT_LE(max_abs_diff(vidax::wan::normalize_latent(vidax::wan::denormalize_latent(z, scale), scale), z), 1e-5);
+}
+
+TEST(WanVAEEncode, CausalChunksAndFrameCountsThatAreNot4kPlus1) {
+  vidax::io::Checkpoint file = vidax::io::Checkpoint::open(golden("wan_vae_encode.safetensors"));
+  const WanVAEConfig config = WanVAEConfig::from_json(nlohmann::json::parse(file.metadata().at("config")));
+  const WanVAE vae(config, [&](const std::string& n) { return file.get(n); }, {.encoder = true, .decoder = false});
+  const Tensor video = file.get("input.video");  // 9 frames
+  // Causal chunks: the first 1 and 5 frames encode to the first 1 and 2 latents of all 9.
+  const Tensor all = vae.encode(video);
+  ASSERT_EQ(all.shape(), (vidax::Shape{1, 16, 3, 4, 6}));
+  for (int64_t frames : {1, 5}) {
+    const Tensor part = vae.encode(video.slice(2, 0, frames));
+    const int64_t latents = 1 + (frames - 1) / 4;
+    ASSERT_EQ(part.size(2), latents);
+    EXPECT_LE(max_abs_diff(part, all.slice(2, 0, latents)), 1e-6) << frames << " frames";
+  }
+  try {
+    vae.encode(video.slice(2, 0, 6));
+    FAIL() << "6 frames accepted";
+  } catch (const vidax::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("4k+1"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(vae.decode(Tensor::zeros({1, 16, 1, 2, 2}, vidax::DType::F32)), vidax::Error);  // no decoder
+}
+
+TEST(WanVAEErrors, MissingOrMisshapedParameterIsNamed) {
+  TinyVAE tiny;
+  auto missing = [&](const std::string& n) -> Tensor {
+    if (n == "decoder.upsamples.3.time_conv.weight") throw vidax::Error("no tensor " + n);
+    return tiny.file.get(n);
+  };
+  try {
+    WanVAE(tiny.config, missing, {.encoder = false, .decoder = true});
+    FAIL() << "missing parameter accepted";
+  } catch (const vidax::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("decoder.upsamples.3.time_conv.weight"), std::string::npos) << e.what();
+  }
+  auto misshaped = [&](const std::string& n) -> Tensor {
+    return n == "decoder.middle.1.to_qkv.weight" ? Tensor::zeros({48, 16}, vidax::DType::F32) : tiny.file.get(n);
+  };
+  try {
+    WanVAE(tiny.config, misshaped, {.encoder = false, .decoder = true});
+    FAIL() << "misshaped parameter accepted";
+  } catch (const vidax::Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("decoder.middle.1.to_qkv.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("[48, 16, 1, 1]"), std::string::npos) << m;
+  }
+}
+
+TEST(WanVAEConfigTest, OfficialAndDiffusersConfigsAgree) {
+  const auto official = WanVAEConfig::from_json(nlohmann::json::parse(
+      R"({"dim": 96, "z_dim": 16, "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
+          "temperal_downsample": [false, true, true], "dropout": 0.0})"));
+  const auto diffusers = WanVAEConfig::from_json(nlohmann::json::parse(
+      R"({"_class_name": "AutoencoderKLWan", "base_dim": 96, "decoder_base_dim": null, "z_dim": 16,
+          "dim_mult": [1, 2, 4, 4], "num_res_blocks": 2, "attn_scales": [],
+          "temperal_downsample": [false, true, true], "dropout": 0.0, "is_residual": false,
+          "in_channels": 3, "out_channels": 3, "patch_size": null})"));
+  EXPECT_EQ(official.to_json(), diffusers.to_json());
+  EXPECT_EQ(official.to_json(), WanVAEConfig{}.to_json());  // defaults = Wan2.1_VAE.pth
+  EXPECT_EQ(official.temporal_factor(), 4);
+  EXPECT_EQ(official.spatial_factor(), 8);
+}
+
+TEST(WanVAEConfigTest, RejectsWhatTheWan21VAEIsNot) {
+  auto bad = [](const char* text) {
+    EXPECT_THROW(WanVAEConfig::from_json(nlohmann::json::parse(text)), vidax::Error) << text;
+  };
+  bad(R"({"base_dim": 160, "z_dim": 48, "is_residual": true})");      // Wan 2.2 VAE
+  bad(R"({"base_dim": 160, "z_dim": 48, "patch_size": 2})");         // Wan 2.2 VAE
+  bad(R"({"dim": 96, "attn_scales": [1.0]})");                       // attention blocks in levels
+  bad(R"({"dim": 96, "temperal_downsample": [true, true]})");        // wrong length
+  bad(R"({"dim": 96, "dim_mult": [1, 2, 4, 4, 4], "temperal_downsample": [true, true, true, true]})");
+  bad(R"({"dim": "96"})");                                           // wrong type
+}
+
+}  // namespace
+
+namespace {
+
+// A copy of a golden file with one parameter added or removed.
+std::string edited_golden(const std::string& src, const std::string& dst_name, const std::string& drop,
+                          const std::string& add) {
+  vidax::io::Checkpoint file = vidax::io::Checkpoint::open(golden(src));
+  std::map<std::string, Tensor> tensors;
+  for (const auto& n : file.names())
+    if (n != drop) tensors.emplace(n, file.get(n));
+  if (!add.empty()) tensors.emplace(add, Tensor::zeros({4}, vidax::DType::F32));
+  const std::string path = std::string(VIDAX_BINARY_DIR) + "/" + dst_name;
+  vidax::io::save_safetensors(path, tensors, file.metadata());
+  return path;
+}
+
+std::string parity_error(const std::string& path) {
+  vidax::wan::register_vae_parity_kinds();
+  try {
+    vidax::parity::run(path, {});
+  } catch (const vidax::Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(WanVAEParityStrict, UnusedParameterIsAnError) {
+  const std::string path = edited_golden("wan_vae_diffusers_encode.safetensors", "wan_vae_extra_param.safetensors",
+                                         "", "encoder.down_blocks.0.extra.weight");
+  const std::string err = parity_error(path);
+  EXPECT_NE(err.find("not used"), std::string::npos) << err;
+  EXPECT_NE(err.find("encoder.down_blocks.0.extra.weight"), std::string::npos) << err;
+}
+
+TEST(WanVAEParityStrict, MissingParameterIsNamed) {
+  const std::string path = edited_golden("wan_vae_encode.safetensors", "wan_vae_missing_param.safetensors",
+                                         "encoder.downsamples.5.time_conv.bias", "");
+  const std::string err = parity_error(path);
+  EXPECT_NE(err.find("encoder.downsamples.5.time_conv.bias"), std::string::npos) << err;
+}
+
+}  // namespace
