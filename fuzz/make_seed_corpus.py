@@ -57,6 +57,14 @@ def main():
     write("pickle", "primitives_p5", pickle.dumps({"a": [1, b"xy", bytearray(b"z"), {1, 2}, frozenset([3])]}, 5))
     write("pickle", "posix_system", b"\x80\x02cposix\nsystem\nX\x04\x00\x00\x00true\x85R.")
     write("pickle", "stack_global", b"\x80\x04\x8c\x02os\x8c\x06system\x93\x8c\x04true\x85R.")
+    # whole files for fuzz_checkpoint_file: small torch.save outputs in both formats
+    # (the committed corpus also holds copies of tests/io/data's fixtures)
+    tiny = collections.OrderedDict(w=torch.arange(6.).reshape(2, 3), b=torch.ones(2, dtype=torch.bfloat16))
+    tiny["t"] = tiny["w"].t()
+    for legacy in (False, True):
+        buf = io.BytesIO()
+        torch.save(tiny, buf, _use_new_zipfile_serialization=not legacy)
+        write("checkpoint_file", "small_legacy.pth" if legacy else "small.pth", buf.getvalue())
     print("seed corpus written under", os.path.join(HERE, "corpus"))
 
 

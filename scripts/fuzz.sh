@@ -8,7 +8,7 @@ cd "$(dirname "$0")/.."
 SECS=${FUZZ_SECONDS:-45}
 BUILD=${FUZZ_BUILD_DIR:-build-fuzz}
 JOBS=${JOBS:-2}
-TARGETS=(safetensors_header pickle torch_file)
+TARGETS=(safetensors_header pickle checkpoint_file)
 
 if ! command -v clang++ >/dev/null 2>&1; then
   echo "fuzz.sh: clang++ not found (scripts/install-deps.sh installs it)" >&2

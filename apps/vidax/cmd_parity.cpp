@@ -16,7 +16,7 @@ Command add_parity(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   sub->add_option("file", a->file, "golden file (.safetensors with __metadata__.kind)")->required()->check(CLI::ExistingFile);
-  sub->add_option("--precision", a->opt.precision, "compute precision")->check(CLI::IsMember({"fp32", "bf16"}));
+  sub->add_option("--precision", a->opt.precision, "compute precision (default: the golden file's)")->check(CLI::IsMember({"fp32", "bf16"}));
   sub->add_option("--rtol", a->opt.rtol, "relative L2 bound (default: 1e-5 fp32, 1e-2 bf16)");
   sub->add_option("--mesh", a->opt.mesh, "device mesh, e.g. sp=2 (needs mpirun)");
   sub->add_flag("--json", a->json, "print a JSON report");
@@ -28,6 +28,8 @@ Command add_parity(CLI::App& app) {
             if (a->json) {
               nlohmann::json j;
               j["kind"] = rep.kind;
+              j["precision"] = rep.precision;
+              j["rtol"] = rep.rtol;
               j["passed"] = rep.passed;
               j["compared"] = rep.compared;
               j["ok"] = rep.ok();
@@ -44,7 +46,8 @@ Command add_parity(CLI::App& app) {
                 std::printf("%s max_abs=%.3e mean_abs=%.3e rel_l2=%.3e %s%s%s\n", c.name.c_str(), c.max_abs,
                             c.mean_abs, c.rel_l2, status(c.status), c.note.empty() ? "" : " ", c.note.c_str());
               }
-              std::printf("%s %d/%d\n", rep.ok() ? "PASS" : "FAIL", rep.passed, rep.compared);
+              std::printf("%s %d/%d (%s, rel_l2 <= %g)\n", rep.ok() ? "PASS" : "FAIL", rep.passed, rep.compared,
+                          rep.precision.c_str(), rep.rtol);
             }
             return rep.ok() ? 0 : 1;
           }};

@@ -13,6 +13,10 @@ struct Command {
 };
 
 // One line per subcommand (cmd_<name>.cpp); main.cpp lists them in the same order.
+Command add_inspect(CLI::App& app);
+Command add_convert(CLI::App& app);
 Command add_parity(CLI::App& app);
+Command add_generate(CLI::App& app);
+Command add_make_demo(CLI::App& app);
 
 }  // namespace vidax::app

@@ -11,7 +11,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("vidax ") + VIDAX_VERSION);
   app.require_subcommand(1);
   std::vector<vidax::app::Command> cmds = {
+      vidax::app::add_inspect(app),
+      vidax::app::add_convert(app),
       vidax::app::add_parity(app),
+      vidax::app::add_generate(app),
+      vidax::app::add_make_demo(app),
   };
   try {
     app.parse(argc, argv);

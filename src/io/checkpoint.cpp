@@ -80,17 +80,18 @@ SourceFile read_any_file(const std::string& path) {
     case FileFormat::Safetensors: return read_safetensors_file(path);
     case FileFormat::TorchZip:
     case FileFormat::TorchLegacy: return read_torch_file(path);
-    case FileFormat::GGUF: throw Error(msg() << path << ": GGUF files are not supported yet");
+    case FileFormat::GGUF: return read_gguf_file(path);
     case FileFormat::Unknown: break;
   }
   // Name the format the extension promised, so a broken file gets a useful message.
   if (path.size() >= 12 && path.ends_with(".safetensors")) return read_safetensors_file(path);
-  throw Error(msg() << path << ": unrecognised checkpoint format (expected safetensors, a torch.save zip or pickle)");
+  throw Error(msg() << path << ": unrecognised checkpoint format (expected safetensors, a torch.save zip or pickle, GGUF)");
 }
 
 bool is_checkpoint_name(const std::string& name) {
   if (name.ends_with(".safetensors.index.json")) return false;
-  return name.ends_with(".safetensors") || name.ends_with(".pth") || name.ends_with(".pt") || name.ends_with(".bin");
+  return name.ends_with(".safetensors") || name.ends_with(".pth") || name.ends_with(".pt") || name.ends_with(".bin") ||
+         name.ends_with(".gguf");
 }
 
 // {"metadata": {...}, "weight_map": {"name": "shard.safetensors", ...}}
@@ -148,7 +149,7 @@ Checkpoint Checkpoint::open(const std::string& path) {
       if (e.is_regular_file() && is_checkpoint_name(name)) files.push_back(e.path().string());
     }
     std::sort(files.begin(), files.end());
-    VIDAX_CHECK(!files.empty(), path << ": directory holds no *.safetensors, *.pth, *.pt or *.bin file");
+    VIDAX_CHECK(!files.empty(), path << ": directory holds no *.safetensors, *.pth, *.pt, *.bin or *.gguf file");
     for (const auto& f : files) c.impl_->add(read_any_file(f));
   } else if (path.ends_with(".index.json")) {
     open_index(*c.impl_, path);

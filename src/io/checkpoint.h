@@ -1,5 +1,5 @@
 // A set of named tensors read from what publishers ship: one file
-// (.safetensors, .pth/.pt/.bin from torch.save, .gguf later), a sharded
+// (.safetensors, .pth/.pt/.bin from torch.save, .gguf with plain types), a sharded
 // *.safetensors.index.json, or a directory of such files. Opening reads only
 // headers; get() returns zero-copy views into the mmap'd files where the bytes
 // are stored raw (safetensors; torch.save's uncompressed zip entries).
@@ -24,8 +24,13 @@ struct TensorInfo {
 class Checkpoint {
  public:
   // path: a file, a *.safetensors.index.json, or a directory (every
-  // *.safetensors / *.pth / *.pt / *.bin file in it, not recursive). Throws
-  // vidax::Error naming the file and the problem on malformed input.
+  // *.safetensors / *.pth / *.pt / *.bin / *.gguf file in it, not recursive;
+  // a name found in two files is an error). A file's format is sniffed from
+  // its first bytes, not its extension. torch.save files holding nested
+  // containers flatten to dotted names ({"model": {"w": T}} -> "model.w").
+  // Throws vidax::Error naming the file and the problem on malformed input.
+  // Tensors from get() are read-only views of the mapped file where the bytes
+  // allow (writing through them faults): clone() before modifying in place.
   static Checkpoint open(const std::string& path);
 
   std::vector<std::string> names() const;  // sorted

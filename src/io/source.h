@@ -28,5 +28,6 @@ const char* format_name(FileFormat f);
 
 SourceFile read_safetensors_file(const std::string& path);
 SourceFile read_torch_file(const std::string& path);  // zip (torch >= 1.6) or the legacy pickle stream
+SourceFile read_gguf_file(const std::string& path);
 
 }  // namespace vidax::io

@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <mutex>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "io/mapped_file.h"
@@ -238,13 +239,15 @@ SourceFile read_torch_legacy(const std::shared_ptr<MappedFile>& file) {
   archive->file = file;
   archive->storages.resize(u.storages.size());
   std::vector<bool> placed(u.storages.size(), false);
+  std::unordered_map<std::string, size_t> index_of_key;
+  for (size_t i = 0; i < u.storages.size(); ++i) index_of_key[u.storages[i].key] = i;
   for (pickle::ObjId k : list.items) {
     const pickle::Object& ko = keys.objects[k];
     VIDAX_CHECK(ko.kind == pickle::Kind::Str, path << ": legacy storage key is not a str");
-    size_t idx = SIZE_MAX;
-    for (size_t i = 0; i < u.storages.size(); ++i)
-      if (u.storages[i].key == ko.s) idx = i;
-    VIDAX_CHECK(idx != SIZE_MAX, path << ": legacy storage key '" << ko.s << "' is not used by any tensor");
+    auto found = index_of_key.find(ko.s);
+    VIDAX_CHECK(found != index_of_key.end(), path << ": legacy storage key '" << ko.s << "' is not used by any tensor");
+    const size_t idx = found->second;
+    VIDAX_CHECK(!placed[idx], path << ": legacy storage key '" << ko.s << "' is listed twice");
     const pickle::StorageRef& s = u.storages[idx];
     VIDAX_CHECK(n - pos >= 8, path << ": storage '" << s.key << "'" << users[idx] << " is missing (truncated file?)");
     uint64_t numel = 0;

@@ -89,7 +89,17 @@ Comparison compare(const std::string& name, const Tensor& expected, const Tensor
   return c;
 }
 
-Report run(const std::string& path, const Options& opt) {
+std::string golden_precision(const Golden& g) {
+  const auto& meta = g.file.metadata();
+  auto it = meta.find("precision");
+  if (it != meta.end()) return it->second;
+  const std::string suffix = "_bf16.safetensors";
+  if (g.path.size() >= suffix.size() && g.path.compare(g.path.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return "bf16";
+  return "fp32";
+}
+
+Report run(const std::string& path, const Options& opt_in) {
   ensure_builtins();
   Golden g{path, io::Checkpoint::open(path), "", nlohmann::json::object()};
   const auto& meta = g.file.metadata();
@@ -115,11 +125,15 @@ Report run(const std::string& path, const Options& opt) {
     }
     runner = it->second;
   }
+  Options opt = opt_in;
+  if (opt.precision.empty()) opt.precision = golden_precision(g);
   const double rtol = opt.rtol >= 0 ? opt.rtol : default_rtol(opt.precision);
   Produced produced = runner(g, opt);
 
   Report rep;
   rep.kind = g.kind;
+  rep.precision = opt.precision;
+  rep.rtol = rtol;
   for (const auto& name : g.file.names()) {
     const bool is_output = name == "output" || starts_with(name, "output.");
     const bool is_inter = starts_with(name, "inter.");

@@ -16,7 +16,9 @@
 namespace vidax::parity {
 
 struct Options {
-  std::string precision = "fp32";  // fp32 | bf16
+  // fp32 | bf16; "" = the golden's own: __metadata__.precision, else "bf16" for a
+  // file named *_bf16.safetensors, else fp32.
+  std::string precision;
   double rtol = -1;                // relative L2 bound; <0 = default for the precision
   std::string mesh;                // "" = single rank
 };
@@ -48,10 +50,15 @@ struct Comparison {
 
 struct Report {
   std::string kind;
+  std::string precision;
+  double rtol = 0;
   std::vector<Comparison> rows;
   int passed = 0, compared = 0;
   bool ok() const { return compared > 0 && passed == compared; }
 };
+
+// The precision a golden file is checked at when none is asked for.
+std::string golden_precision(const Golden& g);
 
 // Loads the golden file, runs its kind's runner, compares every output* (must
 // be produced) and inter.* (SKIP when not produced) tensor.

@@ -14,13 +14,14 @@
 #include "core/error.h"
 #include "sched/latent_math.h"
 #include "sched/scheduler.h"
+#include "sched/torch_scalar_math.h"
 
 namespace vidax::sched {
 namespace {
 
 float flow_lambda(float sigma) {
   const float alpha = 1.0f - sigma;
-  return std::log(alpha) - std::log(sigma);
+  return torch_logf(alpha) - torch_logf(sigma);
 }
 
 class FlowDpmpp final : public Scheduler {
@@ -62,7 +63,7 @@ class FlowDpmpp final : public Scheduler {
     const float sigma_t = sigmas()[i + 1], sigma_s = sigmas()[i];
     const float alpha_t = 1.0f - sigma_t;
     const float h = flow_lambda(sigma_t) - flow_lambda(sigma_s);
-    return lm::sub(lm::mul(sigma_t / sigma_s, x), lm::mul(alpha_t * (std::exp(-h) - 1.0f), m_last_));
+    return lm::sub(lm::mul(sigma_t / sigma_s, x), lm::mul(alpha_t * (torch_expf(-h) - 1.0f), m_last_));
   }
 
   Tensor second_order(const Tensor& x, int64_t i) const {
@@ -73,7 +74,7 @@ class FlowDpmpp final : public Scheduler {
     const float h = lambda_t - lambda_s0, h_0 = lambda_s0 - lambda_s1;
     const float r0 = h_0 / h;
     const Tensor D1 = lm::mul(1.0f / r0, lm::sub(m_last_, m_prev_));
-    const float c = alpha_t * (std::exp(-h) - 1.0f);
+    const float c = alpha_t * (torch_expf(-h) - 1.0f);
     // midpoint: (sigma_t/sigma_s0) x - c D0 - 0.5 c D1
     return lm::sub(lm::sub(lm::mul(sigma_t / sigma_s0, x), lm::mul(c, m_last_)), lm::mul(0.5f * c, D1));
   }

@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "sched/latent_math.h"
 #include "sched/scheduler.h"
+#include "sched/torch_scalar_math.h"
 
 namespace vidax::sched {
 namespace {
@@ -21,7 +22,7 @@ namespace {
 // lambda = log(alpha) - log(sigma), alpha = 1 - sigma (float32; +inf at sigma 0).
 float flow_lambda(float sigma) {
   const float alpha = 1.0f - sigma;
-  return std::log(alpha) - std::log(sigma);
+  return torch_logf(alpha) - torch_logf(sigma);
 }
 
 // torch.linalg.solve of the 2x2 UniC system [[1, 1], [rk, 1]] rho = b in float32
@@ -91,7 +92,7 @@ class FlowUniPC final : public Scheduler {
   }
 
  private:
-  float b_h(float hh) const { return opt_.unipc_solver_type == "bh1" ? hh : std::expm1(hh); }
+  float b_h(float hh) const { return opt_.unipc_solver_type == "bh1" ? hh : torch_expm1f(hh); }
 
   // multistep_uni_p_bh_update: x_i -> x_{i+1}.
   Tensor predictor(const Tensor& x, int64_t i, int order) const {
@@ -100,7 +101,7 @@ class FlowUniPC final : public Scheduler {
     const float lambda_s0 = flow_lambda(sigma_s0);
     const float h = flow_lambda(sigma_t) - lambda_s0;
     const float hh = -h;  // predict_x0
-    const float h_phi_1 = std::expm1(hh);
+    const float h_phi_1 = torch_expm1f(hh);
     const float B_h = b_h(hh);
     Tensor x_t = lm::sub(lm::mul(sigma_t / sigma_s0, x), lm::mul(alpha_t * h_phi_1, m_last_));
     if (order == 2) {
@@ -122,7 +123,7 @@ class FlowUniPC final : public Scheduler {
     const float lambda_s0 = flow_lambda(sigma_s0);
     const float h = flow_lambda(sigma_t) - lambda_s0;
     const float hh = -h;
-    const float h_phi_1 = std::expm1(hh);
+    const float h_phi_1 = torch_expm1f(hh);
     float h_phi_k = h_phi_1 / hh - 1.0f;
     const float B_h = b_h(hh);
 

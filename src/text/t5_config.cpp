@@ -72,6 +72,11 @@ T5EncoderConfig T5EncoderConfig::from_json(const nlohmann::json& j) {
   return c;
 }
 
+nlohmann::json T5EncoderConfig::to_json() const {
+  return {{"vocab", vocab},         {"dim", dim},           {"dim_attn", dim_attn},       {"dim_ffn", dim_ffn},
+          {"num_heads", num_heads}, {"num_layers", num_layers}, {"num_buckets", num_buckets}, {"shared_pos", shared_pos}};
+}
+
 std::vector<std::string> t5_encoder_parameter_names(const T5EncoderConfig& cfg) {
   std::vector<std::string> n{"token_embedding.weight"};
   if (cfg.shared_pos) n.push_back("pos_embedding.embedding.weight");

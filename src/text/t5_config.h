@@ -30,6 +30,9 @@ struct T5EncoderConfig {
   // num_layers, num_buckets, shared_pos) or a transformers T5Config/UMT5Config
   // (model_type "t5"/"umt5", gated-gelu only).
   static T5EncoderConfig from_json(const nlohmann::json& j);
+  // The official T5Encoder args (the translator's canonical spelling; the
+  // fixed max_distance 128 and eps 1e-6 are not part of it).
+  nlohmann::json to_json() const;
 };
 
 // The engine parameter names for a config, in model order.

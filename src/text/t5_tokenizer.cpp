@@ -16,7 +16,8 @@ namespace {
 namespace fs = std::filesystem;
 
 // transformers' T5Tokenizer default: 100 sentinels <extra_id_0..99> appended
-// after the SentencePiece vocabulary in reverse order (<extra_id_99> first).
+// after the SentencePiece vocabulary in reverse order (<extra_id_99> first);
+// tokenizer_config.json's "extra_ids" overrides the count.
 constexpr int64_t kDefaultExtraIds = 100;
 
 nlohmann::json read_json(const fs::path& p) {
@@ -54,11 +55,13 @@ std::vector<std::pair<std::string, int64_t>> read_tokenizer_json_added_tokens(co
 
 // The tokens HF splits out of the raw text before running the model:
 // tokenizer.json's added_tokens and tokenizer_config.json's
-// added_tokens_decoder (both, as HF registers both), else T5Tokenizer's defaults.
+// added_tokens_decoder (both, as HF registers both), else T5Tokenizer's defaults
+// (<pad> </s> <unk> + extra_ids sentinels).
 std::vector<std::pair<std::string, int64_t>> load_special_tokens(const fs::path& dir,
                                                                  const sentencepiece::SentencePieceProcessor& sp) {
   std::vector<std::pair<std::string, int64_t>> special;
   bool found = false;
+  int64_t extra_ids = kDefaultExtraIds;
   if (fs::path tj = dir / "tokenizer.json"; fs::exists(tj)) {
     special = read_tokenizer_json_added_tokens(tj);
     found = true;
@@ -74,6 +77,8 @@ std::vector<std::pair<std::string, int64_t>> load_special_tokens(const fs::path&
       }
       found = true;
     }
+    // umt5's SentencePiece model has no sentinels; its config says how many T5Tokenizer appends.
+    if (j.contains("extra_ids") && j["extra_ids"].is_number_integer()) extra_ids = j["extra_ids"].get<int64_t>();
   }
   if (found) {
     // The same token from both files: keep one; the same text with two ids is an error.
@@ -89,8 +94,8 @@ std::vector<std::pair<std::string, int64_t>> load_special_tokens(const fs::path&
   special.emplace_back("</s>", sp.eos_id());
   special.emplace_back("<unk>", sp.unk_id());
   const int64_t n = sp.GetPieceSize();
-  for (int64_t i = 0; i < kDefaultExtraIds; ++i)
-    special.emplace_back("<extra_id_" + std::to_string(i) + ">", n + kDefaultExtraIds - 1 - i);
+  for (int64_t i = 0; i < extra_ids; ++i)
+    special.emplace_back("<extra_id_" + std::to_string(i) + ">", n + extra_ids - 1 - i);
   return special;
 }
 

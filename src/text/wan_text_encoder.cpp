@@ -1,35 +1,24 @@
 #include "text/wan_text_encoder.h"
 
-#include <set>
-
 #include "core/error.h"
-#include "io/checkpoint.h"
+#include "translate/component.h"
+#include "translate/wan.h"
 
 namespace vidax::text {
 
 WanTextEncoder WanTextEncoder::open(const std::string& checkpoint, const std::string& tokenizer, DType compute_dtype,
-                                    int64_t text_len, const T5EncoderConfig& cfg) {
-  io::Checkpoint ckpt = io::Checkpoint::open(checkpoint);
-  // Strict: the checkpoint holds exactly the encoder's parameters.
-  std::vector<std::string> expected = t5_encoder_parameter_names(cfg);
-  std::set<std::string> wanted(expected.begin(), expected.end());
-  msg problems;
-  bool bad = false;
-  for (const auto& name : ckpt.names()) {
-    if (!wanted.count(name)) {
-      problems << "\n  unused checkpoint tensor: " << name << " " << shape_str(ckpt.info(name).shape);
-      bad = true;
-    }
+                                    int64_t text_len, const std::optional<T5EncoderConfig>& cfg) {
+  auto src = translate::CheckpointSource::open(checkpoint);
+  std::optional<nlohmann::json> given;
+  if (cfg) given = cfg->to_json();
+  translate::Match m = translate::match(*src, translate::wan::umt5_component(), given);
+  auto weights = translate::materialize(*src, m.plan, {});  // throws listing unused / missing / mismatched
+  T5EncoderConfig config = T5EncoderConfig::from_json(m.config);
+  if (cfg) {  // keep what the translator's spelling does not carry
+    config.max_distance = cfg->max_distance;
+    config.eps = cfg->eps;
   }
-  for (const auto& name : expected) {
-    if (!ckpt.contains(name)) {
-      problems << "\n  missing parameter: " << name;
-      bad = true;
-    }
-  }
-  VIDAX_CHECK(!bad, checkpoint << " is not an official " << (cfg.shared_pos ? "T5" : "UMT5")
-                               << " encoder checkpoint (T5Encoder state_dict names):" << problems.str());
-  T5Encoder enc(cfg, [&](const std::string& n) { return ckpt.get(n); }, compute_dtype);
+  T5Encoder enc(config, [&](const std::string& n) { return weights.at(n); }, compute_dtype);
   return WanTextEncoder(T5Tokenizer::load(tokenizer), std::move(enc), text_len);
 }
 

@@ -4,6 +4,7 @@
 // ([u[:v] for u, v in zip(context, seq_lens)]). The DiT zero-pads it back to
 // text_len itself.
 #pragma once
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,13 +21,15 @@ struct EncodedPrompts {
 
 class WanTextEncoder {
  public:
-  // checkpoint: models_t5_umt5-xxl-enc-bf16.pth (official names; other layouts
-  // go through the translator and the WeightLookup constructor). tokenizer: the
-  // google/umt5-xxl/ (or tokenizer/) directory or its spiece.model. Every
-  // checkpoint tensor must be an encoder parameter and vice versa.
+  // checkpoint: models_t5_umt5-xxl-enc-bf16.pth, or a diffusers text_encoder/
+  // directory (transformers names), read through the translator's
+  // umt5-encoder component: strict, every checkpoint tensor must be an encoder
+  // parameter and vice versa. cfg: nullopt = the checkpoint's metadata config,
+  // else inferred from the tensor shapes. tokenizer: the google/umt5-xxl/ (or
+  // tokenizer/) directory or its spiece.model.
   static WanTextEncoder open(const std::string& checkpoint, const std::string& tokenizer,
                              DType compute_dtype = DType::BF16, int64_t text_len = 512,
-                             const T5EncoderConfig& cfg = T5EncoderConfig::umt5_xxl());
+                             const std::optional<T5EncoderConfig>& cfg = std::nullopt);
 
   WanTextEncoder(T5Tokenizer tokenizer, T5Encoder encoder, int64_t text_len = 512);
 

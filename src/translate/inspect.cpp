@@ -343,8 +343,9 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
     VIDAX_CHECK(r.units.size() == 1 && r.units[0].comp,
                 "--layout engine converts one model component; " << in << " holds:" << found);
     const Unit& u = r.units[0];
-    check(u.match.plan, {}, u.label);
-    for (auto& [name, t] : materialize(*u.source, u.match.plan, {})) add(name, t);
+    TranslateOptions topts = opts.translate;
+    topts.cast.reset();  // cast once, in add()
+    for (auto& [name, t] : materialize(*u.source, u.match.plan, topts)) add(name, t);
     // A golden file keeps its inputs and outputs beside the renamed parameters.
     for (const auto& n : ckpt->names())
       if (is_golden_io_key(n) && meta.count("kind")) add(n, ckpt->get(n));

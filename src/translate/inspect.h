@@ -48,6 +48,7 @@ InspectReport inspect(const std::string& path);
 struct ConvertOptions {
   std::string dtype = "keep";   // keep | f32 | bf16 | f16 (floating-point tensors only)
   std::string layout = "keep";  // keep: same names; engine: the engine's names (strict translation)
+  TranslateOptions translate;   // engine layout: allow_unused / allow_missing (cast comes from dtype)
 };
 // Writes `in` as one safetensors file (temporary file renamed into place).
 // Returns what was written, for the CLI to report.

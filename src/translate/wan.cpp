@@ -1,5 +1,6 @@
 #include "translate/wan.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace vidax::translate::wan {
@@ -559,7 +560,48 @@ class VaeComponent : public Component {
     KeyMap m = vae_keymap(layout, c);
     if (auto* t = find_param(src, m, "encoder.conv1.weight"); t && !t->shape.empty()) c.dim = t->shape[0];
     if (auto* t = find_param(src, m, "conv2.weight"); t && !t->shape.empty()) c.z_dim = t->shape[0];
+    infer_levels(src, layout, c);
     return c.to_json();
+  }
+
+ private:
+  // The level structure from the module indices present (no attention in the
+  // down/up blocks): the encoder Sequential has L*R + L-1 entries, the decoder
+  // L*(R+1) + L-1, so L = D - E and R = (E - L + 1) / L; diffusers stores L
+  // up_blocks and the encoder's flat indices. Leaves `c` as is when the keys
+  // do not fit that pattern.
+  static void infer_levels(const TensorSource& src, const std::string& layout, VaeConfig& c) {
+    const std::string pre = layout == "comfyui" ? "first_stage_model." : "";
+    const std::string enc = pre + (layout == "diffusers" ? "encoder.down_blocks." : "encoder.downsamples.");
+    const std::string dec = pre + (layout == "diffusers" ? "decoder.up_blocks." : "decoder.upsamples.");
+    auto max_index = [&](const std::string& prefix) {
+      int64_t mx = -1;
+      for (const auto& n : src.names()) {
+        if (n.rfind(prefix, 0) != 0) continue;
+        size_t end = n.find('.', prefix.size());
+        std::string idx = n.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
+          mx = std::max<int64_t>(mx, std::stoll(idx));
+      }
+      return mx + 1;
+    };
+    const int64_t E = max_index(enc), D = max_index(dec);
+    const int64_t L = layout == "diffusers" ? D : D - E;
+    if (E <= 0 || L <= 0 || (E - L + 1) <= 0 || (E - L + 1) % L != 0) return;
+    const int64_t R = (E - L + 1) / L;
+    VaeConfig out = c;
+    out.num_res_blocks = R;
+    out.dim_mult.clear();
+    out.temperal_downsample.clear();
+    const std::string conv = layout == "diffusers" ? ".conv1.weight" : ".residual.2.weight";
+    for (int64_t i = 0; i < L; ++i) {
+      const TensorInfo* t = src.find(enc + std::to_string(i * (R + 1)) + conv);
+      if (!t || t->shape.empty() || c.dim <= 0 || t->shape[0] % c.dim != 0) return;
+      out.dim_mult.push_back(t->shape[0] / c.dim);
+      if (i + 1 < L) out.temperal_downsample.push_back(src.contains(enc + std::to_string(i * (R + 1) + R) +
+                                                                     ".time_conv.weight"));
+    }
+    c = out;
   }
   ParamSpec params(const Json& cfg) const override { return vae_params(VaeConfig::from_json(cfg)); }
   KeyMap keymap(const std::string& layout, const Json& cfg) const override {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/attention_tiles.h"
 #include "backend/ops.h"
 #include "helpers.h"
 
@@ -110,11 +111,31 @@ TEST(Attention, StridedFusedQkvViews) {
 }
 
 TEST(Attention, Bf16Inputs) {
-  Tensor q = randn({1, 64, 2, 64}, 14, DType::BF16), k = randn({1, 70, 2, 64}, 15, DType::BF16),
-         v = randn({1, 70, 2, 64}, 16, DType::BF16);
-  ops::AttentionOptions o;
-  o.kv_lens = {50};
-  check(q, k, v, o, 1.0 / 64, "bf16");
+  // bf16 q/k/v take the AMX tile path where the CPU has it: odd head dims, Dv != D,
+  // partial tiles, masks, bias, causal and strided views.
+  struct Case { int64_t B, Lq, Lk, H, D, Dv; bool causal, bias; std::vector<int64_t> lens; };
+  const std::vector<Case> cases = {{1, 64, 70, 2, 64, 64, false, false, {50}},
+                                   {2, 37, 129, 3, 13, 40, false, true, {129, 0}},
+                                   {1, 100, 100, 1, 72, 72, true, false, {}},
+                                   {2, 17, 5, 2, 128, 128, false, false, {3, 5}},
+                                   {1, 130, 200, 2, 80, 24, true, true, {}}};
+  for (bool amx : {true, false}) {
+  cpu::attn::set_amx_enabled(amx);
+  for (const Case& c : cases) {
+    Tensor q = randn({c.B, c.Lq, c.H, c.D}, 14, DType::BF16), k = randn({c.B, c.Lk, c.H, c.D}, 15, DType::BF16),
+           v = randn({c.B, c.Lk, c.H, c.Dv}, 16, DType::BF16);
+    ops::AttentionOptions o;
+    o.kv_lens = c.lens;
+    o.causal = c.causal;
+    if (c.bias) o.bias = randn({1, c.H, c.Lq, c.Lk}, 17, DType::BF16);
+    check(q, k, v, o, 1.0 / 64,
+          std::string(amx ? "amx " : "avx512 ") + "bf16 Lq=" + std::to_string(c.Lq) + " Lk=" + std::to_string(c.Lk) +
+              " D=" + std::to_string(c.D));
+  }
+  }
+  cpu::attn::set_amx_enabled(true);
+  Tensor qkv = randn({2, 45, 3, 2, 64}, 18, DType::BF16);
+  check(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), {}, 1.0 / 64, "bf16 fused views");
 }
 
 TEST(Attention, LongSequence) {

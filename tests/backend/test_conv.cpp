@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "backend/cpu/kernels.h"
 #include "backend/ops.h"
 #include "helpers.h"
 
@@ -69,4 +70,13 @@ TEST(Conv, Conv2dAndBf16) {
   EXPECT_EQ(y.shape(), (Shape{2, 8, 5, 13}));
   auto ref = ref_conv3d(x.unsqueeze(2), w.unsqueeze(2), b, {1, 2, 1}, {0, 1, 1}, {2, 8, 1, 5, 13});
   expect_close(y, ref, 1e-2, eps_of(DType::BF16), "conv2d bf16");
+}
+
+TEST(Conv, SmallColumnTilesStartMidRow) {
+  // Column tiles of 7 output positions: tiles start in the middle of output rows and frames.
+  cpu::set_conv_column_budget(7 * 4 * 2 * 27);
+  Tensor x = randn({1, 2, 3, 5, 6}, 9), w = randn({3, 2, 3, 3, 3}, 10), b = randn({3}, 11);
+  Tensor y = ops::conv3d(x, w, b, {1, 2, 1}, {1, 1, 1});
+  cpu::set_conv_column_budget(int64_t(8) << 20);
+  expect_close(y, ref_conv3d(x, w, b, {1, 2, 1}, {1, 1, 1}, y.shape()), 1e-5, 1e-5, "tiled conv3d");
 }

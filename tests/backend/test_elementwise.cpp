@@ -131,3 +131,49 @@ TEST(Elementwise, AllFinite) {
   Tensor h = Tensor::from_f32({1, NAN}, {2}, DType::BF16);
   EXPECT_FALSE(ops::all_finite(h));
 }
+
+TEST(Elementwise, TranscendentalsAccurateOverTheRange) {
+  // Dense sweep plus special values: the vector paths stay within a few ulp of
+  // the double result and keep IEEE edge cases.
+  std::vector<float> xs;
+  for (int i = -200000; i <= 200000; ++i) xs.push_back(static_cast<float>(i) * 1e-4f);  // [-20, 20]
+  for (float v : {0.0f, -0.0f, 1e-30f, -1e-30f, 1e-8f, 0.624f, 0.626f, -0.625f, 88.0f, 89.0f, -88.0f, -104.0f, 200.0f,
+                  -200.0f, INFINITY, -INFINITY})
+    xs.push_back(v);
+  Tensor x = Tensor::from_f32(xs, {static_cast<int64_t>(xs.size())});
+  const double kBeta = std::sqrt(2.0 / M_PI);
+  struct Case {
+    const char* name;
+    Tensor got;
+    std::function<double(double)> ref;
+  };
+  const std::vector<Case> cases = {
+      {"tanh", ops::tanh(x), [](double v) { return std::tanh(v); }},
+      {"sigmoid", ops::sigmoid(x), [](double v) { return 1 / (1 + std::exp(-v)); }},
+      {"silu", ops::silu(x), [](double v) { return v / (1 + std::exp(-v)); }},
+      {"gelu_tanh", ops::gelu(x, ops::GeluMode::Tanh),
+       [&](double v) { return 0.5 * v * (1 + std::tanh(kBeta * (v + 0.044715 * v * v * v))); }},
+  };
+  for (const Case& c : cases) {
+    const auto g = c.got.to_f64_vector();
+    int bad = 0;
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double r = c.ref(xs[i]);
+      if (std::isnan(r)) {
+        if (!std::isnan(g[i]) && ++bad <= 3) ADD_FAILURE() << c.name << "(" << xs[i] << ") = " << g[i] << ", want NaN";
+        continue;
+      }
+      if (std::isinf(r)) {
+        if (g[i] != r && ++bad <= 3) ADD_FAILURE() << c.name << "(" << xs[i] << ") = " << g[i] << ", want " << r;
+        continue;
+      }
+      // gelu: 1 + tanh(u) is formed in f32 as torch does, so its absolute error is ulp(1), times x/2.
+      const double slack = std::string(c.name) == "gelu_tanh" ? 6e-8 * std::fabs(xs[i]) : 0.0;
+      if (std::fabs(g[i] - r) > 4e-7 * std::fabs(r) + slack + 1e-30 && ++bad <= 3)
+        ADD_FAILURE() << c.name << "(" << xs[i] << ") = " << g[i] << ", want " << r;
+    }
+    EXPECT_EQ(bad, 0) << c.name;
+  }
+  EXPECT_TRUE(std::isnan(ops::tanh(Tensor::from_f32({NAN}, {1})).to_f32_vector()[0]));
+  EXPECT_TRUE(std::isnan(ops::sigmoid(Tensor::from_f32({NAN}, {1})).to_f32_vector()[0]));
+}

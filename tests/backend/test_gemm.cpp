@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cstring>
+
 #include "backend/ops.h"
 #include "helpers.h"
 
@@ -83,4 +85,37 @@ TEST(Gemm, MatmulBroadcastBatch) {
       r2[m * 4 + n] = s;
     }
   expect_close(ops::matmul(a2, bt), r2, 1e-5, 1e-5, "matmul strided bf16");
+}
+
+TEST(Gemm, WeightPackCacheNeverServesStaleWeights) {
+  Tensor x = randn({9, 40}, 20), w = randn({24, 40}, 21, DType::BF16);
+  Tensor y1 = ops::linear(x, w);
+  // Rewrite the weight in place: the next call must see the new values.
+  Tensor w2 = randn({24, 40}, 22, DType::BF16);
+  std::memcpy(w.data_ptr(), w2.data_ptr(), w.nbytes());
+  expect_close(ops::linear(x, w), ref_linear(x, w2, std::nullopt), 1e-4, 1e-5, "after in-place rewrite");
+  // A fresh weight (maybe at a reused address) must never hit the old pack.
+  for (int i = 0; i < 3; ++i) {
+    Tensor wi = randn({24, 40}, 30 + i);
+    expect_close(ops::linear(x, wi), ref_linear(x, wi, std::nullopt), 1e-4, 1e-5, "fresh weight " + std::to_string(i));
+  }
+  (void)y1;
+}
+
+TEST(Gemm, BitIdenticalRunToRun) {
+  Tensor x = randn({257, 384}, 40), w = randn({160, 384}, 41), b = randn({160}, 42);
+  Tensor xb = x.to(DType::BF16), wb = w.to(DType::BF16);
+  Tensor y = ops::linear(x, w, b), yb = ops::linear(xb, wb, b);
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_TRUE(same_bits(ops::linear(x, w, b), y));
+    EXPECT_TRUE(same_bits(ops::linear(xb, wb, b), yb));
+  }
+}
+
+TEST(Gemm, DiTLikeShapeBf16) {
+  // Enough work for the blocked/AMX paths: M 300 tokens, K 256, N 512.
+  Tensor x = randn({300, 256}, 50, DType::BF16), w = randn({512, 256}, 51, DType::BF16), b = randn({512}, 52);
+  expect_close(ops::linear(x, w, b), ref_linear(x, w, b), 1e-3, eps_of(DType::BF16), "bf16 300x256x512");
+  Tensor xf = randn({300, 256}, 53);
+  expect_close(ops::linear(xf, w, b), ref_linear(xf, w, b), 1e-4, 1e-5, "f32 x bf16 w");
 }

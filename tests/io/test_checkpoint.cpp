@@ -66,7 +66,7 @@ TEST(Checkpoint, Directory) {
   test::write_bytes(s.dir.file("notes.txt"), "not a checkpoint");
   std::filesystem::copy_file(test::data_dir() + "/torch_fixture.pth", s.dir.file("extra.pth"));
   Checkpoint ck = Checkpoint::open(s.dir.path.string());
-  EXPECT_EQ(ck.size(), 3u + 22u);
+  EXPECT_EQ(ck.size(), 3u + 23u);
   EXPECT_EQ(ck.get("a.weight").to_f32_vector(), (std::vector<float>{1, 2}));
   EXPECT_EQ(ck.get("state_dict.scalar").to_f32_vector(), std::vector<float>{2.5f});
 }
@@ -84,8 +84,8 @@ TEST(Checkpoint, MissingAndUnknownInputs) {
   EXPECT_VIDAX_ERROR(Checkpoint::open(dir.path.string()), "holds no");
   test::write_bytes(dir.file("x.bin"), "hello world, not weights");
   EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("x.bin")), "x.bin", "unrecognised checkpoint format");
-  test::write_bytes(dir.file("g.gguf"), "GGUF\3\0\0\0");
-  EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("g.gguf")), "GGUF", "not supported");
+  test::write_bytes(dir.file("g.gguf"), std::string("GGUF\1\0\0\0", 8));
+  EXPECT_VIDAX_ERROR(Checkpoint::open(dir.file("g.gguf")), "g.gguf", "GGUF version 1 is not supported");
 }
 
 TEST(Checkpoint, FormatIsSniffedNotTakenFromTheExtension) {
@@ -93,7 +93,7 @@ TEST(Checkpoint, FormatIsSniffedNotTakenFromTheExtension) {
   save_safetensors(dir.file("pytorch_model.bin"), {{"w", Tensor::from_f32({7}, {1})}});
   EXPECT_EQ(Checkpoint::open(dir.file("pytorch_model.bin")).get("w").to_f32_vector(), std::vector<float>{7});
   std::filesystem::copy_file(test::data_dir() + "/torch_fixture.pth", dir.file("weights.safetensors"));
-  EXPECT_EQ(Checkpoint::open(dir.file("weights.safetensors")).size(), 22u);
+  EXPECT_EQ(Checkpoint::open(dir.file("weights.safetensors")).size(), 23u);
 }
 
 }  // namespace

@@ -160,6 +160,25 @@ std::string one_tensor(int numel, int offset, const std::string& size, const std
          size + stride + "\x89" + "ccollections\nOrderedDict\n)Rt" + "Rs.";
 }
 
+TEST(Pickle, RebuildTensorV1AndParameter) {
+  // _rebuild_tensor(storage, offset, size, stride), wrapped in _rebuild_parameter(data, requires_grad, hooks)
+  const std::string p = std::string("\x80\x02}") + binunicode("p") + "ctorch._utils\n_rebuild_parameter\n(" +
+                        "ctorch._utils\n_rebuild_tensor\n((" + binunicode("storage") + "ctorch\nHalfStorage\n" +
+                        binunicode("7") + binunicode("cuda:0") + "K\x05tQ" + "K\x01" + "K\x02K\x02\x86" +
+                        "K\x01K\x02\x86" + "tR" + "\x88" + "ccollections\nOrderedDict\n)R" + "tR" + "s.";
+  pickle::Unpickled u = run(p);
+  auto flat = pickle::flatten_tensors(u, "x");
+  ASSERT_EQ(flat.size(), 1u);
+  const pickle::TensorRef& t = u.tensors[flat[0].second];
+  EXPECT_EQ(flat[0].first, "p");
+  EXPECT_EQ(t.dtype, DType::F16);
+  EXPECT_EQ(t.offset, 1);
+  EXPECT_EQ(t.shape, (Shape{2, 2}));
+  EXPECT_EQ(t.strides, (Strides{1, 2}));
+  EXPECT_EQ(u.storages[t.storage].key, "7");
+  EXPECT_EQ(u.storages[t.storage].nbytes, 10u);
+}
+
 TEST(Pickle, TensorViewsMustFitTheirStorage) {
   pickle::Unpickled ok = run(one_tensor(6, 0, "K\x02K\x03\x86", "K\x03K\x01\x86"));
   ASSERT_EQ(ok.tensors.size(), 1u);
@@ -193,7 +212,7 @@ TEST(Pickle, EveryPrefixOfARealPickleIsAnError) {
   zip_fclose(f);
   zip_discard(z);
   pickle::Unpickled full = run(pkl);
-  EXPECT_EQ(pickle::flatten_tensors(full, "x").size(), 22u);
+  EXPECT_EQ(pickle::flatten_tensors(full, "x").size(), 23u);
   for (size_t n = 0; n < pkl.size(); ++n) EXPECT_THROW(run(pkl.substr(0, n)), Error) << n;
 }
 

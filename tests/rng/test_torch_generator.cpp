@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <sstream>
 

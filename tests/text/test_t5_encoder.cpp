@@ -34,7 +34,7 @@ Error2 measure(const Tensor& expected, const Tensor& got) {
 }
 
 struct GoldenCase {
-  const char* file;
+  const char* file;       // under tests/golden/ (fp32) or tests/text/data/ (bf16 reference)
   const char* precision;  // the reference ran in fp32, or in bf16 with bf16 parameters
   double rtol;
 };
@@ -42,7 +42,7 @@ class T5Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(T5Golden, MatchesReference) {
   const GoldenCase c = GetParam();
-  const std::string path = kGolden + c.file;
+  const std::string path = (std::string(c.precision) == "fp32" ? kGolden : kData + "/") + c.file;
   io::Checkpoint file = io::Checkpoint::open(path);
   ASSERT_EQ(file.metadata().at("kind"), "t5.encoder");
   auto config = nlohmann::json::parse(file.metadata().at("config"));
@@ -177,6 +177,35 @@ TEST(WanTextEncoder, OpensOfficialCheckpointStrictly) {
   auto got = text.encode({"a fox in the snow"});
   auto want = ref.forward(batch.ids, batch.mask).select(0, 0).slice(0, 0, batch.prompts[0].length);
   EXPECT_EQ(got.context[0].to_f32_vector(), want.to_f32_vector());
+
+  // Config inferred from the tensor shapes (no config given, none in the file).
+  auto inferred = WanTextEncoder::open((dir / "t5.safetensors").string(), tok, DType::F32, 32);
+  EXPECT_EQ(inferred.encoder().config().num_layers, 2);
+  EXPECT_FALSE(inferred.encoder().config().shared_pos);
+  EXPECT_EQ(inferred.encode({"a fox in the snow"}).context[0].to_f32_vector(), want.to_f32_vector());
+
+  // The same weights under transformers' UMT5EncoderModel names (a diffusers text_encoder/).
+  std::map<std::string, Tensor> hf;
+  const std::vector<std::pair<std::string, std::string>> block_names = {
+      {"norm1.weight", "layer.0.layer_norm.weight"},
+      {"attn.q.weight", "layer.0.SelfAttention.q.weight"},
+      {"attn.k.weight", "layer.0.SelfAttention.k.weight"},
+      {"attn.v.weight", "layer.0.SelfAttention.v.weight"},
+      {"attn.o.weight", "layer.0.SelfAttention.o.weight"},
+      {"pos_embedding.embedding.weight", "layer.0.SelfAttention.relative_attention_bias.weight"},
+      {"norm2.weight", "layer.1.layer_norm.weight"},
+      {"ffn.gate.0.weight", "layer.1.DenseReluDense.wi_0.weight"},
+      {"ffn.fc1.weight", "layer.1.DenseReluDense.wi_1.weight"},
+      {"ffn.fc2.weight", "layer.1.DenseReluDense.wo.weight"}};
+  hf["shared.weight"] = w.at("token_embedding.weight");
+  hf["encoder.final_layer_norm.weight"] = w.at("norm.weight");
+  for (int i = 0; i < 2; ++i)
+    for (const auto& [engine, theirs] : block_names)
+      hf["encoder.block." + std::to_string(i) + "." + theirs] = w.at("blocks." + std::to_string(i) + "." + engine);
+  fs::create_directories(dir / "text_encoder");
+  io::save_safetensors((dir / "text_encoder" / "model.safetensors").string(), hf);
+  auto from_hf = WanTextEncoder::open((dir / "text_encoder").string(), tok, DType::F32, 32);
+  EXPECT_EQ(from_hf.encode({"a fox in the snow"}).context[0].to_f32_vector(), want.to_f32_vector());
 
   auto extra = w;
   extra.emplace("blocks.0.attn.extra.weight", w.at("norm.weight"));

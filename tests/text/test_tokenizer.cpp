@@ -128,6 +128,15 @@ TEST(T5Tokenizer, AddedTokensFromTokenizerFiles) {
   auto plain = defaults.tokenize("<extra_id_0>");
   ASSERT_EQ(plain.size(), 1u);
   EXPECT_EQ(plain[0], defaults.piece_count() + 99);  // T5Tokenizer default sentinel layout
+  {
+    std::ofstream f(dir / "tokenizer_config.json");
+    f << R"({"extra_ids": 3, "tokenizer_class": "T5Tokenizer"})";
+  }
+  auto three = T5Tokenizer::load(dir.string());
+  EXPECT_EQ(three.tokenize("<extra_id_0>"), (std::vector<int64_t>{three.piece_count() + 2}));
+  EXPECT_EQ(three.tokenize("<extra_id_2>"), (std::vector<int64_t>{three.piece_count()}));
+  EXPECT_GT(three.tokenize("<extra_id_3>").size(), 1u);  // not a sentinel here
+  fs::remove(dir / "tokenizer_config.json");
 
   {
     std::ofstream f(dir / "tokenizer.json");

@@ -147,3 +147,27 @@ TEST(WanDiT, LoadingIsStrict) {
     expect_error([&] { src.expect_all_taken(); }, "blocks.2.modulation");
   }
 }
+
+// I2V: the image features and the conditioning latent are required, and checked.
+TEST(WanDiT, ImageConditioningIsRequiredAndChecked) {
+  wan::DiTConfig cfg = wan_dit_test::tiny_config();
+  cfg.model_type = "i2v", cfg.text_len = 512, cfg.in_dim = 9, cfg.num_layers = 1;
+  nn::ParamSource params = wan_dit_test::synthetic_params(16);
+  const wan::WanDiT model(cfg, params, wan::Precision::F32);
+  const Tensor ctx = random_input("c", {5, 40});
+  const Tensor clip = random_input("clip", {257, 1280});
+  const Tensor x = random_input("x", {4, 1, 4, 4});
+  expect_error([&] { model.encode_context(ctx); }, "needs clip_fea and y");
+  expect_error([&] { model.encode_context(ctx, random_input("clip", {256, 1280}), random_input("y", {5, 1, 4, 4})); },
+               "clip_fea");
+  const wan::TextContext text = model.encode_context(ctx, clip, random_input("y", {5, 1, 4, 4}));
+  EXPECT_EQ(text.image.shape(), (Shape{1, 257, 48}));
+  EXPECT_EQ(model.forward(x, {999.0}, text).shape(), (Shape{4, 1, 4, 4}));
+  expect_error([&] { model.forward(random_input("x", {4, 1, 4, 6}), {999.0}, text); }, "does not match the latent");
+  const wan::TextContext wrong_y = model.encode_context(ctx, clip, random_input("y", {4, 1, 4, 4}));
+  expect_error([&] { model.forward(x, {999.0}, wrong_y); }, "in_dim = 9");
+  // A T2V model refuses image inputs.
+  nn::ParamSource p2 = wan_dit_test::synthetic_params(16);
+  const wan::WanDiT t2v(wan_dit_test::tiny_config(), p2, wan::Precision::F32);
+  expect_error([&] { t2v.encode_context(ctx, clip, random_input("y", {5, 1, 4, 4})); }, "clip_fea / y given");
+}

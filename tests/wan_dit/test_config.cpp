@@ -70,7 +70,11 @@ TEST(WanDiTConfig, RopeSplitFollowsRopeParams) {
 
 TEST(WanDiTConfig, RejectsWhatIsNotImplementedOrInconsistent) {
   auto j = nlohmann::json::parse(kOfficial13B);
+  j["model_type"] = "vace";
+  EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
   j["model_type"] = "i2v";
+  EXPECT_TRUE(DiTConfig::from_json(j).has_image_input());
+  j["text_len"] = 256;  // the reference splits image and text context at a hard-coded 512
   EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
   j = nlohmann::json::parse(kOfficial13B);
   j["num_heads"] = 7;  // 1536 % 7 != 0
@@ -83,7 +87,10 @@ TEST(WanDiTConfig, RejectsWhatIsNotImplementedOrInconsistent) {
   EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
   auto d = nlohmann::json::parse(kDiffusers14B);
   d["image_dim"] = 1280;  // I2V
-  EXPECT_THROW(DiTConfig::from_json(d), vidax::Error);
+  d["added_kv_proj_dim"] = 5120;
+  EXPECT_EQ(DiTConfig::from_json(d).model_type, "i2v");
+  d["pos_embed_seq_len"] = 514;
+  EXPECT_EQ(DiTConfig::from_json(d).model_type, "flf2v");
   EXPECT_THROW(DiTConfig::from_json(nlohmann::json::parse(R"({"foo": 1})")), vidax::Error);
   EXPECT_THROW(DiTConfig::preset("wan2.1-t2v-2b"), vidax::Error);
 }

@@ -17,6 +17,7 @@ struct Case {
   std::string file;
   std::string precision;
 };
+void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " (" << c.precision << ")"; }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   std::string stem = std::filesystem::path(info.param.file).stem().string();
@@ -70,7 +71,8 @@ INSTANTIATE_TEST_SUITE_P(Files, WanDiTGolden, testing::ValuesIn(all_cases()), ca
 TEST(WanDiTGolden, AllGoldenFilesArePresent) {
   std::set<std::string> names;
   for (const std::string& f : wan_dit_test::golden_files()) names.insert(std::filesystem::path(f).filename());
-  for (const char* f : {"wan_dit_tiny.safetensors", "wan_dit_tiny_b2.safetensors",
-                        "wan_dit_diffusers_tiny.safetensors", "wan_dit_block1536.safetensors"})
+  for (const char* f : {"wan_dit_tiny.safetensors", "wan_dit_tiny_b2.safetensors", "wan_dit_diffusers_tiny.safetensors",
+                        "wan_dit_i2v_tiny.safetensors", "wan_dit_flf2v_tiny.safetensors",
+                        "wan_dit_block1536.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }

@@ -9,6 +9,9 @@ Outputs (all small):
   torch_fixture_deflate.pth    the same archive re-zipped with deflate (exercises the copying path)
   torch_fixture_p4.pth         the same with pickle_protocol=4 (STACK_GLOBAL, MEMOIZE, FRAME, ...)
   torch_fixture_legacy.pth     torch.save(..., _use_new_zipfile_serialization=False)
+  gguf_fixture.gguf            F32/F16/BF16/I32 tensors and metadata, written by the gguf
+                               package (llama.cpp's writer; needs `pip install gguf`),
+                               values also in the expected file under "gguf.<name>"
   torch_fixture_expected.safetensors
                                every tensor, made contiguous, under its flattened
                                name, written by the safetensors package
@@ -54,7 +57,8 @@ def build_state():
     sd["empty"] = torch.zeros(0, 3)
     sd._metadata = {"": {"version": 1}}  # as nn.Module.state_dict() sets it
     # the usual training-checkpoint wrapper: weights nested under a key, plus non-tensors
-    return {"state_dict": sd, "step": 7, "note": "fixture", "blob": b"\x00\xffraw",
+    # an nn.Parameter pickles through torch._utils._rebuild_parameter
+    return {"state_dict": sd, "param": torch.nn.Parameter(torch.randn(2, 2, generator=g)), "step": 7, "note": "fixture", "blob": b"\x00\xffraw",
             "nested": {"list": [torch.tensor([1.0, 2.0]), (torch.tensor([3], dtype=torch.int64),)]}}
 
 
@@ -71,6 +75,35 @@ def flatten(obj, prefix=""):
     for k, v in items:
         out.update(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
     return out
+
+
+def write_gguf(path, expected):
+    import gguf  # only this fixture needs it
+    import numpy as np
+    g = torch.Generator().manual_seed(99)
+    tensors = {
+        "blk.0.w_f32": torch.randn(3, 4, generator=g),
+        "blk.0.w_f16": torch.randn(2, 5, generator=g).half(),
+        "blk.0.w_bf16": torch.randn(7, generator=g).bfloat16(),
+        "ids_i32": torch.tensor([[1, -2], [3, 2**31 - 1]], dtype=torch.int32),
+    }
+    w = gguf.GGUFWriter(path, arch="vidaxtest")
+    w.add_string("general.name", "io fixture")
+    w.add_uint32("vidaxtest.block_count", 1)
+    w.add_float32("vidaxtest.eps", 0.5)
+    w.add_bool("vidaxtest.flag", True)
+    w.add_array("vidaxtest.list", [1, 2, 3])
+    for name, t in tensors.items():
+        if t.dtype == torch.bfloat16:  # numpy has no bf16: hand over the raw bits
+            w.add_tensor(name, t.view(torch.int16).numpy(), raw_shape=list(t.shape),
+                         raw_dtype=gguf.GGMLQuantizationType.BF16)
+        else:
+            w.add_tensor(name, t.numpy())
+        expected["gguf." + name] = t.contiguous().clone()
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
 
 
 def main():
@@ -99,6 +132,7 @@ def main():
     torch.save(legacy_state, legacy_path, _use_new_zipfile_serialization=False)
 
     expected = {k: v.contiguous().clone() for k, v in flatten(state).items()}
+    write_gguf(os.path.join(args.out, "gguf_fixture.gguf"), expected)
     save_file(expected, os.path.join(args.out, "torch_fixture_expected.safetensors"),
               metadata={"kind": "io.torch_fixture", "torch_version": torch.__version__})
 

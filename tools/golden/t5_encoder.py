@@ -5,7 +5,8 @@ relative-position bucket fixture.
 Writes
   tests/golden/t5_umt5_official.safetensors   Wan's wan/modules/t5.py T5Encoder, shared_pos=False (UMT5)
   tests/golden/t5_shared_official.safetensors Wan's T5Encoder, shared_pos=True (plain T5 layout)
-  tests/golden/t5_umt5_official_bf16.safetensors  the UMT5 one run in bf16 like T5EncoderModel (bf16 params)
+  tests/text/data/t5_umt5_official_bf16.safetensors  the UMT5 one run in bf16 like T5EncoderModel (bf16
+      params; compare with --precision bf16; not in tests/golden/, whose files must pass at fp32)
   tests/golden/t5_umt5_hf.safetensors         transformers UMT5EncoderModel (per-layer bias)
   tests/golden/t5_t5v11_hf.safetensors        transformers T5EncoderModel, gated-gelu (T5 v1.1, shared bias)
   tests/text/data/t5_buckets.json             Wan's _relative_position_bucket for rel = -1023..1023
@@ -74,20 +75,20 @@ def make_inputs(vocab, lengths, L, seed):
     return ids, mask
 
 
-def save(name, kind_config, state, ids, mask, out):
+def save(name, kind_config, state, ids, mask, out, directory=GOLDEN):
     # Parameters keep the dtype the reference ran with (F32, or BF16 for the bf16 golden).
     tensors = {k: v.detach().contiguous() for k, v in state.items()}
     tensors["input.ids"] = ids.contiguous()
     tensors["input.mask"] = mask.contiguous()
     tensors["output"] = out.detach().float().contiguous()
     meta = {"kind": "t5.encoder", "config": json.dumps(kind_config), "generator": "tools/golden/t5_encoder.py",
-            "torch": torch.__version__}
-    path = os.path.join(GOLDEN, name)
+            "torch": torch.__version__, "reference_dtype": str(out.dtype).replace("torch.", "")}
+    path = os.path.join(directory, name)
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path} ({os.path.getsize(path)} bytes), output {tuple(out.shape)} rms {out.pow(2).mean().sqrt():.3f}")
 
 
-def official(t5, shared_pos, name, seed, dtype=torch.float32):
+def official(t5, shared_pos, name, seed, dtype=torch.float32, directory=GOLDEN):
     torch.manual_seed(seed)
     cfg = dict(vocab=96, dim=32, dim_attn=48, dim_ffn=40, num_heads=4, num_layers=3, num_buckets=32,
                shared_pos=shared_pos)
@@ -99,7 +100,7 @@ def official(t5, shared_pos, name, seed, dtype=torch.float32):
     ids, mask = make_inputs(cfg["vocab"], [150, 41], 150, seed)
     with torch.no_grad():
         out = model(ids, mask)
-    save(name, cfg, model.state_dict(), ids, mask, out)
+    save(name, cfg, model.state_dict(), ids, mask, out, directory)
 
 
 def transformers_model(model_cls, config_cls, model_type, name, seed):
@@ -143,7 +144,8 @@ def main():
     official(t5, False, "t5_umt5_official.safetensors", 1)
     official(t5, True, "t5_shared_official.safetensors", 2)
     # The reference run in bf16 (Wan's T5 dtype): compare with `vidax parity --precision bf16`.
-    official(t5, False, "t5_umt5_official_bf16.safetensors", 5, dtype=torch.bfloat16)
+    # Kept out of tests/golden/ (whose files must pass at the fp32 bound): tests/text/data/.
+    official(t5, False, "t5_umt5_official_bf16.safetensors", 5, dtype=torch.bfloat16, directory=DATA)
     transformers_model(UMT5EncoderModel, UMT5Config, "umt5", "t5_umt5_hf.safetensors", 3)
     transformers_model(T5EncoderModel, T5Config, "t5", "t5_t5v11_hf.safetensors", 4)
     buckets(t5)

@@ -117,8 +117,8 @@ def randomize(model, gen, synthetic_seed=None):
     with torch.no_grad():
         for name, p in model.named_parameters():
             shape = list(p.shape)
-            is_gain = ("norm" in name and name.endswith("weight"))
-            bound = 0.2 if is_gain else param_bound(name, shape)
+            is_gain = name.endswith("weight") and ("norm" in name or p.dim() == 1)  # LayerNorm/RMSNorm gains
+            bound = 0.2 if is_gain else 0.5 if name.endswith("emb_pos") else param_bound(name, shape)
             if synthetic_seed is not None:
                 v = synthetic_uniform(synthetic_seed, name, shape, bound)
                 desc[name] = {"shape": shape, "bound": bound, "offset": 1.0 if is_gain else 0.0}
@@ -138,7 +138,8 @@ def add_hooks(model, names, store):
         mod.register_forward_hook(hook)
 
 
-def official_golden(wan_model, path, cfg, x_shape, ctx_lens, t_values, seed, synthetic_seed=None):
+def official_golden(wan_model, path, cfg, x_shape, ctx_lens, t_values, seed, synthetic_seed=None, y_channels=0,
+                    clip_images=0):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     model = wan_model.WanModel(**cfg).eval()
@@ -146,17 +147,25 @@ def official_golden(wan_model, path, cfg, x_shape, ctx_lens, t_values, seed, syn
     batch = len(t_values)
     xs = [torch.randn(x_shape, generator=gen) for _ in range(batch)]
     ctxs = [torch.randn(l, cfg["text_dim"], generator=gen) for l in ctx_lens]
+    ys, clip = None, None
+    if y_channels:
+        ys = [torch.randn([y_channels] + list(x_shape[1:]), generator=gen) for _ in range(batch)]
+    if clip_images:
+        # CLIP features [B*images, 257, 1280]; values rounded to bf16 so the file can store them in 2 bytes.
+        clip = torch.randn(batch * clip_images, 257, 1280, generator=gen).bfloat16().float()
     t = torch.tensor(t_values, dtype=torch.float32)
     pt, ph, pw = cfg["patch_size"]
     seq_len = (x_shape[1] // pt) * (x_shape[2] // ph) * (x_shape[3] // pw)
     inter = {}
     hooks = ["time_embedding", "time_projection", "text_embedding", "head.head"] + \
         [f"blocks.{i}" for i in range(cfg["num_layers"])]
+    if clip_images:
+        hooks.append("img_emb")
     if batch == 1:
         hooks.append("patch_embedding")  # called once per sample: one output only when B = 1
     add_hooks(model, hooks, inter)
     with torch.no_grad():
-        out = model(xs, t=t, context=ctxs, seq_len=seq_len)
+        out = model(xs, t=t, context=ctxs, seq_len=seq_len, clip_fea=clip, y=ys)
     tensors = {}
     if synthetic_seed is None:
         tensors.update({k: v.detach().contiguous() for k, v in model.state_dict().items()})
@@ -170,6 +179,10 @@ def official_golden(wan_model, path, cfg, x_shape, ctx_lens, t_values, seed, syn
         tensors["input.context"] = torch.stack(ctxs)
         tensors["output"] = torch.stack(out)
     tensors["input.t"] = t
+    if ys is not None:
+        tensors["input.y"] = ys[0] if batch == 1 else torch.stack(ys)
+    if clip is not None:
+        tensors["input.clip_fea"] = clip.bfloat16()
     for k, v in inter.items():
         tensors["inter." + ("head" if k == "head.head" else k)] = v
     meta = {"kind": "wan.dit", "config": json.dumps(cfg)}
@@ -233,6 +246,17 @@ def main():
                 qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024)
     diffusers_golden(os.path.join(OUT, "wan_dit_diffusers_tiny.safetensors"), dcfg,
                      x_shape=[4, 3, 6, 8], ctx_len=6, t_values=[999.0], seed=3)
+
+    # I2V / FLF2V: y concatenated on channels, CLIP features through img_emb, image cross-attention.
+    # text_len must be 512: WanI2VCrossAttention splits the context at the hard-coded 512.
+    i2v = dict(tiny, model_type="i2v", text_len=512, in_dim=9, out_dim=4, num_layers=2)
+    official_golden(wan_model, os.path.join(OUT, "wan_dit_i2v_tiny.safetensors"), i2v,
+                    x_shape=[4, 2, 4, 4], ctx_lens=[5], t_values=[999.0], seed=5, synthetic_seed=77, y_channels=5,
+                    clip_images=1)
+    flf = dict(i2v, model_type="flf2v", num_layers=1)
+    official_golden(wan_model, os.path.join(OUT, "wan_dit_flf2v_tiny.safetensors"), flf,
+                    x_shape=[4, 2, 4, 4], ctx_lens=[5], t_values=[500.0], seed=6, synthetic_seed=78, y_channels=5,
+                    clip_images=2)
 
     real = dict(model_type="t2v", patch_size=[1, 2, 2], text_len=512, in_dim=16, dim=1536, ffn_dim=8960,
                 freq_dim=256, text_dim=4096, out_dim=16, num_heads=12, num_layers=1, window_size=[-1, -1],

@@ -86,6 +86,9 @@ DIT = {
     "i2v_14b": dict(model_type="i2v", patch_size=(1, 2, 2), text_len=512, in_dim=36, dim=5120, ffn_dim=13824,
                     freq_dim=256, text_dim=4096, out_dim=16, num_heads=40, num_layers=40, window_size=(-1, -1),
                     qk_norm=True, cross_attn_norm=True, eps=1e-6),
+    "flf2v_14b": dict(model_type="flf2v", patch_size=(1, 2, 2), text_len=512, in_dim=36, dim=5120, ffn_dim=13824,
+                      freq_dim=256, text_dim=4096, out_dim=16, num_heads=40, num_layers=40, window_size=(-1, -1),
+                      qk_norm=True, cross_attn_norm=True, eps=1e-6),
     # A tiny config with the same naming (what golden files use).
     "tiny": dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=4, dim=64, ffn_dim=96,
                  freq_dim=32, text_dim=48, out_dim=4, num_heads=2, num_layers=2, window_size=(-1, -1),
@@ -100,8 +103,10 @@ def diffusers_dit_config(c):
              num_attention_heads=c["num_heads"], num_layers=c["num_layers"], out_channels=c["out_dim"],
              patch_size=list(c["patch_size"]), qk_norm="rms_norm_across_heads", text_dim=c["text_dim"],
              added_kv_proj_dim=None)
-    if c["model_type"] == "i2v":
+    if c["model_type"] in ("i2v", "flf2v"):
         d.update(image_dim=1280, added_kv_proj_dim=c["dim"])
+    if c["model_type"] == "flf2v":
+        d.update(pos_embed_seq_len=257 * 2)
     return d
 
 

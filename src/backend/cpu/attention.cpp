@@ -1,16 +1,28 @@
-// Flash-style attention: for each (batch, head, query row) the keys are visited
-// in blocks; scores of a block are computed in fp32, the running max and sum
-// are updated once per block (online softmax) and the output accumulates in
-// fp32. No Lq x Lk buffer exists. q/k/v are read in their [B, L, H, D] layout
-// through strides (no transposing copies).
+// Flash attention on the CPU.
+//
+// For each (batch, head): K is packed transposed ([D][Lk], f32) and V packed
+// ([Lk][Dv], f32) once, reading q/k/v in their [B, L, H, D] layout through
+// strides (fused-QKV views need no copy beforehand). Query tiles of kQ rows
+// then sweep key tiles of kK keys: S = Q K^T * scale (+ bias), masking, online
+// softmax in fp32 (running max m and sum l per row), O += P V. No Lq x Lk
+// buffer exists; each output row is produced by one thread in a fixed key
+// order, so results are bit-identical whatever the thread count.
+//
+// BF16/F16 inputs are widened exactly to f32 while packing: the products and
+// sums are the fp32 computation on the same values.
 //
 // Masking: keys j >= kv_lens[b] are skipped; causal masks j > i (top-left
 // aligned, as torch's scaled_dot_product_attention(is_causal=True)). A query
 // row with no visible key (kv_len 0, or every score -inf) outputs zeros.
+// GCC 12 flags its own _mm512_reduce_* helpers (-Wmaybe-uninitialized): a known false positive.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
+#include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/common.h"
 #include "backend/cpu/kernels.h"
 
@@ -18,101 +30,187 @@ namespace vidax::cpu {
 
 namespace {
 
-constexpr int64_t kKeyBlock = 128;
+using namespace attn;
 
-// Element strides of a [B, L, H, D] operand staged as f32 with unit stride in D.
-struct Operand {
-  Staged<float> staged;
-  const float* ptr = nullptr;
-  int64_t sb = 0, sl = 0, sh = 0;
-};
+#if defined(__AVX512F__)
 
-Operand stage_bLhd(const Tensor& t) {
-  Operand o;
-  if (t.dtype() == DType::F32 && (t.strides()[3] == 1 || t.size(3) == 1)) {
-    o.ptr = t.data<float>();
-    o.sb = t.strides()[0];
-    o.sl = t.strides()[1];
-    o.sh = t.strides()[2];
-    return o;
+// S[r][0..64) = sum_d Q[r][d] * Kt[d][0..64) for NR rows (Q rows ld = D, Kt ld = ldk).
+template <int NR>
+inline void qk_rows(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S) {
+  __m512 acc[NR][4];
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < D; ++d) {
+    const float* kr = Kt + d * ldk;
+    const __m512 k0 = _mm512_loadu_ps(kr), k1 = _mm512_loadu_ps(kr + 16), k2 = _mm512_loadu_ps(kr + 32),
+                 k3 = _mm512_loadu_ps(kr + 48);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 q = _mm512_set1_ps(Q[r * D + d]);
+      acc[r][0] = _mm512_fmadd_ps(q, k0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(q, k1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(q, k2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(q, k3, acc[r][3]);
+    }
   }
-  o.staged = stage_f32(t);
-  o.ptr = o.staged.owned.empty() ? o.staged.ptr : o.staged.owned.data();
-  const int64_t L = t.size(1), H = t.size(2), D = t.size(3);
-  o.sh = D;
-  o.sl = H * D;
-  o.sb = L * H * D;
-  return o;
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 4; ++c) _mm512_storeu_ps(S + r * kK + c * 16, acc[r][c]);
 }
+
+// O[r][c0..c0+64) = O * corr[r] + sum_j P[r][j] * V[j][c0..] for NR rows, nk keys.
+template <int NR>
+inline void pv_rows(const float* P, const float* V, int64_t ldv, int64_t nk, const float* corr, float* O, int64_t ldo,
+                    const __mmask16* mask) {
+  __m512 acc[NR][4];
+  for (int r = 0; r < NR; ++r) {
+    const __m512 cr = _mm512_set1_ps(corr[r]);
+    for (int c = 0; c < 4; ++c) acc[r][c] = _mm512_mul_ps(_mm512_maskz_loadu_ps(mask[c], O + r * ldo + c * 16), cr);
+  }
+  for (int64_t j = 0; j < nk; ++j) {
+    const float* vr = V + j * ldv;
+    const __m512 v0 = _mm512_maskz_loadu_ps(mask[0], vr), v1 = _mm512_maskz_loadu_ps(mask[1], vr + 16),
+                 v2 = _mm512_maskz_loadu_ps(mask[2], vr + 32), v3 = _mm512_maskz_loadu_ps(mask[3], vr + 48);
+    for (int r = 0; r < NR; ++r) {
+      const __m512 p = _mm512_set1_ps(P[r * kK + j]);
+      acc[r][0] = _mm512_fmadd_ps(p, v0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(p, v1, acc[r][1]);
+      acc[r][2] = _mm512_fmadd_ps(p, v2, acc[r][2]);
+      acc[r][3] = _mm512_fmadd_ps(p, v3, acc[r][3]);
+    }
+  }
+  for (int r = 0; r < NR; ++r)
+    for (int c = 0; c < 4; ++c) _mm512_mask_storeu_ps(O + r * ldo + c * 16, mask[c], acc[r][c]);
+}
+
+template <int NR>
+void qk_block(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S, int64_t nq) {
+  int64_t r = 0;
+  for (; r + NR <= nq; r += NR) qk_rows<NR>(Q + r * D, D, Kt, ldk, S + r * kK);
+  for (; r < nq; ++r) qk_rows<1>(Q + r * D, D, Kt, ldk, S + r * kK);
+}
+
+void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq) {
+  for (int64_t c0 = 0; c0 < Dv; c0 += 64) {
+    __mmask16 mask[4];
+    for (int c = 0; c < 4; ++c) {
+      const int64_t left = std::clamp<int64_t>(Dv - c0 - c * 16, 0, 16);
+      mask[c] = static_cast<__mmask16>((1u << left) - 1u);
+    }
+    int64_t r = 0;
+    for (; r + 4 <= nq; r += 4) pv_rows<4>(P + r * kK, V + c0, Dv, nk, corr + r, O + r * Dv + c0, Dv, mask);
+    for (; r < nq; ++r) pv_rows<1>(P + r * kK, V + c0, Dv, nk, corr + r, O + r * Dv + c0, Dv, mask);
+  }
+}
+
+#else  // portable fallback (builds without AVX-512)
+
+template <int NR>
+void qk_block(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S, int64_t nq) {
+  for (int64_t r = 0; r < nq; ++r)
+    for (int64_t j = 0; j < kK; ++j) {
+      float acc = 0;
+      for (int64_t d = 0; d < D; ++d) acc += Q[r * D + d] * Kt[d * ldk + j];
+      S[r * kK + j] = acc;
+    }
+}
+
+void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq) {
+  for (int64_t r = 0; r < nq; ++r) {
+    for (int64_t c = 0; c < Dv; ++c) O[r * Dv + c] *= corr[r];
+    for (int64_t j = 0; j < nk; ++j)
+      for (int64_t c = 0; c < Dv; ++c) O[r * Dv + c] += P[r * kK + j] * V[j * Dv + c];
+  }
+}
+
+#endif
 
 }  // namespace
 
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt, Tensor& out) {
   const int64_t B = q.size(0), Lq = q.size(1), H = q.size(2), D = q.size(3), Lk = k.size(1), Dv = v.size(3);
   if (out.numel() == 0) return;
-  const Operand Q = stage_bLhd(q), K = stage_bLhd(k), V = stage_bLhd(v);
+  // bf16 q/k/v: P is rounded to bf16 before P V, as torch's CPU flash attention
+  // and FlashAttention do; on AMX machines the tiles run on AMX.
+  const bool p_bf16 = q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && v.dtype() == DType::BF16;
+  if (p_bf16 && amx_available()) return attention_bf16_amx(q, k, v, opt, out);
+  const View Qv = view_of(q), Kv = view_of(k), Vv = view_of(v);
   const float scale = static_cast<float>(opt.scale);
 
-  // Bias [B|1, H|1, Lq, Lk] as f32 with broadcast strides.
+  // Bias [B|1, H|1, Lq, Lk] staged as f32 with broadcast strides.
   Staged<float> bias_staged;
   const float* bias = nullptr;
   int64_t bsb = 0, bsh = 0;
   if (opt.bias) {
     bias_staged = stage_f32(*opt.bias);
-    bias = bias_staged.owned.empty() ? bias_staged.ptr : bias_staged.owned.data();
+    bias = bias_staged.ptr;
     bsb = opt.bias->size(0) == 1 ? 0 : opt.bias->size(1) * Lq * Lk;
     bsh = opt.bias->size(1) == 1 ? 0 : Lq * Lk;
   }
 
-  const bool out_f32 = out.dtype() == DType::F32;
-  char* ob = byte_ptr_mut(out);
+  // K^T is packed tile-major ([tile][D][kK]): a tile's rows sit next to each other,
+  // so they do not alias in L1 the way rows Lk floats apart would.
+  const int64_t ktiles = (Lk + kK - 1) / kK, ldk = kK, qtiles = (Lq + kQ - 1) / kQ;
+  std::vector<float> Kt(static_cast<size_t>(std::max<int64_t>(D * ktiles * kK, 1)));
+  std::vector<float> Vp(static_cast<size_t>(std::max<int64_t>(Lk * Dv, 1)));
   const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
-  constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+  char* ob = byte_ptr_mut(out);
 
+  for (int64_t b = 0; b < B; ++b) {
+    const int64_t kv_len = opt.kv_lens.empty() ? Lk : opt.kv_lens[static_cast<size_t>(b)];
+    for (int64_t h = 0; h < H; ++h) {
 #pragma omp parallel
-  {
-    std::vector<float> s(kKeyBlock), acc(static_cast<size_t>(Dv));
-#pragma omp for schedule(static) collapse(3)
-    for (int64_t b = 0; b < B; ++b)
-      for (int64_t h = 0; h < H; ++h)
-        for (int64_t i = 0; i < Lq; ++i) {
-          const float* qi = Q.ptr + b * Q.sb + i * Q.sl + h * Q.sh;
-          int64_t kv_end = opt.kv_lens.empty() ? Lk : opt.kv_lens[static_cast<size_t>(b)];
-          if (opt.causal) kv_end = std::min(kv_end, i + 1);
-          const float* brow = bias ? bias + b * bsb + h * bsh + i * Lk : nullptr;
-          float m = kNegInf, l = 0.0f;
-          std::fill(acc.begin(), acc.end(), 0.0f);
-          for (int64_t j0 = 0; j0 < kv_end; j0 += kKeyBlock) {
-            const int64_t nj = std::min(kKeyBlock, kv_end - j0);
-            float bm = kNegInf;
-            for (int64_t j = 0; j < nj; ++j) {
-              const float* kj = K.ptr + b * K.sb + (j0 + j) * K.sl + h * K.sh;
-              float d = 0.0f;
-              for (int64_t c = 0; c < D; ++c) d += qi[c] * kj[c];
-              float sc = d * scale;
-              if (brow) sc += brow[j0 + j];
-              s[static_cast<size_t>(j)] = sc;
-              bm = std::max(bm, sc);
-            }
-            if (bm == kNegInf) continue;  // the whole block is masked by the bias
-            const float m_new = std::max(m, bm);
-            const float corr = std::exp(m - m_new);  // 0 on the first visible block
-            l *= corr;
-            for (int64_t c = 0; c < Dv; ++c) acc[static_cast<size_t>(c)] *= corr;
-            for (int64_t j = 0; j < nj; ++j) {
-              const float p = std::exp(s[static_cast<size_t>(j)] - m_new);
-              l += p;
-              const float* vj = V.ptr + b * V.sb + (j0 + j) * V.sl + h * V.sh;
-              for (int64_t c = 0; c < Dv; ++c) acc[static_cast<size_t>(c)] += p * vj[c];
-            }
-            m = m_new;
+      {
+        std::vector<float> row(static_cast<size_t>(std::max(D, Dv)));
+        // Pack K^T (zero-padded to whole tiles) and V for this head.
+#pragma omp for schedule(static)
+        for (int64_t t = 0; t < ktiles; ++t) {
+          for (int64_t j = t * kK; j < (t + 1) * kK; ++j) {
+            if (j < Lk) load_row(Kv.row(b, j, h), Kv.dtype, Kv.sd, D, row.data());
+            else std::fill(row.begin(), row.begin() + D, 0.0f);
+            float* kt = Kt.data() + t * D * kK + (j - t * kK);
+            for (int64_t d = 0; d < D; ++d) kt[d * kK] = row[static_cast<size_t>(d)];
+            if (j < Lk) load_row(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, Vp.data() + j * Dv);
           }
-          const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-          for (int64_t c = 0; c < Dv; ++c) acc[static_cast<size_t>(c)] *= inv;
-          char* orow = ob + ((b * Lq + i) * H + h) * Dv * oes;
-          if (out_f32) std::copy(acc.begin(), acc.end(), reinterpret_cast<float*>(orow));
-          else store_row(acc.data(), Dv, orow, out.dtype());
         }
+        std::vector<float> Qt(static_cast<size_t>(kQ * D)), S(static_cast<size_t>(kQ * kK)),
+            O(static_cast<size_t>(kQ * Dv)), m(kQ), l(kQ), corr(kQ);
+#pragma omp for schedule(dynamic, 1)
+        for (int64_t qt = 0; qt < qtiles; ++qt) {
+          const int64_t i0 = qt * kQ, nq = std::min(kQ, Lq - i0);
+          for (int64_t r = 0; r < nq; ++r) load_row(Qv.row(b, i0 + r, h), Qv.dtype, Qv.sd, D, Qt.data() + r * D);
+          std::fill(O.begin(), O.end(), 0.0f);
+          std::fill(m.begin(), m.end(), kNegInf);
+          std::fill(l.begin(), l.end(), 0.0f);
+          // Keys any row of this tile can see.
+          const int64_t tile_end = opt.causal ? std::min(kv_len, i0 + nq) : kv_len;
+          for (int64_t j0 = 0; j0 < tile_end; j0 += kK) {
+            const int64_t nk = std::min(kK, tile_end - j0);
+            qk_block<4>(Qt.data(), D, Kt.data() + (j0 / kK) * D * kK, ldk, S.data(), nq);
+            for (int64_t r = 0; r < nq; ++r) {
+              float* s = S.data() + r * kK;
+              const int64_t i = i0 + r;
+#if defined(__AVX512F__)
+              const int64_t visible = opt.causal ? std::clamp<int64_t>(i + 1 - j0, 0, nk) : nk;
+              corr[static_cast<size_t>(r)] =
+                  softmax_row_fused(s, visible, scale, bias ? bias + b * bsb + h * bsh + i * Lk + j0 : nullptr,
+                                    m[static_cast<size_t>(r)], l[static_cast<size_t>(r)], s, nullptr);
+#else
+              const int64_t visible =
+                  finish_scores(s, i, j0, nk, opt.causal, scale, bias ? bias + b * bsb + h * bsh + i * Lk : nullptr);
+              corr[static_cast<size_t>(r)] = softmax_row(s, visible, m[static_cast<size_t>(r)], l[static_cast<size_t>(r)]);
+#endif
+              if (p_bf16) round_to_bf16(s, nk);
+            }
+            pv_block(S.data(), Vp.data() + j0 * Dv, Dv, nk, corr.data(), O.data(), nq);
+          }
+          for (int64_t r = 0; r < nq; ++r) {
+            const float lr = l[static_cast<size_t>(r)], inv = lr > 0.0f ? 1.0f / lr : 0.0f;
+            float* orow = O.data() + r * Dv;
+            for (int64_t c = 0; c < Dv; ++c) orow[c] *= inv;
+            store_row(orow, Dv, ob + (((b * Lq + i0 + r) * H + h) * Dv) * oes, out.dtype());
+          }
+        }
+      }
+    }
   }
 }
 

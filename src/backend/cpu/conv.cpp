@@ -1,14 +1,19 @@
 // conv2d / conv3d as im2col + GEMM, tiled over output positions so the column
 // buffer stays bounded (a few MB) whatever the video size. conv2d runs as a
 // conv3d with a depth of 1. Groups come from the weight's shape (C / w.size(1)).
-#include <cblas.h>
-
 #include <algorithm>
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 
 namespace vidax::cpu {
+
+namespace {
+int64_t g_column_budget = int64_t(8) << 20;  // bytes of im2col columns per GEMM
+}  // namespace
+
+void set_conv_column_budget(int64_t bytes) { g_column_budget = std::max<int64_t>(bytes, 4); }
 
 void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, Tensor& out) {
@@ -29,7 +34,8 @@ void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias
   std::vector<float> ybuf;
   float* y = direct ? out.data<float>() : (ybuf.resize(static_cast<size_t>(out.numel())), ybuf.data());
 
-  const int64_t tile = std::clamp<int64_t>((int64_t(8) << 20) / (4 * std::max<int64_t>(Kg, 1)), 64, std::max<int64_t>(P, 1));
+  const int64_t tile =
+      std::clamp<int64_t>(g_column_budget / (4 * std::max<int64_t>(Kg, 1)), 1, std::max<int64_t>(P, 1));
   std::vector<float> col(static_cast<size_t>(Kg * std::min(tile, P)));
   for (int64_t n = 0; n < N; ++n)
     for (int64_t g = 0; g < G; ++g)
@@ -42,16 +48,28 @@ void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias
           const int64_t kt = kk / (kH * kW), kh = (kk / kW) % kH, kw = kk % kW;
           const float* xc = xs.ptr + (n * C + c) * T * H * W;
           float* dst = col.data() + r * np;
-          for (int64_t p = 0; p < np; ++p) {
-            const int64_t q = p0 + p, ow = q % Wo, oh = (q / Wo) % Ho, ot = q / (Wo * Ho);
-            const int64_t it = ot * sT - pT + kt, ih = oh * sH - pH + kh, iw = ow * sW - pW + kw;
-            const bool inside = it >= 0 && it < T && ih >= 0 && ih < H && iw >= 0 && iw < W;
-            dst[p] = inside ? xc[(it * H + ih) * W + iw] : 0.0f;
+          // Walk output positions as (ot, oh, ow) counters: no divisions per element,
+          // and for stride 1 the in-range part of each output row is one copy.
+          int64_t ot = p0 / (Wo * Ho), oh = (p0 / Wo) % Ho, ow = p0 % Wo;
+          for (int64_t p = 0; p < np;) {
+            const int64_t run = std::min(Wo - ow, np - p);  // rest of this output row
+            const int64_t it = ot * sT - pT + kt, ih = oh * sH - pH + kh;
+            float* d = dst + p;
+            if (it < 0 || it >= T || ih < 0 || ih >= H) {
+              std::fill(d, d + run, 0.0f);
+            } else {
+              const float* xr = xc + (it * H + ih) * W;
+              for (int64_t k = 0; k < run; ++k) {
+                const int64_t iw = (ow + k) * sW - pW + kw;
+                d[k] = iw >= 0 && iw < W ? xr[iw] : 0.0f;
+              }
+            }
+            p += run;
+            ow = 0;
+            if (++oh == Ho) { oh = 0; ++ot; }
           }
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(Og), static_cast<blasint>(np),
-                    static_cast<blasint>(Kg), 1.0f, ws.ptr + g * Og * Kg, static_cast<blasint>(Kg), col.data(),
-                    static_cast<blasint>(np), 0.0f, y + (n * O + g * Og) * P + p0, static_cast<blasint>(P));
+        sgemm(Og, np, Kg, ws.ptr + g * Og * Kg, Kg, col.data(), np, false, y + (n * O + g * Og) * P + p0, P);
       }
   if (bias) {
     const std::vector<float> b = bias->to_f32_vector();

@@ -6,6 +6,7 @@
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/kernels.h"
+#include "backend/cpu/vmath.h"
 
 namespace vidax::cpu {
 
@@ -105,8 +106,8 @@ void unary_rows(Unary op, T p0, T p1, const T* x, T* o, int64_t n) {
       // torch: 0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))
       const T beta = static_cast<T>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
       for (int64_t i = 0; i < n; ++i) {
-        T v = x[i];
-        o[i] = T(0.5) * v * (T(1) + std::tanh(beta * (v + kappa * v * v * v)));
+        const T v = x[i], cube = v * v * v;
+        o[i] = T(0.5) * v * (T(1) + std::tanh(beta * (v + kappa * cube)));
       }
       break;
     }
@@ -119,6 +120,45 @@ void unary_rows(Unary op, T p0, T p1, const T* x, T* o, int64_t n) {
   }
 }
 
+#if defined(__AVX512F__)
+// Vector paths of the transcendental float ops (torch's CPU kernels are vectorized
+// too; these follow the same formulas and operation order).
+bool unary_rows_avx512(Unary op, const float* x, float* o, int64_t n) {
+  using namespace vmath;
+  const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
+  auto run = [&](auto f) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(_mm512_loadu_ps(x + i)));
+    if (i < n) {
+      const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
+      _mm512_mask_storeu_ps(o + i, k, f(_mm512_maskz_loadu_ps(k, x + i)));
+    }
+  };
+  switch (op) {
+    case Unary::GeluTanh: {
+      const __m512 beta = _mm512_set1_ps(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)), kappa = _mm512_set1_ps(0.044715f);
+      run([&](__m512 v) {
+        const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
+        const __m512 inner = _mm512_mul_ps(beta, _mm512_add_ps(v, _mm512_mul_ps(kappa, cube)));
+        return _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, tanh512(inner)));
+      });
+      return true;
+    }
+    case Unary::Silu:
+      run([&](__m512 v) { return _mm512_div_ps(v, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), v)))); });
+      return true;
+    case Unary::Sigmoid:
+      run([&](__m512 v) { return _mm512_div_ps(one, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), v)))); });
+      return true;
+    case Unary::Tanh:
+      run([&](__m512 v) { return tanh512(v); });
+      return true;
+    default:
+      return false;
+  }
+}
+#endif
+
 }  // namespace
 
 void binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out) {
@@ -130,6 +170,9 @@ void unary(Unary op, const Tensor& x, double p0, double p1, Tensor& out) {
   // Scalars enter the f32 path as f32, as torch wraps a Python scalar for a float tensor.
   dispatch({&x}, out,
            [=](const float* const* in, float* o, int64_t n) {
+#if defined(__AVX512F__)
+             if (unary_rows_avx512(op, in[0], o, n)) return;
+#endif
              unary_rows<float>(op, static_cast<float>(p0), static_cast<float>(p1), in[0], o, n);
            },
            [=](const double* const* in, double* o, int64_t n) { unary_rows<double>(op, p0, p1, in[0], o, n); });

@@ -1,39 +1,282 @@
 // GEMM: linear (y = x W^T + b) and batched matmul, fp32 accumulation.
+//
+// linear runs oneDNN's matmul primitive (brgemm kernels: AVX-512 for f32, AMX /
+// AVX512-BF16 for bf16) on weights reordered once into oneDNN's blocked layout
+// and cached. Compute dtype: bf16 x bf16 -> bf16 products, fp32 accumulation;
+// every other combination widens to f32 exactly (f16/bf16 weights are packed
+// as f32, bf16 activations staged as f32), so no value is ever rounded on the
+// way in. The output is rounded once (RNE) into x's dtype.
+#include "backend/cpu/gemm.h"
+
 #include <cblas.h>
 
 #include <algorithm>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <unordered_map>
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/kernels.h"
+
+#ifdef VIDAX_HAVE_DNNL
+#include <dnnl.hpp>
+#endif
 
 namespace vidax::cpu {
 
 namespace {
 
-// A row-major f32 matrix view: either the tensor's own memory or a staged copy.
-struct F32Matrix {
-  std::vector<float> owned;
-  const float* ptr = nullptr;
-  int64_t ld = 0;
+// Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
+// stride when every leading dim steps evenly, else 0 (needs staging).
+int64_t even_row_stride(const Tensor& x) {
+  const int64_t K = x.size(-1);
+  if (x.strides().back() != 1 && K != 1) return 0;
+  int64_t row = 0, expect = 0;  // row: stride of the innermost leading dim > 1
+  for (int64_t d = x.dim() - 2; d >= 0; --d) {
+    const int64_t n = x.size(d), s = x.strides()[static_cast<size_t>(d)];
+    if (n == 1) continue;
+    if (row == 0) row = expect = s;
+    else if (s != expect) return 0;
+    expect = s * n;
+  }
+  if (row == 0) row = K;
+  return row >= K ? row : 0;
+}
+
+}  // namespace
+
+#ifdef VIDAX_HAVE_DNNL
+
+namespace {
+
+using dnnl::memory;
+using dt = dnnl::memory::data_type;
+
+dnnl::engine& engine() {
+  static dnnl::engine e(dnnl::engine::kind::cpu, 0);
+  return e;
+}
+
+dnnl::stream& stream() {
+  thread_local dnnl::stream s(engine());
+  return s;
+}
+
+// ---- weight pack cache ------------------------------------------------------------
+// Key: the weight's buffer, byte offset, dtype, shape, strides and compute dtype.
+// The entry keeps a weak reference to the buffer (a freed buffer whose address
+// is reused never hits) and a sample of the weight's bytes checked on each hit.
+struct PackKey {
+  const void* buffer;
+  size_t offset;
+  DType dtype, compute;
+  int64_t N, K, sN, sK;
+  auto tie() const { return std::tie(buffer, offset, dtype, compute, N, K, sN, sK); }
+  bool operator<(const PackKey& o) const { return tie() < o.tie(); }
 };
 
-// Views a 2-D tensor as f32 with unit column stride, copying only when needed.
-F32Matrix as_f32_matrix(const Tensor& t) {
-  F32Matrix m;
-  const bool one_row = t.size(0) == 1;
-  if (t.dtype() == DType::F32 && (t.strides()[1] == 1 || t.size(1) == 1) &&
-      (one_row || t.strides()[0] >= t.size(1))) {
-    m.ptr = t.data<float>();
-    m.ld = one_row ? std::max<int64_t>(t.size(1), 1) : std::max<int64_t>(t.strides()[0], 1);
-    return m;
+struct Pack {
+  std::weak_ptr<Buffer> owner;
+  std::vector<uint8_t> sample;
+  std::vector<std::pair<memory::desc, memory>> layouts;  // one per blocked layout asked for
+};
+
+std::mutex g_pack_mu;
+std::map<PackKey, Pack> g_packs;
+
+std::vector<uint8_t> sample_bytes(const Tensor& w) {
+  constexpr int64_t kSamples = 64;
+  const int64_t n = w.numel();
+  const size_t es = dtype_size(w.dtype());
+  std::vector<uint8_t> s;
+  const char* base = byte_ptr(w);
+  for (int64_t i = 0; i < std::min(n, kSamples); ++i) {
+    const int64_t flat = n <= kSamples ? i : (i * (n - 1)) / (kSamples - 1);
+    const int64_t r = flat / w.size(1), c = flat % w.size(1);
+    const char* p = base + (r * w.strides()[0] + c * w.strides()[1]) * static_cast<int64_t>(es);
+    s.insert(s.end(), p, p + es);
   }
-  Staged<float> s = stage_f32(t);
-  m.owned = std::move(s.owned);
-  m.ptr = m.owned.empty() ? s.ptr : m.owned.data();
-  m.ld = std::max<int64_t>(t.size(1), 1);
+  return s;
+}
+
+// w [N, K] as oneDNN's logical [K, N] in the compute dtype, reordered to `want`.
+memory pack_weight(const Tensor& w, dt compute, const memory::desc& want) {
+  const int64_t N = w.size(0), K = w.size(1);
+  memory packed(want, engine());
+  Tensor src = w;
+  const bool same = (compute == dt::f32 && w.dtype() == DType::F32) || (compute == dt::bf16 && w.dtype() == DType::BF16);
+  if (!same) src = w.to(DType::F32);  // exact widening (bf16/f16 -> f32), contiguous
+  memory::desc plain({K, N}, compute, memory::dims{src.strides()[1], src.strides()[0]});
+  memory from(plain, engine(), src.data_ptr());
+  dnnl::reorder(from, packed).execute(stream(), from, packed);
+  stream().wait();
+  return packed;
+}
+
+memory packed_weight(const Tensor& w, dt compute, const memory::desc& want) {
+  const PackKey key{w.buffer().get(), w.byte_offset(), w.dtype(), compute == dt::bf16 ? DType::BF16 : DType::F32,
+                    w.size(0), w.size(1), w.strides()[0], w.strides()[1]};
+  std::vector<uint8_t> sample = sample_bytes(w);
+  std::lock_guard<std::mutex> lock(g_pack_mu);
+  auto it = g_packs.find(key);
+  if (it != g_packs.end()) {
+    auto owner = it->second.owner.lock();
+    if (owner.get() != w.buffer().get() || it->second.sample != sample) {
+      g_packs.erase(it);  // stale: the buffer was freed (address reused) or rewritten
+      it = g_packs.end();
+    }
+  }
+  if (it == g_packs.end()) {
+    // Drop packs of freed weights before adding one.
+    for (auto e = g_packs.begin(); e != g_packs.end();) e = e->second.owner.expired() ? g_packs.erase(e) : std::next(e);
+    it = g_packs.emplace(key, Pack{w.buffer(), std::move(sample), {}}).first;
+  }
+  for (auto& [desc, mem] : it->second.layouts)
+    if (desc == want) return mem;
+  memory m = pack_weight(w, compute, want);
+  it->second.layouts.emplace_back(want, m);
   return m;
 }
 
+// ---- primitive cache ------------------------------------------------------------------
+struct PrimKey {
+  int64_t M, N, K, lda;
+  dt src, dst;
+  bool bias;
+  auto tie() const { return std::tie(M, N, K, lda, src, dst, bias); }
+  bool operator<(const PrimKey& o) const { return tie() < o.tie(); }
+};
+struct Prim {
+  dnnl::matmul prim;
+  memory::desc src, wei, bias, dst;
+};
+std::mutex g_prim_mu;
+std::map<PrimKey, Prim> g_prims;
+
+const Prim& matmul_prim(const PrimKey& k) {
+  std::lock_guard<std::mutex> lock(g_prim_mu);
+  auto it = g_prims.find(k);
+  if (it != g_prims.end()) return it->second;
+  memory::desc src({k.M, k.K}, k.src, memory::dims{k.lda, 1});
+  memory::desc wei({k.K, k.N}, k.src, memory::format_tag::any);
+  memory::desc bias = k.bias ? memory::desc({1, k.N}, dt::f32, memory::format_tag::ab) : memory::desc();
+  memory::desc dst({k.M, k.N}, k.dst, memory::format_tag::ab);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, bias, dst), engine());
+  Prim p{dnnl::matmul(pd), pd.src_desc(), pd.weights_desc(), bias, pd.dst_desc()};
+  return g_prims.emplace(k, std::move(p)).first->second;
+}
+
+}  // namespace
+
+void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool b_transposed,
+           float* C, int64_t ldc, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate)
+      for (int64_t m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  const dnnl_status_t st = dnnl_sgemm('N', b_transposed ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
+                                      accumulate ? 1.0f : 0.0f, C, ldc);
+  VIDAX_CHECK(st == dnnl_success, "oneDNN sgemm failed (status " << static_cast<int>(st) << ") for M=" << M
+                                                                  << " N=" << N << " K=" << K);
+}
+
+std::string gemm_library() {
+  const dnnl_version_t* v = dnnl_version();
+  return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
+void clear_weight_pack_cache() {
+  std::lock_guard<std::mutex> lock(g_pack_mu);
+  g_packs.clear();
+}
+
+size_t weight_pack_cache_size() {
+  std::lock_guard<std::mutex> lock(g_pack_mu);
+  return g_packs.size();
+}
+
+void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+  const int64_t K = w.size(1), N = w.size(0);
+  const int64_t M = out.numel() / std::max<int64_t>(N, 1);
+  if (out.numel() == 0) return;
+  if (K == 0) {  // empty reduction: y = bias (or 0)
+    const std::vector<float> row = bias ? bias->to_f32_vector() : std::vector<float>(static_cast<size_t>(N), 0.0f);
+    for (int64_t m = 0; m < M; ++m)
+      store_row(row.data(), N, byte_ptr_mut(out) + m * N * static_cast<int64_t>(dtype_size(out.dtype())), out.dtype());
+    return;
+  }
+  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
+  const dt compute = bf16 ? dt::bf16 : dt::f32;
+  const DType cdtype = bf16 ? DType::BF16 : DType::F32;
+
+  // Source rows: x itself when it already is the compute dtype with even row strides.
+  Tensor src = x;
+  int64_t lda = x.dtype() == cdtype ? even_row_stride(x) : 0;
+  if (lda == 0) {
+    src = Tensor::empty(x.shape(), cdtype);
+    copy_strided(x, src);
+    lda = K;
+  }
+  // Destination: out itself when its dtype is what oneDNN writes for this compute dtype.
+  const bool direct = out.dtype() == cdtype;
+  Tensor dst = direct ? out : Tensor::empty(out.shape(), DType::F32);
+  const dt dst_dt = direct ? compute : dt::f32;
+
+  const Prim& p = matmul_prim(PrimKey{M, N, K, lda, compute, dst_dt, bias.has_value()});
+  memory wmem = packed_weight(w, compute, p.wei);
+  memory smem(p.src, engine(), src.data_ptr());
+  memory dmem(p.dst, engine(), dst.data_ptr());
+  std::unordered_map<int, memory> args{{DNNL_ARG_SRC, smem}, {DNNL_ARG_WEIGHTS, wmem}, {DNNL_ARG_DST, dmem}};
+  std::vector<float> bvec;
+  if (bias) {
+    bvec = bias->to_f32_vector();
+    args.emplace(DNNL_ARG_BIAS, memory(p.bias, engine(), bvec.data()));
+  }
+  p.prim.execute(stream(), args);
+  stream().wait();
+  if (!direct) copy_strided(dst, out);
+}
+
+#else  // OpenBLAS only
+
+void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool b_transposed,
+           float* C, int64_t ldc, bool accumulate) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (!accumulate)
+      for (int64_t m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
+              static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A, static_cast<blasint>(lda), B,
+              static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, C, static_cast<blasint>(ldc));
+}
+
+std::string gemm_library() { return "openblas"; }
+void clear_weight_pack_cache() {}
+size_t weight_pack_cache_size() { return 0; }
+
+void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+  const int64_t K = w.size(1), N = w.size(0), M = out.numel() / std::max<int64_t>(N, 1);
+  if (out.numel() == 0) return;
+  Staged<float> xs = stage_f32(x), ws = stage_f32(w);
+  std::vector<float> y(static_cast<size_t>(M * N));
+  sgemm(M, N, K, xs.ptr, K, ws.ptr, K, true, y.data(), N);
+  if (bias) {
+    const std::vector<float> b = bias->to_f32_vector();
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t n = 0; n < N; ++n) y[static_cast<size_t>(m * N + n)] += b[static_cast<size_t>(n)];
+  }
+  store_row(y.data(), M * N, out.data_ptr(), out.dtype());
+}
+
+#endif
+
+namespace {
 // Strides of t's batch dims (all but the last two) broadcast to `batch` (0 = repeated).
 Strides batch_strides(const Tensor& t, const Shape& batch) {
   const size_t nb = static_cast<size_t>(t.dim() - 2), off = batch.size() - nb;
@@ -42,35 +285,27 @@ Strides batch_strides(const Tensor& t, const Shape& batch) {
   return s;
 }
 
-}  // namespace
-
-void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
-  const int64_t K = w.size(1), N = w.size(0), M = K == 0 && N == 0 ? 0 : x.numel() / std::max<int64_t>(K, 1);
-  if (out.numel() == 0) return;
-  Staged<float> xs = stage_f32(x);
-  F32Matrix wm = as_f32_matrix(w);
-  const bool direct = out.dtype() == DType::F32;
-  std::vector<float> ybuf;
-  float* y = direct ? out.data<float>() : (ybuf.resize(static_cast<size_t>(M * N)), ybuf.data());
-  if (K == 0) {
-    std::fill(y, y + M * N, 0.0f);
-  } else {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<blasint>(M), static_cast<blasint>(N),
-                static_cast<blasint>(K), 1.0f, xs.ptr, static_cast<blasint>(K), wm.ptr, static_cast<blasint>(wm.ld),
-                0.0f, y, static_cast<blasint>(N));
+// A [rows, cols] f32 matrix with unit column stride: t's own memory or a staged copy.
+struct F32Matrix {
+  std::vector<float> owned;
+  const float* ptr = nullptr;
+  int64_t ld = 0;
+};
+F32Matrix as_f32_matrix(const Tensor& t) {
+  F32Matrix m;
+  const bool one_row = t.size(0) == 1;
+  if (t.dtype() == DType::F32 && (t.strides()[1] == 1 || t.size(1) == 1) && (one_row || t.strides()[0] >= t.size(1))) {
+    m.ptr = t.data<float>();
+    m.ld = one_row ? std::max<int64_t>(t.size(1), 1) : std::max<int64_t>(t.strides()[0], 1);
+    return m;
   }
-  if (bias) {
-    const std::vector<float> b = bias->to_f32_vector();
-#pragma omp parallel for schedule(static) if (M * N > 16384)
-    for (int64_t m = 0; m < M; ++m)
-      for (int64_t n = 0; n < N; ++n) y[m * N + n] += b[static_cast<size_t>(n)];
-  }
-  if (!direct) {
-#pragma omp parallel for schedule(static) if (M * N > 16384)
-    for (int64_t m = 0; m < M; ++m)
-      store_row(y + m * N, N, byte_ptr_mut(out) + m * N * static_cast<int64_t>(dtype_size(out.dtype())), out.dtype());
-  }
+  Staged<float> s = stage_f32(t);
+  m.owned = std::move(s.owned);
+  m.ptr = m.owned.data();
+  m.ld = std::max<int64_t>(t.size(1), 1);
+  return m;
 }
+}  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& out) {
   const int64_t M = out.size(-2), N = out.size(-1), K = a.size(-1);
@@ -79,7 +314,8 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out) {
   const Shape batch(os.begin(), os.end() - 2);
   const int64_t nb = shape_numel(batch);
   const Strides sa = batch_strides(a, batch), sb = batch_strides(b, batch);
-  std::vector<float> ybuf(static_cast<size_t>(M * N));
+  const bool direct = out.dtype() == DType::F32;
+  std::vector<float> ybuf(direct ? 0 : static_cast<size_t>(M * N));
   const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
   for (int64_t i = 0; i < nb; ++i) {
     int64_t oa = 0, ob = 0, rem = i;
@@ -89,18 +325,14 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out) {
       oa += idx * sa[d];
       ob += idx * sb[d];
     }
-    // 2-D views of this batch entry.
     Tensor a2 = Tensor::from_buffer(a.buffer(), a.byte_offset() + static_cast<size_t>(oa) * dtype_size(a.dtype()),
                                     {M, K}, a.dtype(), {a.strides()[a.dim() - 2], a.strides()[a.dim() - 1]});
     Tensor b2 = Tensor::from_buffer(b.buffer(), b.byte_offset() + static_cast<size_t>(ob) * dtype_size(b.dtype()),
                                     {K, N}, b.dtype(), {b.strides()[b.dim() - 2], b.strides()[b.dim() - 1]});
     F32Matrix am = as_f32_matrix(a2), bm = as_f32_matrix(b2);
-    if (K == 0) std::fill(ybuf.begin(), ybuf.end(), 0.0f);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<blasint>(M), static_cast<blasint>(N),
-                  static_cast<blasint>(K), 1.0f, am.ptr, static_cast<blasint>(am.ld), bm.ptr,
-                  static_cast<blasint>(bm.ld), 0.0f, ybuf.data(), static_cast<blasint>(N));
-    store_row(ybuf.data(), M * N, byte_ptr_mut(out) + i * M * N * oes, out.dtype());
+    float* y = direct ? out.data<float>() + i * M * N : ybuf.data();
+    sgemm(M, N, K, am.ptr, am.ld, bm.ptr, bm.ld, false, y, N);
+    if (!direct) store_row(ybuf.data(), M * N, byte_ptr_mut(out) + i * M * N * oes, out.dtype());
   }
 }
 

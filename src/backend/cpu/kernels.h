@@ -49,6 +49,9 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
 void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& out);
 
 // conv.cpp
+// Bytes of im2col columns per GEMM call (default 8 MiB); tests shrink it to
+// exercise output tiles that start mid-row.
+void set_conv_column_budget(int64_t bytes);
 void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, Tensor& out);
 

@@ -35,6 +35,26 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precisio
     blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_));
   head_modulation_ = params.take("head.modulation", {1, 2, d});
   head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
+  if (cfg_.has_image_input()) {
+    const int64_t c = cfg_.image_dim;
+    ImageEmbedding m;
+    m.norm_in_w = params.take("img_emb.proj.0.weight", {c});
+    m.norm_in_b = params.take("img_emb.proj.0.bias", {c});
+    m.fc1 = nn::Linear::load(params, "img_emb.proj.1", c, c, compute_);
+    m.fc2 = nn::Linear::load(params, "img_emb.proj.3", c, d, compute_);
+    m.norm_out_w = params.take("img_emb.proj.4.weight", {d});
+    m.norm_out_b = params.take("img_emb.proj.4.bias", {d});
+    if (cfg_.model_type == "flf2v") m.emb_pos = params.take("img_emb.emb_pos", {1, 2 * cfg_.image_tokens, c});
+    img_emb_ = std::move(m);
+  }
+}
+
+WanDiT WanDiT::from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
+                            const std::string& origin) {
+  nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
+  WanDiT model(cfg, params, precision);
+  params.expect_all_taken();
+  return model;
 }
 
 std::array<int64_t, 3> WanDiT::patch_grid(const Shape& s) const {
@@ -55,7 +75,7 @@ std::array<int64_t, 3> WanDiT::patch_grid(const Shape& s) const {
 }
 
 const RopeTables& WanDiT::rope_for(std::array<int64_t, 3> grid, Device device) const {
-  std::lock_guard<std::mutex> lock(rope_mutex_);
+  std::lock_guard<std::mutex> lock(*rope_mutex_);
   const std::array<int64_t, 4> key{grid[0], grid[1], grid[2], static_cast<int64_t>(device)};
   auto it = rope_cache_.find(key);
   if (it == rope_cache_.end()) it = rope_cache_.emplace(key, rope_tables(cfg_, grid, device)).first;
@@ -63,6 +83,18 @@ const RopeTables& WanDiT::rope_for(std::array<int64_t, 3> grid, Device device) c
 }
 
 TextContext WanDiT::encode_context(const Tensor& context, Taps* taps) const {
+  VIDAX_CHECK(!cfg_.has_image_input(), "Wan DiT: a " << cfg_.model_type
+                                                     << " model needs clip_fea and y (encode_context with images)");
+  return encode(context, Tensor(), Tensor(), taps);
+}
+
+TextContext WanDiT::encode_context(const Tensor& context, const Tensor& clip_fea, const Tensor& y, Taps* taps) const {
+  VIDAX_CHECK(cfg_.has_image_input(), "Wan DiT: clip_fea / y given to a " << cfg_.model_type << " model");
+  VIDAX_CHECK(clip_fea.defined() && y.defined(), "Wan DiT: " << cfg_.model_type << " needs both clip_fea and y");
+  return encode(context, clip_fea, y, taps);
+}
+
+TextContext WanDiT::encode(const Tensor& context, const Tensor& clip_fea, const Tensor& y, Taps* taps) const {
   VIDAX_CHECK(context.dim() == 2 || context.dim() == 3,
               "Wan DiT: context must be [L, text_dim] or [B, L, text_dim], got " << context.str());
   const Tensor c3 = context.dim() == 2 ? context.unsqueeze(0) : context;
@@ -76,9 +108,33 @@ TextContext WanDiT::encode_context(const Tensor& context, Taps* taps) const {
   TextContext out;
   out.embedded = text_embedding_2_(ops::gelu(text_embedding_0_(padded), ops::GeluMode::Tanh));
   if (taps) (*taps)["text_embedding"] = out.embedded;
+  if (clip_fea.defined()) {
+    out.image = embed_image(clip_fea, c3.size(0));
+    if (taps) (*taps)["img_emb"] = out.image;
+    const Tensor y5 = y.dim() == 4 ? y.unsqueeze(0) : y;
+    VIDAX_CHECK(y5.dim() == 5 && y5.size(0) == c3.size(0),
+                "Wan DiT: y " << y.str() << " must be [C, F, H, W] or [B, C, F, H, W] with the prompt batch "
+                              << c3.size(0));
+    out.y = y5;
+  }
   out.blocks.reserve(blocks_.size());
-  for (const DiTBlock& b : blocks_) out.blocks.push_back(b.cross_kv(out.embedded, cfg_));
+  for (const DiTBlock& b : blocks_) out.blocks.push_back(b.cross_kv(out.embedded, out.image, cfg_));
   return out;
+}
+
+Tensor WanDiT::embed_image(const Tensor& clip_fea, int64_t batch) const {
+  const ImageEmbedding& m = *img_emb_;
+  const int64_t images = cfg_.model_type == "flf2v" ? 2 : 1, n = cfg_.image_tokens, c = cfg_.image_dim;
+  const Tensor f3 = clip_fea.dim() == 2 ? clip_fea.unsqueeze(0) : clip_fea;
+  VIDAX_CHECK(f3.dim() == 3 && f3.size(0) == batch * images && f3.size(1) == n && f3.size(2) == c,
+              "Wan DiT: clip_fea " << clip_fea.str() << ", expected [" << batch * images << ", " << n << ", " << c
+                                   << "] (" << images << " image(s) per sample, batch " << batch << ")");
+  // fp32 from here: the reference's LayerNorms run in fp32 (autocast keeps layer_norm in fp32).
+  Tensor h = nn::to_dtype(f3.is_contiguous() ? f3 : ops::copy(f3), DType::F32);
+  if (m.emb_pos) h = ops::add(h.view({batch, images * n, c}), *m.emb_pos);  // FLF2V: both images, one sequence
+  h = ops::layer_norm(h, m.norm_in_w, m.norm_in_b, 1e-5);
+  h = m.fc2(ops::gelu(m.fc1(h), ops::GeluMode::Erf));
+  return ops::layer_norm(nn::to_dtype(h, DType::F32), m.norm_out_w, m.norm_out_b, 1e-5);
 }
 
 Tensor WanDiT::forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps) const {
@@ -86,8 +142,20 @@ Tensor WanDiT::forward(const Tensor& x, const std::vector<double>& t, const Text
 }
 
 Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextContext& text, Taps* taps) const {
-  const std::array<int64_t, 3> grid = patch_grid(x.shape());
-  const Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
+  VIDAX_CHECK(x.dim() == 4 || x.dim() == 5,
+              "Wan DiT: latent must be [C, F, H, W] or [B, C, F, H, W], got " << x.str());
+  Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
+  VIDAX_CHECK(text.y.defined() == cfg_.has_image_input(),
+              "Wan DiT: a " << cfg_.model_type << " model " << (text.y.defined() ? "got" : "needs")
+                            << " the conditioning latent y (encode_context with images)");
+  if (text.y.defined()) {
+    const Tensor& y = text.y;
+    VIDAX_CHECK(y.size(0) == x5.size(0) && y.size(2) == x5.size(2) && y.size(3) == x5.size(3) &&
+                    y.size(4) == x5.size(4),
+                "Wan DiT: conditioning latent y " << y.str() << " does not match the latent " << x.str());
+    x5 = ops::concat({x5, nn::to_dtype(y, x5.dtype())}, 1);  // torch.cat([x, y], dim=0) per sample
+  }
+  const std::array<int64_t, 3> grid = patch_grid(x5.shape());
   const int64_t B = x5.size(0), C = cfg_.in_dim, d = cfg_.dim;
   const auto [pt, ph, pw] = cfg_.patch_size;
   const auto [Fp, Hp, Wp] = grid;

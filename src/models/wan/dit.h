@@ -12,7 +12,9 @@
 #pragma once
 #include <array>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,9 +30,12 @@ enum class Precision { F32, BF16 };
 Precision parse_precision(const std::string& s);  // "fp32" | "bf16" (and f32/float32/bfloat16)
 const char* precision_name(Precision p);
 
-// Per-request prompt state (one per CFG branch).
+// Per-request conditioning (one per CFG branch): the prompt, and for I2V/FLF2V
+// the image features and the conditioning latent.
 struct TextContext {
-  Tensor embedded;            // [B, text_len, dim] text_embedding output
+  Tensor embedded;              // [B, text_len, dim] text_embedding output
+  Tensor image;                 // I2V/FLF2V: [B, 257 or 514, dim] img_emb output; else undefined
+  Tensor y;                     // I2V/FLF2V: [B, C_y, F, H, W], concatenated to x on channels each step
   std::vector<CrossKV> blocks;  // one per block
   int64_t batch() const { return embedded.size(0); }
 };
@@ -46,6 +51,10 @@ class WanDiT {
   // Takes every parameter from `params` by its official name (see the class comment);
   // call params.expect_all_taken() afterwards for a strict load.
   WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision);
+  // From an engine-name map (e.g. translate::load_component's result), strictly:
+  // throws naming any missing, misshapen or unused tensor. `origin` names the source.
+  static WanDiT from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
+                             const std::string& origin = "weights");
 
   const DiTConfig& config() const { return cfg_; }
   Precision precision() const { return precision_; }
@@ -54,6 +63,11 @@ class WanDiT {
   // context [L, text_dim] or [B, L, text_dim], L <= text_len, unpadded: zero-padded
   // to text_len rows here (the padded rows take part in cross-attention, as in the reference).
   TextContext encode_context(const Tensor& context, Taps* taps = nullptr) const;
+  // I2V / FLF2V: also clip_fea [B*images, 257, image_dim] (or [257, image_dim]; FLF2V: two
+  // images per sample, first and last frame) and y [C_y, F, H, W] or [B, C_y, F, H, W]
+  // (mask and image latent; x and y together have in_dim channels).
+  TextContext encode_context(const Tensor& context, const Tensor& clip_fea, const Tensor& y,
+                             Taps* taps = nullptr) const;
 
   // x [C, F, H, W] or [B, C, F, H, W] (latent, any float dtype); t_sinusoid [B, freq_dim]
   // F32 (timestep_sinusoid(), or a Meta tensor when recording). Returns fp32 of x's rank.
@@ -61,12 +75,14 @@ class WanDiT {
   // The same with timestep values (one per batch entry).
   Tensor forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps = nullptr) const;
 
-  // Grid (F', H', W') of a latent shape [.., C, F, H, W]; throws a clear error when
-  // the channel count is wrong or F/H/W are not multiples of the patch.
-  std::array<int64_t, 3> patch_grid(const Shape& latent_shape) const;
+  // Grid (F', H', W') of a model input shape [.., C, F, H, W] (I2V: x and y concatenated);
+  // throws a clear error when the channel count is wrong or F/H/W are not multiples of the patch.
+  std::array<int64_t, 3> patch_grid(const Shape& input_shape) const;
 
  private:
   const RopeTables& rope_for(std::array<int64_t, 3> grid, Device device) const;
+  TextContext encode(const Tensor& context, const Tensor& clip_fea, const Tensor& y, Taps* taps) const;
+  Tensor embed_image(const Tensor& clip_fea, int64_t batch) const;
 
   DiTConfig cfg_;
   Precision precision_;
@@ -77,8 +93,15 @@ class WanDiT {
   std::vector<DiTBlock> blocks_;
   Tensor head_modulation_;                   // [1, 2, dim]
   nn::Linear head_;                          // fp32
+  // I2V/FLF2V img_emb (MLPProj): LN(image_dim), Linear, GELU(erf), Linear(-> dim), LN(dim); eps 1e-5.
+  struct ImageEmbedding {
+    Tensor norm_in_w, norm_in_b, norm_out_w, norm_out_b;
+    nn::Linear fc1, fc2;
+    std::optional<Tensor> emb_pos;  // FLF2V: [1, 2*257, image_dim]
+  };
+  std::optional<ImageEmbedding> img_emb_;
 
-  mutable std::mutex rope_mutex_;
+  std::shared_ptr<std::mutex> rope_mutex_ = std::make_shared<std::mutex>();  // keeps WanDiT movable
   mutable std::map<std::array<int64_t, 4>, RopeTables> rope_cache_;
 };
 

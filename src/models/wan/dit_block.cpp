@@ -7,7 +7,7 @@
 namespace vidax::wan {
 
 AttentionWeights AttentionWeights::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
-                                        DType compute) {
+                                        DType compute, bool image_kv) {
   const int64_t d = cfg.dim;
   AttentionWeights w;
   w.q = nn::Linear::load(params, prefix + ".q", d, d, compute);
@@ -18,6 +18,11 @@ AttentionWeights AttentionWeights::load(nn::ParamSource& params, const std::stri
     w.norm_q = params.take(prefix + ".norm_q.weight", {d});
     w.norm_k = params.take(prefix + ".norm_k.weight", {d});
   }
+  if (image_kv) {
+    w.k_img = nn::Linear::load(params, prefix + ".k_img", d, d, compute);
+    w.v_img = nn::Linear::load(params, prefix + ".v_img", d, d, compute);
+    if (cfg.qk_norm) w.norm_k_img = params.take(prefix + ".norm_k_img.weight", {d});
+  }
   return w;
 }
 
@@ -25,7 +30,7 @@ DiTBlock DiTBlock::load(nn::ParamSource& params, const std::string& prefix, cons
   DiTBlock b;
   b.modulation = params.take(prefix + ".modulation", {1, 6, cfg.dim});
   b.self_attn = AttentionWeights::load(params, prefix + ".self_attn", cfg, compute);
-  b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute);
+  b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute, cfg.has_image_input());
   if (cfg.cross_attn_norm) {
     b.norm3_weight = params.take(prefix + ".norm3.weight", {cfg.dim});
     b.norm3_bias = params.take(prefix + ".norm3.bias", {cfg.dim});
@@ -55,7 +60,10 @@ Tensor self_attention(const AttentionWeights& w, const Tensor& x, const RopeTabl
 Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV& text, const DiTConfig& cfg) {
   Tensor q = nn::split_heads(qk_norm(w.q(n), w.norm_q, cfg.eps), cfg.num_heads);
   // No mask: the zero-padded prompt rows take part, as in the reference (context_lens=None).
-  return w.o(nn::merge_heads(ops::attention(q, text.k, text.v)));
+  Tensor o = ops::attention(q, text.k, text.v);
+  // I2V: the image tokens' attention (same q) is summed before the single output projection.
+  if (text.k_img.defined()) o = ops::add(o, ops::attention(q, text.k_img, text.v_img));
+  return w.o(nn::merge_heads(o));
 }
 
 }  // namespace
@@ -66,10 +74,19 @@ Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, 
   return ops::modulate(nn::to_dtype(n, DType::F32), shift, scale);
 }
 
-CrossKV DiTBlock::cross_kv(const Tensor& embedded, const DiTConfig& cfg) const {
+CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const DiTConfig& cfg) const {
   const Tensor context = nn::to_dtype(embedded, cross_attn.k.compute);  // shared by k and v
-  return {nn::split_heads(qk_norm(cross_attn.k(context), cross_attn.norm_k, cfg.eps), cfg.num_heads),
-          nn::split_heads(cross_attn.v(context), cfg.num_heads)};
+  CrossKV kv{nn::split_heads(qk_norm(cross_attn.k(context), cross_attn.norm_k, cfg.eps), cfg.num_heads),
+             nn::split_heads(cross_attn.v(context), cfg.num_heads), Tensor(), Tensor()};
+  VIDAX_CHECK(image.defined() == cross_attn.k_img.has_value(),
+              "Wan DiT: " << (image.defined() ? "image features given to a model without image cross-attention"
+                                              : "the model needs image features (clip_fea) for its cross-attention"));
+  if (image.defined()) {
+    const Tensor img = nn::to_dtype(image, cross_attn.k_img->compute);
+    kv.k_img = nn::split_heads(qk_norm((*cross_attn.k_img)(img), cross_attn.norm_k_img, cfg.eps), cfg.num_heads);
+    kv.v_img = nn::split_heads((*cross_attn.v_img)(img), cfg.num_heads);
+  }
+  return kv;
 }
 
 Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,

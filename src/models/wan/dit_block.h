@@ -1,7 +1,8 @@
 // One Wan 2.1 DiT block (official WanAttentionBlock), top to bottom:
 //   m = modulation + e0                                   (fp32, 6 chunks)
 //   x = x + SelfAttn(LN(x)*(1+m1) + m0) * m2              (fp32 residual)
-//   x = x + CrossAttn(norm3(x), text)                     (no gate; norm3 = affine LN)
+//   x = x + CrossAttn(norm3(x), text)                     (no gate; norm3 = affine LN;
+//                                                          I2V adds Attn(q, image) before the output linear)
 //   x = x + FFN(LN(x)*(1+m4) + m3) * m5                   (GELU-tanh)
 // Attention: q/k RMSNorm over the whole dim (all heads), 3D RoPE on self-attn
 // q/k only, softmax(q k^T / sqrt(d)) v. Every cast the reference's autocast
@@ -17,13 +18,16 @@
 
 namespace vidax::wan {
 
-// WanSelfAttention / WanT2VCrossAttention parameters.
+// WanSelfAttention / WanT2VCrossAttention / WanI2VCrossAttention parameters.
 struct AttentionWeights {
   nn::Linear q, k, v, o;
   std::optional<Tensor> norm_q, norm_k;  // [dim] RMSNorm gains (absent when qk_norm is off)
+  // I2V cross-attention only: keys/values of the image tokens.
+  std::optional<nn::Linear> k_img, v_img;
+  std::optional<Tensor> norm_k_img;
 
   static AttentionWeights load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
-                               DType compute);
+                               DType compute, bool image_kv = false);
 };
 
 // The cross-attention keys and values of one block for one prompt batch
@@ -31,6 +35,7 @@ struct AttentionWeights {
 struct CrossKV {
   Tensor k;  // [B, text_len, H, D]
   Tensor v;  // [B, text_len, H, D]
+  Tensor k_img, v_img;  // I2V/FLF2V: [B, image tokens, H, D]; undefined for T2V
 };
 
 struct DiTBlock {
@@ -41,8 +46,9 @@ struct DiTBlock {
 
   static DiTBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute);
 
-  // context [B, text_len, dim] (text_embedding output) -> this block's cross K/V.
-  CrossKV cross_kv(const Tensor& context, const DiTConfig& cfg) const;
+  // context [B, text_len, dim] (text_embedding output) and, for I2V, image
+  // [B, tokens, dim] (img_emb output; undefined for T2V) -> this block's cross K/V.
+  CrossKV cross_kv(const Tensor& context, const Tensor& image, const DiTConfig& cfg) const;
 
   // x [B, L, dim] (fp32, or the compute dtype straight after the patch embedding),
   // e0 [B, 6, dim] fp32 -> [B, L, dim] fp32.

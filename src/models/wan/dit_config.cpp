@@ -66,6 +66,7 @@ DiTConfig DiTConfig::from_json(const nlohmann::json& j) {
     bool image = j.contains("image_dim") && !j["image_dim"].is_null();
     bool flf = j.contains("pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
     c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
+    read_if(j, "image_dim", c.image_dim);
   } else {
     VIDAX_CHECK(j.contains("dim") || j.contains("num_heads") || j.contains("_class_name"),
                 "Wan DiT config is neither WanModel's init args nor a WanTransformer3DModel config: " << j.dump());
@@ -110,8 +111,12 @@ DiTConfig DiTConfig::preset(const std::string& name) {
 }
 
 void DiTConfig::validate() const {
-  VIDAX_CHECK(model_type == "t2v", "Wan DiT: model_type '" << model_type
-                                       << "' is not implemented (only t2v: no image cross-attention yet)");
+  VIDAX_CHECK(model_type == "t2v" || model_type == "i2v" || model_type == "flf2v",
+              "Wan DiT: model_type '" << model_type << "' is not implemented (t2v, i2v, flf2v)");
+  // WanI2VCrossAttention splits the context at the hard-coded T5_CONTEXT_TOKEN_NUMBER = 512.
+  VIDAX_CHECK(!has_image_input() || text_len == 512,
+              "Wan DiT: " << model_type << " needs text_len 512 (the reference splits image and text rows at 512), got "
+                          << text_len);
   VIDAX_CHECK(dim > 0 && num_heads > 0 && dim % num_heads == 0,
               "Wan DiT: dim " << dim << " is not a multiple of num_heads " << num_heads);
   VIDAX_CHECK(head_dim() % 2 == 0, "Wan DiT: head dim " << head_dim() << " must be even (RoPE pairs)");

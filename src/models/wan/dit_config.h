@@ -14,7 +14,7 @@ namespace vidax::wan {
 enum class DiTLayout { Original, Diffusers };  // which parameter names the config came with
 
 struct DiTConfig {
-  std::string model_type = "t2v";  // t2v | i2v | flf2v | vace (only t2v is implemented)
+  std::string model_type = "t2v";  // t2v | i2v | flf2v (vace is not implemented)
   std::array<int64_t, 3> patch_size{1, 2, 2};
   int64_t text_len = 512;  // context rows after zero-padding (diffusers: 512, hard-coded there)
   int64_t in_dim = 16;
@@ -29,9 +29,13 @@ struct DiTConfig {
   bool cross_attn_norm = true;
   double eps = 1e-6;
   int64_t rope_max_seq_len = 1024;  // positions per axis in the RoPE table (rope_params(1024, ...))
+  // I2V / FLF2V: CLIP feature width (MLPProj(1280, dim)) and tokens per image.
+  int64_t image_dim = 1280;
+  int64_t image_tokens = 257;
   DiTLayout layout = DiTLayout::Original;
 
   int64_t head_dim() const { return dim / num_heads; }
+  bool has_image_input() const { return model_type == "i2v" || model_type == "flf2v"; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
   // RoPE split of the head dim in real channels: t, h, w = d - 4*(d/6), 2*(d/6), 2*(d/6).
   std::array<int64_t, 3> rope_axis_dims() const;

@@ -6,7 +6,6 @@
 
 #include "backend/ops.h"
 #include "models/wan/dit.h"
-#include "nn/params.h"
 #include "nn/synthetic_init.h"
 #include "translate/component.h"
 #include "translate/inspect.h"
@@ -58,14 +57,10 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   // strict (every parameter filled, every key used, shapes checked).
   translate::MemorySource src(path);
   for (const auto& [name, t] : golden_params(file, path)) src.add(name, t);
-  nn::ParamSource params =
-      nn::ParamSource::from_map(translate::load(src, translate::wan::dit_component(), config), path);
-  const WanDiT model(cfg, params, parse_precision(precision));
-  // And the model must use every parameter the translator produced.
-  params.expect_all_taken();
+  // The model must use every parameter the translator produced.
+  const WanDiT model = WanDiT::from_weights(cfg, translate::load(src, translate::wan::dit_component(), config),
+                                            parse_precision(precision), path);
 
-  VIDAX_CHECK(!file.contains("input.y") && !file.contains("input.clip_fea"),
-              path << ": input.y / input.clip_fea (I2V) are not supported by the T2V DiT");
   for (const char* name : {"input.x", "input.t", "input.context"})
     VIDAX_CHECK(file.contains(name), path << ": wan.dit golden file has no '" << name << "'");
   const Tensor x = file.get("input.x");
@@ -73,13 +68,19 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   const std::vector<double> t = file.get("input.t").to_f64_vector();
 
   Taps taps;
-  const TextContext text = model.encode_context(ctx, &taps);
+  const bool image = file.contains("input.clip_fea") || file.contains("input.y");
+  VIDAX_CHECK(image == cfg.has_image_input(), path << ": a " << cfg.model_type << " golden file "
+                                                   << (image ? "with" : "without") << " input.clip_fea / input.y");
+  const TextContext text = image ? model.encode_context(ctx, file.get("input.clip_fea"), file.get("input.y"), &taps)
+                                 : model.encode_context(ctx, &taps);
   std::map<std::string, Tensor> out;
   out["output"] = model.forward(x, t, text, &taps);
 
   // patch_embedding is compared in the Conv3d's layout [B, dim, F', H', W'].
   if (auto it = taps.find("patch_embedding"); it != taps.end()) {
-    const auto [Fp, Hp, Wp] = model.patch_grid(x.shape());
+    const int64_t n = x.dim();  // x [.., C, F, H, W] (without y: only its grid matters here)
+    const int64_t Fp = x.size(n - 3) / cfg.patch_size[0], Hp = x.size(n - 2) / cfg.patch_size[1],
+                  Wp = x.size(n - 1) / cfg.patch_size[2];
     const Tensor tok = it->second;
     it->second = ops::copy(tok.view({tok.size(0), Fp, Hp, Wp, cfg.dim}).permute({0, 4, 1, 2, 3}));
   }

@@ -1,5 +1,5 @@
-// Parity kind `rng.torch_cpu` (DESIGN.md par. 4): regenerates every output.*
-// tensor of the golden file with TorchGenerator.
+// The runner of parity kind `rng.torch_cpu` (DESIGN.md par. 4): regenerates
+// every output.* tensor of the golden file with TorchGenerator.
 //   output.randn.<seed>.<AxBxC>.<dtype>          manual_seed(seed); randn(shape, dtype)
 //   output.randn_seq.<seed>.<i>.<AxBxC>.<dtype>  call i of consecutive randn calls after
 //                                                one manual_seed(seed) (calls 0..i-1 are
@@ -10,7 +10,7 @@
 
 #include "core/rng.h"
 #include "parity/parity.h"
-#include "sched/parity_kinds.h"
+#include "sched/parity_runners.h"
 
 namespace vidax {
 namespace {
@@ -42,6 +42,8 @@ uint64_t parse_seed(const std::string& name, const std::string& s) {
 Tensor as_stored(const Tensor& t) {
   return (t.dtype() == DType::BF16 || t.dtype() == DType::F16) ? t.to(DType::F32) : t;
 }
+
+}  // namespace
 
 parity::Produced run_rng_torch_cpu(const parity::Golden& g, const parity::Options&) {
   TorchGeneratorOptions opt;
@@ -81,9 +83,5 @@ parity::Produced run_rng_torch_cpu(const parity::Golden& g, const parity::Option
   }
   return out;
 }
-
-}  // namespace
-
-void register_rng_parity_kinds() { parity::register_kind("rng.torch_cpu", run_rng_torch_cpu); }
 
 }  // namespace vidax

@@ -1,7 +1,7 @@
-// Fuzzes the whole checkpoint path for torch.save files (zip central
-// directory and local headers, libzip, data.pkl, storage lookup, views): the
-// input becomes an in-memory file opened with io::Checkpoint, and every tensor
-// it yields is read in full.
+// Fuzzes the whole io::Checkpoint path on one file of any format (sniffed):
+// torch.save zips (central directory and local headers, libzip, data.pkl,
+// storage lookup, views), legacy torch streams, GGUF, safetensors. The input
+// becomes an in-memory file, and every tensor it yields is read in full.
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -13,7 +13,7 @@
 #include "io/checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  int fd = memfd_create("fuzz.pth", 0);
+  int fd = memfd_create("fuzz.ckpt", 0);
   if (fd < 0) __builtin_trap();
   for (size_t done = 0; done < size;) {
     ssize_t w = write(fd, data + done, size - done);

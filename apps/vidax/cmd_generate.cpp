@@ -1,0 +1,176 @@
+// `vidax generate`: text-to-video with a Wan 2.1 checkpoint (DESIGN.md §1).
+// Parses options, fills unset ones from the model's preset (the official
+// defaults), validates the request BEFORE loading weights, loads, runs with a
+// progress bar, writes the video (temp file + rename) and a JSON sidecar.
+#include <omp.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <optional>
+#include <random>
+
+#include "commands.h"
+#include "core/error.h"
+#include "pipeline/interrupt.h"
+#include "pipeline/output.h"
+#include "pipeline/progress.h"
+#include "pipeline/sampler.h"
+#include "pipeline/wan_t2v.h"
+#include "pipeline/wan_t2v_load.h"
+
+namespace vidax::app {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model, weights, prompt, output, output_format, sampler, precision, noise_file;
+  std::optional<std::string> negative_prompt;
+  std::optional<int64_t> frames, height, width, steps;
+  std::optional<uint64_t> seed;
+  std::optional<double> guidance, shift, fps;
+  int threads = 0;
+};
+
+void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+
+int run_generate(const GenerateArgs& a) {
+  using namespace vidax::pipeline;
+  install_interrupt_handlers();
+  if (a.threads > 0) omp_set_num_threads(a.threads);
+
+  // Model and request, checked before anything heavy happens.
+  WanT2VPreset preset = resolve_wan_t2v_preset(a.weights, a.model);
+  T2VRequest req;
+  req.prompt = a.prompt;
+  req.negative_prompt = a.negative_prompt.value_or("");
+  req.default_negative_prompt = preset.negative_prompt;
+  req.frames = a.frames.value_or(preset.frames);
+  req.height = a.height.value_or(preset.height);
+  req.width = a.width.value_or(preset.width);
+  req.steps = a.steps.value_or(preset.steps);
+  req.guidance = a.guidance.value_or(preset.guidance);
+  req.shift = a.shift.value_or(preset.shift);
+  req.sampler = a.sampler.empty() ? preset.sampler : a.sampler;
+  // The reference draws a random seed when none is given (seed = -1); it is recorded either way.
+  req.seed = a.seed ? *a.seed : std::random_device{}() % 2147483648u;
+  const double fps = a.fps.value_or(preset.fps);
+  VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
+  WanGeometry geom;
+  geom.text_len = preset.text_len;
+  validate_request(geom, req);
+  if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
+
+  const std::string out_path = a.output.empty() ? preset.name + "-seed" + std::to_string(req.seed) + ".mp4" : a.output;
+  const OutputFormat format =
+      a.output_format.empty() ? output_format_from_path(out_path) : parse_output_format(a.output_format);
+  {
+    const auto dir = std::filesystem::path(out_path).parent_path();
+    VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir),
+                "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
+  }
+
+  // Load.
+  auto t0 = std::chrono::steady_clock::now();
+  WanT2VLoadOptions lo;
+  lo.weights_dir = a.weights;
+  lo.model = preset.name;
+  lo.precision = a.precision;
+  lo.on_stage = [](const std::string& s) { note(s); };
+  LoadedWanT2V loaded = load_wan_t2v(lo);
+  const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  geom = loaded.parts.geometry;
+  validate_request(geom, req);  // the loaded configs are the final word
+  throw_if_interrupted("loading");
+
+  // Run.
+  note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
+       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, seed " +
+       std::to_string(req.seed));
+  ProgressBar bar("denoising", static_cast<int>(req.steps));
+  T2VEvents ev;
+  ev.on_stage = [&](const std::string& s) {
+    if (s != "denoising") note(s);
+  };
+  ev.on_step = [&](int done, int, double secs) { bar.update(done, secs); };
+  ev.warn = [](const std::string& s) { note("warning: " + s); };
+  T2VResult res;
+  try {
+    res = run_wan_t2v(loaded.parts, req, ev, format != OutputFormat::Latents);
+  } catch (...) {
+    bar.finish();
+    throw;
+  }
+  bar.finish();
+
+  // Write.
+  nlohmann::json params{{"vidax_version", VIDAX_VERSION},
+                        {"model", loaded.preset.name},
+                        {"weights", a.weights},
+                        {"layout", loaded.files.layout},
+                        {"prompt", req.prompt},
+                        {"negative_prompt", res.negative_prompt},
+                        {"seed", req.seed},
+                        {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
+                        {"frames", req.frames},
+                        {"height", req.height},
+                        {"width", req.width},
+                        {"steps", req.steps},
+                        {"sampler", req.sampler},
+                        {"shift", req.shift},
+                        {"guidance", req.guidance},
+                        {"precision", loaded.precision},
+                        {"fps", fps},
+                        {"seconds",
+                         {{"load", load_s},
+                          {"text", res.seconds_text},
+                          {"denoise", res.seconds_denoise},
+                          {"decode", res.seconds_decode}}}};
+  OutputRequest oreq;
+  oreq.path = out_path;
+  oreq.format = format;
+  oreq.fps = fps;
+  oreq.params = params;
+  oreq.warn = ev.warn;
+  const std::string sidecar = write_output(oreq, res.video, res.latents);
+  note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar);
+  return 0;
+}
+
+}  // namespace
+
+Command add_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  CLI::App* sub = app.add_subcommand("generate", "Generate a video from a text prompt (Wan 2.1 T2V)");
+  sub->add_option("--model", a->model,
+                  "wan2.1-t2v-1.3b | wan2.1-t2v-14b | wan2.1-tiny-demo (default: detected from --weights)");
+  sub->add_option("--weights", a->weights, "Checkpoint directory (original or diffusers layout)")->required();
+  sub->add_option("--prompt", a->prompt, "The text prompt")->required();
+  sub->add_option("--negative-prompt", a->negative_prompt,
+                  "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
+  sub->add_option("--frames", a->frames, "Frame count, 4k+1 (default 81)");
+  sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
+  sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
+  sub->add_option("--steps", a->steps, "Sampling steps (default 50)");
+  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default: random, recorded)");
+  sub->add_option("--guidance", a->guidance, "Classifier-free guidance scale (default 5.0)");
+  sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default 5.0)");
+  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");
+  sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
+  sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
+  sub->add_option("-o,--output", a->output, "Output path (default <model>-seed<seed>.mp4)");
+  sub->add_option("--output-format", a->output_format,
+                  "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
+  sub->add_option("--fps", a->fps, "Frames per second of the video file (default 16)");
+  sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  return {sub, [a]() -> int {
+            try {
+              return run_generate(*a);
+            } catch (const pipeline::Interrupted& e) {
+              std::fprintf(stderr, "vidax: %s\n", e.what());
+              return 130;
+            }
+          }};
+}
+
+}  // namespace vidax::app

@@ -1,0 +1,33 @@
+// vidax inspect PATH: which model, variant and layout a checkpoint is, what it
+// holds (tensors, parameters, dtypes, bytes) and whether it covers the
+// engine's parameters exactly. Reads headers only.
+#include <cstdio>
+
+#include "commands.h"
+#include "translate/inspect.h"
+
+namespace vidax::app {
+
+Command add_inspect(CLI::App& app) {
+  auto* sub = app.add_subcommand(
+      "inspect", "Report a checkpoint's family, variant, layout, dtypes and coverage of the engine's parameters");
+  struct Args {
+    std::string path;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("path", a->path,
+                  "a .safetensors/.pth file, a *.safetensors.index.json, an original-layout folder or a diffusers "
+                  "pipeline folder")
+      ->required();
+  sub->add_flag("--json", a->json, "print a JSON report");
+  return {sub, [a]() {
+            translate::InspectReport r = translate::inspect(a->path);
+            if (a->json) std::printf("%s\n", r.to_json().dump(2).c_str());
+            else std::fputs(r.to_text().c_str(), stdout);
+            // Incomplete coverage is an error: the keys are named above.
+            return r.complete() ? 0 : 1;
+          }};
+}
+
+}  // namespace vidax::app

@@ -1,0 +1,49 @@
+// `vidax make-demo OUTDIR`: writes a tiny random-weight Wan 2.1 checkpoint in
+// the original layout (see src/pipeline/demo_weights.h) for scripts/demo.sh.
+#include <cstdio>
+#include <filesystem>
+
+#include "commands.h"
+#include "core/error.h"
+#include "pipeline/demo_weights.h"
+
+namespace vidax::app {
+
+namespace {
+
+// The build trains the demo tokenizer into <build>/demo/spiece.model
+// (cmake/TinySentencePiece.cmake); the binary lives in <build>/bin.
+std::string default_demo_tokenizer() {
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return "";
+  return (exe.parent_path().parent_path() / "demo" / "spiece.model").string();
+}
+
+}  // namespace
+
+Command add_make_demo(CLI::App& app) {
+  auto opt = std::make_shared<pipeline::DemoWeightsOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "make-demo", "Write a tiny random-weight Wan 2.1 checkpoint (original layout) for a quick end-to-end run");
+  sub->add_option("outdir", opt->out_dir, "Directory to write (created)")->required();
+  sub->add_option("--tokenizer", opt->spiece_model,
+                  "SentencePiece model to ship as the tokenizer (default: <build>/demo/spiece.model)");
+  sub->add_option("--seed", opt->seed, "Seed of the random weights")->capture_default_str();
+  return {sub, [opt]() -> int {
+            if (opt->spiece_model.empty()) {
+              opt->spiece_model = default_demo_tokenizer();
+              VIDAX_CHECK(std::filesystem::is_regular_file(opt->spiece_model),
+                          "make-demo: the demo tokenizer " << opt->spiece_model
+                              << " is missing; build it with `cmake --build build --target vidax_demo_spiece` "
+                                 "(needs spm_train, Debian package sentencepiece) or pass --tokenizer");
+            }
+            nlohmann::json m = pipeline::make_demo_weights(*opt);
+            std::fprintf(stderr, "wrote %s: %s, random weights (text vocabulary %lld)\n", opt->out_dir.c_str(),
+                         m["model"].get<std::string>().c_str(),
+                         static_cast<long long>(m["t5"]["vocab"].get<int64_t>()));
+            return 0;
+          }};
+}
+
+}  // namespace vidax::app

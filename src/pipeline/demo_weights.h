@@ -1,0 +1,32 @@
+// `vidax make-demo`: a tiny random-weight Wan 2.1 checkpoint in the ORIGINAL
+// layout, so the whole prompt -> MP4 path runs in seconds with no download:
+//
+//   OUTDIR/config.json                                  WanModel init args (tiny)
+//   OUTDIR/diffusion_pytorch_model.safetensors          DiT, official names, F32
+//   OUTDIR/Wan2.1_VAE.safetensors                       WanVAE_, official names, F32
+//   OUTDIR/models_t5_umt5-xxl-enc-bf16.safetensors      T5Encoder (UMT5), official names, BF16
+//   OUTDIR/google/umt5-xxl/spiece.model                 a small SentencePiece model
+//   OUTDIR/vidax_model.json                             {"model": "wan2.1-tiny-demo", dit/vae/t5 configs}
+//
+// The VAE and text encoder are .safetensors where the publisher ships .pth
+// (pickles); the loader accepts either name.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "pipeline/wan_param_shapes.h"
+
+namespace vidax::pipeline {
+
+struct DemoWeightsOptions {
+  std::string out_dir;
+  std::string spiece_model;  // the SentencePiece model to ship as the tokenizer
+  uint64_t seed = 0;         // for the random weights
+};
+
+// Writes the checkpoint (creating out_dir); returns the vidax_model.json written.
+nlohmann::json make_demo_weights(const DemoWeightsOptions& opt);
+
+}  // namespace vidax::pipeline

@@ -1,0 +1,196 @@
+#include "pipeline/wan_t2v_load.h"
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "core/error.h"
+#include "models/wan/dit.h"
+#include "models/wan/vae.h"
+#include "nn/params.h"
+#include "text/t5_encoder.h"
+#include "text/t5_tokenizer.h"
+#include "text/wan_text_encoder.h"
+#include "translate/component.h"
+#include "translate/source.h"
+#include "translate/wan.h"
+
+namespace vidax::pipeline {
+
+using nlohmann::json;
+
+namespace {
+
+// One part of the checkpoint through the translator: layout detected, config
+// given (read in any spelling the component knows), strict (every key used,
+// every parameter filled, shapes checked).
+std::map<std::string, Tensor> translate_part(const std::string& path, const translate::Component& comp,
+                                             const json& config, std::string* layout) {
+  auto src = translate::CheckpointSource::open(path);
+  translate::Match m = translate::match(*src, comp, config);
+  translate::check(m.plan, {}, comp.name() + " from " + path);
+  *layout = m.layout;
+  return translate::materialize(*src, m.plan, {});
+}
+
+// The configs of the three parts: the weights' own files first (config.json,
+// diffusers' per-part config.json, the demo's vidax_model.json), else the preset.
+json part_config(const json& from_weights, const json& vidax_model, const char* key, const json& preset) {
+  if (vidax_model.is_object() && vidax_model.contains(key)) return vidax_model[key];
+  if (!from_weights.is_null()) return from_weights;
+  return preset;
+}
+
+// What the DiT derives from one prompt, computed once per run.
+struct DiTConditioning {
+  wan::TextContext text;
+};
+
+// The most recently encoded prompts (text encoder output + DiT conditioning).
+class PromptCache {
+ public:
+  std::optional<EncodedPrompt> find(const std::string& prompt) {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [p, e] : entries_)
+      if (p == prompt) return e;
+    return std::nullopt;
+  }
+  void put(const std::string& prompt, const EncodedPrompt& e) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (entries_.size() == kCapacity) entries_.erase(entries_.begin());
+    entries_.emplace_back(prompt, e);
+  }
+
+ private:
+  static constexpr size_t kCapacity = 8;
+  std::mutex mu_;
+  std::vector<std::pair<std::string, EncodedPrompt>> entries_;
+};
+
+}  // namespace
+
+WanT2VPreset resolve_wan_t2v_preset(const std::string& weights_dir, const std::string& model) {
+  VIDAX_CHECK(std::filesystem::is_directory(weights_dir),
+              "weights directory " << weights_dir << " does not exist (or is not a directory)");
+  std::string name = model;
+  if (name.empty()) {
+    name = detect_wan_model(weights_dir);
+    if (name.empty()) {
+      std::string known;
+      for (const auto& p : wan_t2v_presets()) known += (known.empty() ? "" : ", ") + p.name;
+      throw Error(msg() << "cannot tell which model " << weights_dir
+                        << " holds (no vidax_model.json, no config.json with a known size); pass --model ("
+                        << known << ")");
+    }
+  }
+  const WanT2VPreset& preset = wan_t2v_preset(name);
+  // Fail now, before anything is loaded, when files are missing or the weights hold another model.
+  check_preset_matches(find_wan_weights(weights_dir, preset), preset);
+  return preset;
+}
+
+LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
+  auto stage = [&](const std::string& s) {
+    if (opt.on_stage) opt.on_stage(s);
+  };
+  LoadedWanT2V out;
+  out.preset = resolve_wan_t2v_preset(opt.weights_dir, opt.model);
+  out.files = find_wan_weights(opt.weights_dir, out.preset);
+  check_preset_matches(out.files, out.preset);
+  out.precision = opt.precision.empty() ? out.preset.precision : opt.precision;
+  const wan::Precision precision = wan::parse_precision(out.precision);
+  const WanWeightFiles& f = out.files;
+  out.preset.dit = part_config(f.dit_config, f.vidax_model, "dit", out.preset.dit);
+  out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
+  out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
+  std::string layout;
+
+  // Text: UMT5 encoder + tokenizer. The reference runs it in bf16 (t5_dtype);
+  // --precision fp32 computes it in fp32 from the stored weights.
+  stage("loading the text encoder " + f.t5);
+  auto t5_weights = std::make_shared<std::map<std::string, Tensor>>(
+      translate_part(f.t5, translate::wan::umt5_component(), out.preset.t5, &layout));
+  const text::T5EncoderConfig t5_cfg = text::T5EncoderConfig::from_json(out.preset.t5);
+  text::T5Encoder t5(
+      t5_cfg,
+      [t5_weights, path = f.t5](const std::string& name) {
+        auto it = t5_weights->find(name);
+        VIDAX_CHECK(it != t5_weights->end(), path << ": no parameter " << name);
+        return it->second;
+      },
+      precision == wan::Precision::F32 ? DType::F32 : DType::BF16);
+  t5_weights.reset();
+  auto text_encoder = std::make_shared<text::WanTextEncoder>(text::T5Tokenizer::load(f.tokenizer), std::move(t5),
+                                                             out.preset.text_len);
+
+  // DiT.
+  stage("loading the DiT " + f.dit + " (" + out.precision + ")");
+  const wan::DiTConfig dit_cfg = wan::DiTConfig::from_json(out.preset.dit);
+  std::shared_ptr<wan::WanDiT> dit;
+  {
+    nn::ParamSource params = nn::ParamSource::from_map(
+        translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout), f.dit);
+    dit = std::make_shared<wan::WanDiT>(dit_cfg, params, precision);
+    params.expect_all_taken();
+  }
+
+  // VAE decoder (fp32, as the reference's WanVAE(dtype=torch.float)).
+  stage("loading the VAE " + f.vae);
+  const wan::WanVAEConfig vae_cfg = wan::WanVAEConfig::from_json(out.preset.vae);
+  std::shared_ptr<wan::WanVAE> vae;
+  {
+    auto vae_weights = translate_part(f.vae, translate::wan::vae_component(), out.preset.vae, &layout);
+    vae = std::make_shared<wan::WanVAE>(
+        vae_cfg,
+        [&vae_weights, path = f.vae](const std::string& name) {
+          auto it = vae_weights.find(name);
+          VIDAX_CHECK(it != vae_weights.end(), path << ": no parameter " << name);
+          return it->second;
+        },
+        wan::WanVAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
+  }
+
+  WanT2VComponents& p = out.parts;
+  p.geometry.z_dim = vae_cfg.z_dim;
+  p.geometry.vae_stride_t = vae_cfg.temporal_factor();
+  p.geometry.vae_stride_s = vae_cfg.spatial_factor();
+  p.geometry.patch_t = dit_cfg.patch_size[0];
+  p.geometry.patch_h = dit_cfg.patch_size[1];
+  p.geometry.patch_w = dit_cfg.patch_size[2];
+  p.geometry.text_len = dit_cfg.text_len;
+  VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim && dit_cfg.out_dim == vae_cfg.z_dim,
+              "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
+                                 << vae_cfg.z_dim << ")");
+  VIDAX_CHECK(dit_cfg.text_dim == t5_cfg.dim, "the DiT expects text_dim " << dit_cfg.text_dim
+                                                                          << " but the text encoder has dim " << t5_cfg.dim);
+
+  // Encoded prompts are kept (a few) so repeated runs on a loaded model, e.g.
+  // the same negative prompt every time, skip the text encoder.
+  auto cache = std::make_shared<PromptCache>();
+  p.encode_prompt = [text_encoder, dit, cache](const std::string& prompt) {
+    if (auto hit = cache->find(prompt)) return *hit;
+    text::EncodedPrompts e = text_encoder->encode({prompt});
+    EncodedPrompt r;
+    r.context = e.context.at(0);
+    r.truncated = e.truncated.at(0);
+    auto cond = std::make_shared<DiTConditioning>();
+    cond->text = dit->encode_context(r.context);
+    r.conditioning = cond;
+    cache->put(prompt, r);
+    return r;
+  };
+  p.predict = [dit](const Tensor& x, double t, const EncodedPrompt& prompt) {
+    VIDAX_CHECK(prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
+    const auto& cond = *static_cast<const DiTConditioning*>(prompt.conditioning.get());
+    return dit->forward(x, std::vector<double>{t}, cond.text);
+  };
+  p.decode = [vae](const Tensor& z) {
+    return vae->decode_normalized(z.unsqueeze(0), wan::LatentScale::wan21()).squeeze(0);
+  };
+  return out;
+}
+
+}  // namespace vidax::pipeline

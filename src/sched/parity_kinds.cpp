@@ -1,0 +1,16 @@
+#include "sched/parity_kinds.h"
+
+#include "sched/parity_runners.h"
+
+namespace vidax {
+
+void register_rng_parity_kinds() { parity::register_kind("rng.torch_cpu", run_rng_torch_cpu); }
+
+namespace sched {
+void register_parity_kinds() {
+  for (const char* kind : {"sched.flow_unipc", "sched.flow_dpmpp", "sched.flow_euler"})
+    parity::register_kind(kind, run_flow_sampler);
+}
+}  // namespace sched
+
+}  // namespace vidax

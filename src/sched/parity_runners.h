@@ -1,0 +1,14 @@
+// The runners behind the parity kinds of this layer (registered by
+// parity_kinds.cpp; separate so tests can call them without the registry).
+#pragma once
+#include "parity/parity.h"
+
+namespace vidax {
+// rng.torch_cpu: every output.randn.* / output.randn_seq.* tensor regenerated.
+parity::Produced run_rng_torch_cpu(const parity::Golden& g, const parity::Options& opt);
+namespace sched {
+// sched.flow_unipc / sched.flow_dpmpp / sched.flow_euler: output.timesteps,
+// output.sigmas and output.sample.<i> from input.latent and input.model_output.<i>.
+parity::Produced run_flow_sampler(const parity::Golden& g, const parity::Options& opt);
+}  // namespace sched
+}  // namespace vidax

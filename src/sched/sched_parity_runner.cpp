@@ -1,0 +1,32 @@
+// The runner of parity kinds sched.flow_unipc, sched.flow_dpmpp and
+// sched.flow_euler (DESIGN.md par. 4): replays the golden's recorded model outputs through the sampler
+// and returns output.timesteps, output.sigmas and output.sample.<i>.
+#include <string>
+
+#include "parity/parity.h"
+#include "sched/parity_runners.h"
+#include "sched/sched_config.h"
+
+namespace vidax::sched {
+
+parity::Produced run_flow_sampler(const parity::Golden& g, const parity::Options&) {
+  auto s = make_scheduler(options_from_config(g.kind, g.config));
+  TorchGenerator gen(g.config.value("generator_seed", uint64_t(0)));
+  s->set_generator(&gen);
+  parity::Produced out;
+  out["output.timesteps"] = s->timesteps_tensor();
+  out["output.sigmas"] = s->sigmas_tensor();
+  // Inputs through the file itself (not Golden::input) so the runner needs only io.
+  auto input = [&](const std::string& name) {
+    VIDAX_CHECK(g.file.contains("input." + name), g.path << ": lacks input." << name);
+    return g.file.get("input." + name).to(DType::F32);
+  };
+  Tensor x = input("latent");
+  for (int64_t i = 0; i < s->num_steps(); ++i) {
+    x = s->step(input("model_output." + std::to_string(i)), i, x);
+    out["output.sample." + std::to_string(i)] = x;
+  }
+  return out;
+}
+
+}  // namespace vidax::sched

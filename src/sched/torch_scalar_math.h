@@ -1,0 +1,16 @@
+// float32 log / exp / expm1 as torch's x86-64 CPU kernels compute them for
+// float tensors (including the 0-dim ones the samplers' coefficients are).
+// torch routes float exp and log to MKL VML (vsExp, vsLn) and expm1 to SLEEF
+// (Sleef_expm1f16_u10; its vml layer keeps expm1 off MKL):
+// - torch_expm1f emulates SLEEF bit for bit (glibc's expm1f differs on ~10%);
+// - torch_logf / torch_expf are correctly rounded, MKL's results differ from
+//   them by one ulp on ~0.1% (log) and ~1% (exp) of inputs.
+#pragma once
+
+namespace vidax::sched {
+
+float torch_logf(float x);
+float torch_expf(float x);
+float torch_expm1f(float x);
+
+}  // namespace vidax::sched

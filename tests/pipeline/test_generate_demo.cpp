@@ -1,0 +1,133 @@
+// End to end on real (tiny, random) weights: the demo checkpoint through the
+// loader and the T2V loop, and the official WanT2V.generate golden
+// (tools/golden/wan_pipeline.py).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "io/checkpoint.h"
+#include "io/video.h"
+#include "pipeline/demo_weights.h"
+#include "pipeline/wan_t2v.h"
+#include "pipeline/wan_t2v_load.h"
+
+namespace fs = std::filesystem;
+using namespace vidax;
+using namespace vidax::pipeline;
+
+namespace {
+
+const std::string kData = VIDAX_TEST_DATA_DIR;
+
+// One demo checkpoint for the whole suite (writing it takes a moment).
+const LoadedWanT2V& demo_model() {
+  static LoadedWanT2V loaded = [] {
+    const fs::path d = fs::temp_directory_path() / ("vidax_test_demo_" + std::to_string(::getpid()));
+    fs::remove_all(d);
+    DemoWeightsOptions o;
+    o.out_dir = d.string();
+    o.spiece_model = kData + "/text/data/tiny_spiece.model";
+    make_demo_weights(o);
+    WanT2VLoadOptions lo;
+    lo.weights_dir = d.string();
+    return load_wan_t2v(lo);
+  }();
+  return loaded;
+}
+
+T2VRequest demo_request(uint64_t seed) {
+  T2VRequest r;
+  r.prompt = "a red panda climbing a bamboo tree in the snow";
+  r.default_negative_prompt = demo_model().preset.negative_prompt;
+  r.frames = 5;
+  r.height = 32;
+  r.width = 48;
+  r.steps = 3;
+  r.seed = seed;
+  return r;
+}
+
+double rel_l2(const Tensor& a, const Tensor& b) {
+  auto x = a.to_f64_vector(), y = b.to_f64_vector();
+  EXPECT_EQ(x.size(), y.size());
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += y[i] * y[i];
+  }
+  return std::sqrt(num / std::max(den, 1e-30));
+}
+
+}  // namespace
+
+TEST(DemoGenerate, DetectsTheDemoModel) {
+  EXPECT_EQ(demo_model().preset.name, "wan2.1-tiny-demo");
+  EXPECT_EQ(demo_model().files.layout, "original");
+  EXPECT_EQ(demo_model().precision, "fp32");
+}
+
+TEST(DemoGenerate, SameSeedSameFramesOtherSeedOtherFrames) {
+  const auto& m = demo_model();
+  T2VResult a = run_wan_t2v(m.parts, demo_request(1));
+  T2VResult b = run_wan_t2v(m.parts, demo_request(1));
+  T2VResult c = run_wan_t2v(m.parts, demo_request(2));
+  ASSERT_EQ(a.video.shape(), (Shape{3, 5, 32, 48}));
+  const io::RgbVideo ra = io::rgb_from_video_tensor(a.video), rb = io::rgb_from_video_tensor(b.video),
+                     rc = io::rgb_from_video_tensor(c.video);
+  EXPECT_EQ(ra.rgb, rb.rgb);
+  EXPECT_NE(ra.rgb, rc.rgb);
+  size_t differing = 0;
+  for (size_t i = 0; i < ra.rgb.size(); ++i) differing += ra.rgb[i] != rc.rgb[i];
+  EXPECT_GT(differing, ra.rgb.size() / 2);  // a different seed changes most pixels
+}
+
+TEST(DemoGenerate, OverlongPromptIsTruncatedWithAWarning) {
+  const auto& m = demo_model();
+  T2VRequest r = demo_request(1);
+  r.steps = 1;
+  r.prompt.clear();
+  for (int i = 0; i < 400; ++i) r.prompt += "panda bamboo snow ";
+  std::vector<std::string> warnings;
+  T2VEvents ev;
+  ev.warn = [&](const std::string& w) { warnings.push_back(w); };
+  run_wan_t2v(m.parts, r, ev, /*decode=*/false);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_NE(warnings[0].find("the prompt is longer than 512 tokens; it was truncated"), std::string::npos);
+}
+
+// The official WanT2V.generate on the same tiny weights (fp32 on the CPU, CPU
+// generator): same noise, same 3 UniPC steps with CFG and the default negative
+// prompt, same VAE decode.
+TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
+  const std::string golden = kData + "/golden/wan_pipeline_tiny.safetensors";
+  io::Checkpoint g = io::Checkpoint::open(golden);
+  const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
+  WanT2VLoadOptions lo;
+  lo.weights_dir = kData + "/golden/wan_pipeline_tiny";
+  lo.precision = "fp32";
+  LoadedWanT2V m = load_wan_t2v(lo);
+  T2VRequest r;
+  r.prompt = cfg["prompt"];
+  r.negative_prompt = cfg["negative_prompt"];
+  r.default_negative_prompt = m.preset.negative_prompt;
+  r.frames = cfg["frames"];
+  r.height = cfg["height"];
+  r.width = cfg["width"];
+  r.steps = cfg["steps"];
+  r.seed = cfg["seed"];
+  r.guidance = cfg["guidance"];
+  r.shift = cfg["shift"];
+  r.sampler = cfg["sampler"];
+  // The noise from the seed is the reference's (bit for bit).
+  EXPECT_EQ(draw_noise(r.seed, latent_shape(m.parts.geometry, r)).to_f32_vector(),
+            g.get("inter.noise").to_f32_vector());
+  T2VResult res = run_wan_t2v(m.parts, r);
+  const std::vector<double> ts = g.get("inter.timesteps").to_f64_vector();
+  EXPECT_EQ(res.timesteps, ts);
+  const double e_lat = rel_l2(res.latents, g.get("output.latents"));
+  const double e_vid = rel_l2(res.video, g.get("output.video"));
+  std::printf("golden: latents rel_l2 %.3g, video rel_l2 %.3g\n", e_lat, e_vid);
+  EXPECT_LT(e_lat, 1e-4);
+  EXPECT_LT(e_vid, 1e-4);
+}

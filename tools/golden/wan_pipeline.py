@@ -1,0 +1,233 @@
+"""Golden end-to-end run of the OFFICIAL Wan 2.1 text-to-video code on tiny
+random weights, on the CPU, for tests/pipeline (the pipeline's parity check).
+
+It calls the reference's own WanT2V.generate() (wan/text2video.py) - prompt and
+default negative prompt through T5EncoderModel, noise from a seeded CPU
+torch.Generator, the UniPC loop with CFG, WanVAE.decode - with the parts built
+here instead of loaded from a 1.3B checkpoint. Deviations, all for running on a
+CPU at fp32, none in the math:
+  * the object is assembled without __init__ (which hard-codes cuda:N), with
+    device = cpu, so seed_g is a CPU generator (the official run seeds a CUDA one);
+  * flash_attention (CUDA-only, bf16) is replaced by an fp32 softmax attention with
+    the same key-length masking (as tools/golden/wan_dit.py does);
+  * torch.cuda.amp.autocast is inactive on a CPU-only machine, so the DiT runs
+    fp32, and the text encoder runs fp32 from its bf16-stored weights (vidax
+    --precision fp32 does the same).
+
+Writes, for vidax's loader (original layout):
+  tests/golden/wan_pipeline_tiny/{config.json, diffusion_pytorch_model.safetensors,
+      Wan2.1_VAE.safetensors, models_t5_umt5-xxl-enc-bf16.safetensors,
+      google/umt5-xxl/spiece.model, vidax_model.json}
+and tests/golden/wan_pipeline_tiny.safetensors (kind wan.pipeline.t2v):
+  config = the request; output.latents [16, F', h, w] (the final x0 given to the
+  VAE), output.video [3, F, H, W]; inter.noise, inter.timesteps.
+
+Usage: WAN21_REPO=/work/ref/Wan2.1 SPIECE=<tiny spiece.model> python tools/golden/wan_pipeline.py
+"""
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import types
+
+import torch
+from easydict import EasyDict
+from safetensors.torch import save_file
+
+REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
+SPIECE = os.environ.get("SPIECE", os.path.join(ROOT, "tests", "text", "data", "tiny_spiece.model"))
+OUT_DIR = os.path.join(ROOT, "tests", "golden", "wan_pipeline_tiny")
+OUT_FILE = os.path.join(ROOT, "tests", "golden", "wan_pipeline_tiny.safetensors")
+
+# The same tiny architecture as vidax's wan2.1-tiny-demo preset (src/pipeline/wan_presets.cpp).
+DIT = dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=64, ffn_dim=128, freq_dim=64,
+           text_dim=32, out_dim=16, num_heads=2, num_layers=2, window_size=(-1, -1), qk_norm=True,
+           cross_attn_norm=True, eps=1e-6)
+VAE = dict(dim=4, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
+           temperal_downsample=[False, True, True])
+T5 = dict(dim=32, dim_attn=32, dim_ffn=64, num_heads=2, num_layers=2, num_buckets=32, shared_pos=False)
+REQUEST = dict(prompt="a red panda climbing a bamboo tree in the snow", negative_prompt="", frames=5, height=32,
+               width=48, steps=3, seed=42, guidance=5.0, shift=5.0, sampler="unipc")
+
+
+def load(name, rel):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, rel))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def package(name, rel):
+    p = types.ModuleType(name)
+    p.__path__ = [os.path.join(REPO, rel)]
+    sys.modules[name] = p
+
+
+# Import only the module files needed (wan/__init__ pulls optional packages).
+package("wan", "wan")
+package("wan.modules", "wan/modules")
+package("wan.utils", "wan/utils")
+package("wan.distributed", "wan/distributed")
+torch.cuda.current_device = lambda: "cpu"  # t5.py evaluates it as a default argument at import
+attention = load("wan.modules.attention", "wan/modules/attention.py")
+model_mod = load("wan.modules.model", "wan/modules/model.py")
+vae_mod = load("wan.modules.vae", "wan/modules/vae.py")
+t5_mod = load("wan.modules.t5", "wan/modules/t5.py")
+tok_mod = load("wan.modules.tokenizers", "wan/modules/tokenizers.py")
+load("wan.utils.fm_solvers", "wan/utils/fm_solvers.py")
+load("wan.utils.fm_solvers_unipc", "wan/utils/fm_solvers_unipc.py")
+fsdp = types.ModuleType("wan.distributed.fsdp")
+fsdp.shard_model = None  # imported by text2video.py, used only with FSDP
+sys.modules["wan.distributed.fsdp"] = fsdp
+t2v_mod = load("wan.text2video", "wan/text2video.py")
+
+
+def fp32_attention(q, k, v, q_lens=None, k_lens=None, window_size=(-1, -1), **kw):
+    """flash_attention's contract ([B, L, N, D] in and out, keys >= k_lens[b] masked), in fp32."""
+    b, lq, n, d = q.shape
+    lk = k.shape[1]
+    mask = None
+    if k_lens is not None:
+        mask = torch.arange(lk)[None, :] < k_lens[:, None]  # [B, Lk]
+        mask = mask[:, None, None, :]
+    out = torch.nn.functional.scaled_dot_product_attention(
+        q.float().transpose(1, 2), k.float().transpose(1, 2), v.float().transpose(1, 2), attn_mask=mask)
+    return out.transpose(1, 2).contiguous().type_as(q)
+
+
+model_mod.flash_attention = fp32_attention
+
+
+def randomize(module, gen):
+    """Random weights that keep activations O(1): norms 1 (LayerNorm bias 0), biases N(0, 0.02),
+    modulation N(0, 1/dim), embeddings N(0, 1) (position tables 0.1), other weights N(0, 1/fan_in)."""
+    with torch.no_grad():
+        for name, p in module.named_parameters():
+            if "norm" in name or name.endswith(".gamma"):
+                p.fill_(0.0 if name.endswith(".bias") else 1.0)
+            elif name.endswith(".bias"):
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.02)
+            elif name.endswith("modulation"):
+                p.copy_(torch.randn(p.shape, generator=gen) / p.shape[-1] ** 0.5)
+            elif name in ("token_embedding.weight",):
+                p.copy_(torch.randn(p.shape, generator=gen))
+            elif "pos_embedding" in name:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.1)
+            else:
+                fan_in = p[0].numel() if p.dim() > 1 else 1
+                p.copy_(torch.randn(p.shape, generator=gen) / fan_in ** 0.5)
+
+
+def main():
+    gen = torch.Generator().manual_seed(1234)
+    if os.path.isdir(OUT_DIR):
+        shutil.rmtree(OUT_DIR)
+    tok_dir = os.path.join(OUT_DIR, "google", "umt5-xxl")
+    os.makedirs(tok_dir)
+    shutil.copy(SPIECE, os.path.join(tok_dir, "spiece.model"))
+    # Only for transformers' AutoTokenizer here; vidax reads spiece.model.
+    hf_tok_dir = os.path.join(OUT_DIR, "_hf_tokenizer")
+    os.makedirs(hf_tok_dir)
+    shutil.copy(SPIECE, os.path.join(hf_tok_dir, "spiece.model"))
+    with open(os.path.join(hf_tok_dir, "tokenizer_config.json"), "w") as f:
+        json.dump({"tokenizer_class": "T5Tokenizer"}, f)
+    tokenizer = tok_mod.HuggingfaceTokenizer(name=hf_tok_dir, seq_len=DIT["text_len"], clean="whitespace")
+    vocab = len(tokenizer.tokenizer)
+    shutil.rmtree(hf_tok_dir)
+    t5_cfg = dict(T5, vocab=vocab)
+
+    dit = model_mod.WanModel(**DIT).eval().requires_grad_(False)
+    randomize(dit, gen)
+    vae = vae_mod.WanVAE_(**VAE).eval().requires_grad_(False)
+    randomize(vae, gen)
+    t5 = t5_mod.T5Encoder(**t5_cfg, dropout=0.0).eval().requires_grad_(False)
+    randomize(t5, gen)
+    t5 = t5.to(torch.bfloat16)  # stored as the official .pth stores it
+
+    meta = {"format": "pt"}
+    save_file({k: v.contiguous() for k, v in dit.state_dict().items()},
+              os.path.join(OUT_DIR, "diffusion_pytorch_model.safetensors"), meta)
+    save_file({k: v.contiguous() for k, v in vae.state_dict().items()},
+              os.path.join(OUT_DIR, "Wan2.1_VAE.safetensors"), meta)
+    save_file({k: v.contiguous() for k, v in t5.state_dict().items()},
+              os.path.join(OUT_DIR, "models_t5_umt5-xxl-enc-bf16.safetensors"), meta)
+    dit_json = dict(DIT, patch_size=list(DIT["patch_size"]), window_size=list(DIT["window_size"]))
+    with open(os.path.join(OUT_DIR, "config.json"), "w") as f:
+        json.dump(dict(dit_json, _class_name="WanModel"), f, indent=1)
+    with open(os.path.join(OUT_DIR, "vidax_model.json"), "w") as f:
+        json.dump({"model": "wan2.1-tiny-demo", "dit": dit_json, "vae": VAE, "t5": t5_cfg,
+                   "note": "made by tools/golden/wan_pipeline.py"}, f, indent=1)
+
+    # Assemble WanT2V / T5EncoderModel / WanVAE without their CUDA-bound __init__s.
+    text_encoder = t5_mod.T5EncoderModel.__new__(t5_mod.T5EncoderModel)
+    text_encoder.text_len = DIT["text_len"]
+    text_encoder.dtype = torch.float32
+    text_encoder.device = torch.device("cpu")
+    text_encoder.model = t5.float()  # fp32 compute from the bf16-stored weights
+    text_encoder.tokenizer = tokenizer
+
+    wan_vae = vae_mod.WanVAE.__new__(vae_mod.WanVAE)
+    # WanVAE.__init__'s latent statistics (it would also build a 96-dim VAE and load a .pth).
+    mean = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508,
+            0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921]
+    std = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
+           3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160]
+    wan_vae.dtype = torch.float
+    wan_vae.device = torch.device("cpu")
+    wan_vae.mean = torch.tensor(mean, dtype=torch.float)
+    wan_vae.std = torch.tensor(std, dtype=torch.float)
+    wan_vae.scale = [wan_vae.mean, 1.0 / wan_vae.std]
+    wan_vae.model = vae
+    captured = {}
+    decode = wan_vae.decode
+
+    def decode_and_capture(zs):
+        captured["latents"] = zs[0].clone()
+        return decode(zs)
+
+    wan_vae.decode = decode_and_capture
+
+    shared_neg = load("wan_shared_config", "wan/configs/shared_config.py").wan_shared_cfg.sample_neg_prompt
+    pipe = t2v_mod.WanT2V.__new__(t2v_mod.WanT2V)
+    pipe.device = torch.device("cpu")
+    pipe.config = EasyDict(num_train_timesteps=1000, param_dtype=torch.float32)
+    pipe.rank = 0
+    pipe.t5_cpu = True
+    pipe.num_train_timesteps = 1000
+    pipe.param_dtype = torch.float32
+    pipe.text_encoder = text_encoder
+    pipe.vae_stride = (4, 8, 8)
+    pipe.patch_size = (1, 2, 2)
+    pipe.vae = wan_vae
+    pipe.model = dit
+    pipe.sp_size = 1
+    pipe.sample_neg_prompt = shared_neg
+
+    r = REQUEST
+    noise = torch.randn([16, (r["frames"] - 1) // 4 + 1, r["height"] // 8, r["width"] // 8], dtype=torch.float32,
+                        generator=torch.Generator().manual_seed(r["seed"]))
+    video = pipe.generate(r["prompt"], size=(r["width"], r["height"]), frame_num=r["frames"], shift=r["shift"],
+                          sample_solver=r["sampler"], sampling_steps=r["steps"], guide_scale=r["guidance"],
+                          n_prompt=r["negative_prompt"], seed=r["seed"], offload_model=False)
+    sched = sys.modules["wan.utils.fm_solvers_unipc"].FlowUniPCMultistepScheduler(
+        num_train_timesteps=1000, shift=1, use_dynamic_shifting=False)
+    sched.set_timesteps(r["steps"], device="cpu", shift=r["shift"])
+    tensors = {
+        "output.latents": captured["latents"].contiguous(),
+        "output.video": video.contiguous(),
+        "inter.noise": noise,
+        "inter.timesteps": sched.timesteps.to(torch.float64).contiguous(),
+    }
+    config = dict(r, model="wan2.1-tiny-demo", weights="wan_pipeline_tiny", precision="fp32",
+                  torch_version=torch.__version__)
+    save_file(tensors, OUT_FILE, {"kind": "wan.pipeline.t2v", "config": json.dumps(config)})
+    print("wrote", OUT_FILE, {k: list(v.shape) for k, v in tensors.items()},
+          "video range", float(video.min()), float(video.max()))
+
+
+if __name__ == "__main__":
+    main()
