@@ -21,6 +21,9 @@
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_t2v_load.h"
 
+// OpenBLAS keeps its own thread pool beside OpenMP's.
+extern "C" void openblas_set_num_threads(int);
+
 namespace vidax::app {
 
 namespace {
@@ -42,7 +45,10 @@ void note(const std::string& s) {
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
   install_interrupt_handlers();
-  if (a.threads > 0) omp_set_num_threads(a.threads);
+  if (a.threads > 0) {
+    omp_set_num_threads(a.threads);
+    openblas_set_num_threads(a.threads);
+  }
   // A mesh run (mpirun ... --mesh): every rank loads its part and runs; rank 0 alone prints and writes.
   dist::Communicator& world = dist::world();
   VIDAX_CHECK(world.size() == 1 || !a.mesh.empty(),
@@ -107,7 +113,9 @@ int run_generate(const GenerateArgs& a) {
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
   T2VEvents ev;
   ev.on_stage = [&](const std::string& s) {
-    if (s != "denoising") note(s);
+    if (s == "denoising") return;  // the bar shows it
+    if (s == "decoding the video" && bar) bar->finish();  // end the bar's line before the next message
+    note(s);
   };
   ev.on_step = [&](int done, int, double secs) {
     if (bar) bar->update(done, secs);

@@ -18,5 +18,6 @@ Command add_convert(CLI::App& app);
 Command add_parity(CLI::App& app);
 Command add_generate(CLI::App& app);
 Command add_make_demo(CLI::App& app);
+Command add_bench(CLI::App& app);
 
 }  // namespace vidax::app

@@ -17,6 +17,7 @@ int main(int argc, char** argv) {
       vidax::app::add_parity(app),
       vidax::app::add_generate(app),
       vidax::app::add_make_demo(app),
+      vidax::app::add_bench(app),
   };
   try {
     app.parse(argc, argv);

@@ -83,5 +83,8 @@ class Backend {
 // The backend that runs ops on tensors of `device` (Meta: the recording backend).
 // Throws vidax::Error for a device without a backend in this build.
 Backend& backend_for(Device device);
+// Profiling hook (vidax bench --profile): while set, CPU tensors run through `b`,
+// which must forward to the CPU backend; nullptr restores the CPU backend. Not thread-safe.
+void set_cpu_backend_interceptor(Backend* b);
 
 }  // namespace vidax

@@ -254,12 +254,12 @@ void expect_goldens_equal(const dist::Mesh& mesh) {
 // the single-rank reference and compares (every rank checks the official latents).
 void expect_pipeline_equal(const dist::Mesh& mesh) {
   using namespace vidax::pipeline;
-  const std::string golden = kData + "/golden/wan_pipeline_tiny.safetensors";
+  const std::string golden = kData + "/golden/pipeline/wan_pipeline_tiny.safetensors";
   io::Checkpoint g = io::Checkpoint::open(golden);
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
   auto run = [&](const dist::Mesh* m) {
     WanT2VLoadOptions lo;
-    lo.weights_dir = kData + "/golden/wan_pipeline_tiny";
+    lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
     lo.precision = "fp32";
     lo.mesh = m;
     LoadedWanT2V loaded = load_wan_t2v(lo);

@@ -1,0 +1,55 @@
+// vidax bench: times the Wan 2.1 T2V stages with random weights of the real
+// shapes (no checkpoint needed): text encoder, each DiT step (FLOPs, MFU against
+// the measured GEMM peak), VAE decode, peak resident memory. See
+// src/pipeline/bench.h for what is measured and docs/benchmarks.md for results.
+#include <omp.h>
+
+#include <cstdio>
+
+#include "commands.h"
+#include "pipeline/bench.h"
+
+namespace vidax::app {
+
+Command add_bench(CLI::App& app) {
+  auto* sub = app.add_subcommand("bench", "Time Wan 2.1 text-to-video stages on random weights of the real shapes");
+  struct Args {
+    pipeline::BenchOptions opt;
+    bool random_weights = false;
+    int threads = 0;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  sub->add_option("--model", a->opt.model, "wan2.1-t2v-1.3b | wan2.1-t2v-14b | wan2.1-tiny-demo")
+      ->capture_default_str();
+  sub->add_flag("--random-weights", a->random_weights,
+                "random weights of the model's real shapes (required: checkpoints are not benchmarked yet)");
+  sub->add_option("--frames", a->opt.frames, "video frames (1 + 4k)")->capture_default_str();
+  sub->add_option("--height", a->opt.height, "video height (multiple of 16)")->capture_default_str();
+  sub->add_option("--width", a->opt.width, "video width (multiple of 16)")->capture_default_str();
+  sub->add_option("--steps", a->opt.steps, "DiT forwards per repeat (0: no DiT)")->capture_default_str();
+  sub->add_option("--precision", a->opt.precision, "DiT precision: fp32 | bf16")->capture_default_str();
+  sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  sub->add_option("--repeats", a->opt.repeats, "repeats of every timed stage (min and median reported)")
+      ->capture_default_str();
+  sub->add_flag("--vae", a->opt.vae, "also time a VAE decode of the video's latent (fp32)");
+  sub->add_flag("--text-encoder", a->opt.text_encoder, "also time the UMT5 text encoder (bf16, 512 rows)");
+  sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step");
+  sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
+  sub->add_flag("--json", a->json, "print the report as JSON on stdout");
+  return {sub, [a]() {
+            if (!a->random_weights) {
+              std::fprintf(stderr, "vidax bench: pass --random-weights (benchmarking a checkpoint is not "
+                                   "implemented; timings do not depend on the weight values)\n");
+              return 2;
+            }
+            if (a->threads > 0) omp_set_num_threads(a->threads);
+            const nlohmann::json r = pipeline::run_bench(
+                a->opt, [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); });
+            if (a->json) std::printf("%s\n", r.dump(2).c_str());
+            else std::fputs(pipeline::bench_report_text(r).c_str(), stdout);
+            return 0;
+          }};
+}
+
+}  // namespace vidax::app

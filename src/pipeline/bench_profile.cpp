@@ -1,0 +1,275 @@
+#include "pipeline/bench_profile.h"
+
+#include <time.h>
+
+#include <chrono>
+
+#include "backend/backend.h"
+#include "backend/cpu/cpu_backend.h"
+
+namespace vidax::pipeline {
+
+namespace {
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// Adds the duration of its scope to one op's entry.
+class Timer {
+ public:
+  Timer(OpProfile& p, const char* op) : p_(p), op_(op), w0_(wall_now()), c0_(cpu_now()) {}
+  ~Timer() {
+    OpTime& t = p_.ops[op_];
+    t.calls += 1;
+    t.wall += wall_now() - w0_;
+    t.cpu += cpu_now() - c0_;
+  }
+
+ private:
+  OpProfile& p_;
+  const char* op_;
+  double w0_, c0_;
+};
+
+// Forwards every op to the CPU backend, timed (generated from backend.h's list).
+class TimingBackend final : public Backend {
+ public:
+  explicit TimingBackend(OpProfile& p) : p_(p), cpu_(cpu::cpu_backend()) {}
+  const char* name() const override { return "cpu (timed)"; }
+  bool all_finite(const Tensor& x) override {
+    Timer t(p_, "all_finite");
+    return cpu_.all_finite(x);
+  }
+  void copy(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "copy");
+    cpu_.copy(x, out);
+  }
+  void cast(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "cast");
+    cpu_.cast(x, out);
+  }
+  void concat(const std::vector<Tensor>& xs, int64_t dim, Tensor& out) override {
+    Timer t(p_, "concat");
+    cpu_.concat(xs, dim, out);
+  }
+  void pad(const Tensor& x, const std::vector<int64_t>& pads, ops::PadMode mode, Tensor& out) override {
+    Timer t(p_, "pad");
+    cpu_.pad(x, pads, mode, out);
+  }
+  void embedding(const Tensor& ids, const Tensor& table, Tensor& out) override {
+    Timer t(p_, "embedding");
+    cpu_.embedding(ids, table, out);
+  }
+  void add(const Tensor& a, const Tensor& b, Tensor& out) override {
+    Timer t(p_, "add");
+    cpu_.add(a, b, out);
+  }
+  void sub(const Tensor& a, const Tensor& b, Tensor& out) override {
+    Timer t(p_, "sub");
+    cpu_.sub(a, b, out);
+  }
+  void mul(const Tensor& a, const Tensor& b, Tensor& out) override {
+    Timer t(p_, "mul");
+    cpu_.mul(a, b, out);
+  }
+  void div(const Tensor& a, const Tensor& b, Tensor& out) override {
+    Timer t(p_, "div");
+    cpu_.div(a, b, out);
+  }
+  void scale(const Tensor& x, double alpha, Tensor& out) override {
+    Timer t(p_, "scale");
+    cpu_.scale(x, alpha, out);
+  }
+  void add_scalar(const Tensor& x, double alpha, Tensor& out) override {
+    Timer t(p_, "add_scalar");
+    cpu_.add_scalar(x, alpha, out);
+  }
+  void axpby(double a, const Tensor& x, double b, const Tensor& y, Tensor& out) override {
+    Timer t(p_, "axpby");
+    cpu_.axpby(a, x, b, y, out);
+  }
+  void clamp(const Tensor& x, double lo, double hi, Tensor& out) override {
+    Timer t(p_, "clamp");
+    cpu_.clamp(x, lo, hi, out);
+  }
+  void gelu(const Tensor& x, ops::GeluMode mode, Tensor& out) override {
+    Timer t(p_, "gelu");
+    cpu_.gelu(x, mode, out);
+  }
+  void silu(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "silu");
+    cpu_.silu(x, out);
+  }
+  void sigmoid(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "sigmoid");
+    cpu_.sigmoid(x, out);
+  }
+  void tanh(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "tanh");
+    cpu_.tanh(x, out);
+  }
+  void relu(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "relu");
+    cpu_.relu(x, out);
+  }
+  void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& out) override {
+    Timer t(p_, "modulate");
+    cpu_.modulate(x, shift, scale, out);
+  }
+  void gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y, Tensor& out) override {
+    Timer t(p_, "gated_residual");
+    cpu_.gated_residual(x, gate, y, out);
+  }
+  void layer_norm(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out) override {
+    Timer t(p_, "layer_norm");
+    cpu_.layer_norm(x, weight, bias, eps, out);
+  }
+  void rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, Tensor& out) override {
+    Timer t(p_, "rms_norm");
+    cpu_.rms_norm(x, weight, eps, out);
+  }
+  void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& out) override {
+    Timer t(p_, "layer_norm_modulate");
+    cpu_.layer_norm_modulate(x, shift, scale, eps, out);
+  }
+  void l2_normalize(const Tensor& x, int64_t dim, double eps, Tensor& out) override {
+    Timer t(p_, "l2_normalize");
+    cpu_.l2_normalize(x, dim, eps, out);
+  }
+  void group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps, Tensor& out) override {
+    Timer t(p_, "group_norm");
+    cpu_.group_norm(x, groups, weight, bias, eps, out);
+  }
+  void softmax(const Tensor& x, int64_t dim, Tensor& out) override {
+    Timer t(p_, "softmax");
+    cpu_.softmax(x, dim, out);
+  }
+  void sum(const Tensor& x, int64_t dim, Tensor& out) override {
+    Timer t(p_, "sum");
+    cpu_.sum(x, dim, out);
+  }
+  void mean(const Tensor& x, int64_t dim, Tensor& out) override {
+    Timer t(p_, "mean");
+    cpu_.mean(x, dim, out);
+  }
+  void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) override {
+    Timer t(p_, "linear");
+    cpu_.linear(x, w, bias, out);
+  }
+  void matmul(const Tensor& a, const Tensor& b, Tensor& out) override {
+    Timer t(p_, "matmul");
+    cpu_.matmul(a, b, out);
+  }
+  void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt, Tensor& out) override {
+    Timer t(p_, "attention");
+    cpu_.attention(q, k, v, opt, out);
+  }
+  void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& out) override {
+    Timer t(p_, "rope");
+    cpu_.rope(x, cos, sin, mode, out);
+  }
+  void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) override {
+    Timer t(p_, "conv3d");
+    cpu_.conv3d(x, w, bias, stride, padding, out);
+  }
+  void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, Tensor& out) override {
+    Timer t(p_, "conv2d");
+    cpu_.conv2d(x, w, bias, stride, padding, out);
+  }
+  void upsample_nearest(const Tensor& x, const std::vector<int64_t>& factors, Tensor& out) override {
+    Timer t(p_, "upsample_nearest");
+    cpu_.upsample_nearest(x, factors, out);
+  }
+  void pixel_shuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) override {
+    Timer t(p_, "pixel_shuffle3d");
+    cpu_.pixel_shuffle3d(x, r, out);
+  }
+  void pixel_unshuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) override {
+    Timer t(p_, "pixel_unshuffle3d");
+    cpu_.pixel_unshuffle3d(x, r, out);
+  }
+ private:
+  OpProfile& p_;
+  Backend& cpu_;
+};
+
+// Op name -> class, as a table (names not listed are "other").
+const std::map<std::string, const char*>& class_table() {
+  static const std::map<std::string, const char*> t = {
+      {"linear", "gemm"},
+      {"matmul", "gemm"},
+      {"conv3d", "gemm"},  // im2col + GEMM (the im2col copy is inside)
+      {"conv2d", "gemm"},
+      {"attention", "attention"},
+      {"copy", "layout_copies"},
+      {"cast", "layout_copies"},
+      {"concat", "layout_copies"},
+      {"pad", "layout_copies"},
+      {"embedding", "layout_copies"},
+      {"upsample_nearest", "layout_copies"},
+      {"pixel_shuffle3d", "layout_copies"},
+      {"pixel_unshuffle3d", "layout_copies"},
+  };
+  return t;
+}
+
+}  // namespace
+
+const char* OpProfile::op_class(const std::string& op) {
+  const auto& t = class_table();
+  auto it = t.find(op);
+  if (it != t.end()) return it->second;
+  if (op == "all_finite") return "other";
+  return "norms_elementwise";  // every remaining op of backend.h is an elementwise, norm or rope op
+}
+
+nlohmann::json OpProfile::to_json() const {
+  nlohmann::json ops_j = nlohmann::json::object(), classes = nlohmann::json::object();
+  std::map<std::string, OpTime> by_class;
+  double op_wall = 0, op_cpu = 0;
+  for (const auto& [name, t] : ops) {
+    ops_j[name] = {{"calls", t.calls}, {"wall", t.wall}, {"cpu", t.cpu}};
+    OpTime& c = by_class[op_class(name)];
+    c.calls += t.calls, c.wall += t.wall, c.cpu += t.cpu;
+    op_wall += t.wall, op_cpu += t.cpu;
+  }
+  OpTime& outside = by_class["outside_ops"];
+  outside.wall = total_wall - op_wall;
+  outside.cpu = total_cpu - op_cpu;
+  nlohmann::json summary = nlohmann::json::object();
+  for (const auto& [name, t] : by_class) {
+    classes[name] = {{"calls", t.calls}, {"wall", t.wall}, {"cpu", t.cpu}};
+    summary[name] = total_cpu > 0 ? t.cpu / total_cpu : 0.0;  // share of the step's CPU time
+  }
+  return {{"ops", ops_j},
+          {"classes", classes},
+          {"summary", summary},
+          {"total_wall", total_wall},
+          {"total_cpu", total_cpu}};
+}
+
+struct ScopedOpProfiler::Impl {
+  OpProfile& profile;
+  TimingBackend backend;
+  double w0, c0;
+  explicit Impl(OpProfile& p) : profile(p), backend(p), w0(wall_now()), c0(cpu_now()) {}
+};
+
+ScopedOpProfiler::ScopedOpProfiler(OpProfile& profile) : impl_(new Impl(profile)) {
+  set_cpu_backend_interceptor(&impl_->backend);
+}
+
+ScopedOpProfiler::~ScopedOpProfiler() {
+  set_cpu_backend_interceptor(nullptr);
+  impl_->profile.total_wall += wall_now() - impl_->w0;
+  impl_->profile.total_cpu += cpu_now() - impl_->c0;
+  delete impl_;
+}
+
+}  // namespace vidax::pipeline

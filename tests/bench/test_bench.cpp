@@ -1,0 +1,132 @@
+// `vidax bench` smoke tests on the tiny demo architecture (seconds): the report's
+// fields are present and sane, FLOPs match a hand count, the profile adds up,
+// models that do not fit are refused, and the CLI prints parseable JSON.
+#include <gtest/gtest.h>
+
+#include <omp.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/error.h"
+#include "pipeline/bench.h"
+#include "pipeline/wan_presets.h"
+
+namespace {
+
+using nlohmann::json;
+using vidax::pipeline::BenchOptions;
+
+BenchOptions tiny_options() {
+  BenchOptions o;
+  o.model = vidax::pipeline::kTinyDemoModel;
+  o.frames = 5;  // 2 latent frames
+  o.height = 64;
+  o.width = 96;  // latent 8 x 12 -> 4 x 6 patches
+  o.steps = 2;
+  o.repeats = 1;
+  o.vae = true;
+  return o;
+}
+
+void quiet(const std::string&) {}
+
+// One thread: the machine the tests run on is shared, and OpenMP spin-waits of a
+// descheduled team make a tiny model's wall time balloon.
+struct OneThread : ::testing::Environment {
+  void SetUp() override { omp_set_num_threads(1); }
+};
+const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread);
+
+TEST(Bench, TinyReportFieldsAreSane) {
+  BenchOptions o = tiny_options();
+  o.profile = true;
+  const json r = vidax::pipeline::run_bench(o, quiet);
+
+  EXPECT_EQ(r.at("tokens").get<int64_t>(), 2 * 4 * 6);
+  EXPECT_EQ(r.at("threads").get<int>(), 1);
+  EXPECT_EQ(r.at("dit_step").at("count").get<int>(), 2);
+  const double step = r.at("step_seconds_median").get<double>();
+  EXPECT_GT(step, 0.0);
+  EXPECT_LE(r.at("step_seconds_min").get<double>(), step);
+  EXPECT_GT(r.at("step_cpu_seconds_median").get<double>(), 0.0);
+  EXPECT_GT(r.at("step_flops").get<double>(), 0.0);
+  const double mfu = r.at("mfu").get<double>();
+  EXPECT_GT(mfu, 0.0);
+  EXPECT_LT(mfu, 1.5);  // a tiny model cannot beat a large GEMM by much
+  EXPECT_GT(r.at("gemm_peak").at("flops_per_cpu_second").get<double>(), 1e9);
+  EXPECT_GT(r.at("vae_seconds").get<double>(), 0.0);
+  const double rss = r.at("peak_rss_bytes").get<double>();
+  EXPECT_GT(rss, 1e6);
+  EXPECT_LT(rss, r.at("machine").at("mem_total_bytes").get<double>());
+
+  // The profiled step: classes partition the step's CPU time (shares sum to 1, GEMM present).
+  const json& prof = r.at("dit_profile");
+  double share = 0;
+  for (const auto& [name, v] : prof.at("summary").items()) share += v.get<double>();
+  EXPECT_NEAR(share, 1.0, 1e-9);
+  EXPECT_GT(prof.at("classes").at("gemm").at("calls").get<int>(), 0);
+  EXPECT_GT(prof.at("classes").at("attention").at("calls").get<int>(), 0);
+}
+
+TEST(Bench, StepFlopsMatchAHandCount) {
+  // Wan2.1 1.3B at 256x256x9: 3 x 16 x 16 = 768 tokens, dim 1536, ffn 8960, 30 blocks, text 512.
+  const auto cfg = vidax::wan::DiTConfig::from_json(vidax::pipeline::wan_t2v_preset("wan2.1-t2v-1.3b").dit);
+  const double block_linear = 30.0 * 2 * 768 * (6.0 * 1536 * 1536 + 2.0 * 1536 * 8960);  // 1.92065568768e12
+  const double edge = 2.0 * 768 * 1536 * 4 * (16 + 16) + 2.0 * (256 * 1536 + 7.0 * 1536 * 1536);
+  const double self_attn = 30.0 * 4 * 768.0 * 768 * 1536;
+  const double cross_attn = 30.0 * 4 * 768.0 * 512 * 1536;
+  EXPECT_DOUBLE_EQ(vidax::pipeline::dit_step_flops(cfg, 768), block_linear + edge + self_attn + cross_attn);
+  // About 2 x parameters x tokens for the linears (1.3B parameters, minus the per-prompt cross K/V).
+  EXPECT_NEAR(block_linear / (2 * 768) / 1e9, 1.25, 0.05);
+}
+
+TEST(Bench, RefusesAModelThatDoesNotFit) {
+  BenchOptions o;
+  o.model = "wan2.1-t2v-14b";
+  o.precision = "bf16";
+  o.memory_limit_bytes = 24e9;  // a 24 GB machine: 28 GB of bf16 weights alone
+  try {
+    (void)vidax::pipeline::run_bench(o, quiet);
+    FAIL() << "expected the 14B model to be refused";
+  } catch (const vidax::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no weight streaming"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Bench, RejectsBadShapes) {
+  BenchOptions o = tiny_options();
+  o.frames = 6;
+  EXPECT_THROW((void)vidax::pipeline::run_bench(o, quiet), vidax::Error);
+  o = tiny_options();
+  o.height = 72;
+  EXPECT_THROW((void)vidax::pipeline::run_bench(o, quiet), vidax::Error);
+}
+
+TEST(Bench, CliPrintsJson) {
+  const std::string vidax = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
+  if (!std::filesystem::exists(vidax)) GTEST_SKIP() << vidax << " is not built";
+  const std::string cmd = vidax +
+                          " bench --model wan2.1-tiny-demo --random-weights --frames 5 --height 64 --width 96"
+                          " --steps 1 --threads 1 --json 2>/dev/null";
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ASSERT_EQ(pclose(p), 0) << out;
+  const json r = json::parse(out);
+  EXPECT_EQ(r.at("threads").get<int>(), 1);
+  for (const char* k : {"step_seconds_median", "step_flops", "mfu", "peak_rss_bytes"})
+    EXPECT_TRUE(r.contains(k)) << k;
+  EXPECT_FALSE(r.contains("vae_seconds"));  // not asked for
+
+  // Without --random-weights there is nothing to benchmark: exit 2.
+  const int rc = std::system((vidax + " bench --model wan2.1-tiny-demo >/dev/null 2>&1").c_str());
+  EXPECT_EQ(WEXITSTATUS(rc), 2);
+}
+
+}  // namespace
