@@ -249,7 +249,7 @@ void expect_goldens_equal(const dist::Mesh& mesh) {
   }
 }
 
-// The tiny T2V pipeline, 3 UniPC steps with CFG (tests/golden/wan_pipeline_tiny): latents of the
+// The tiny T2V pipeline, 3 UniPC steps with CFG (tests/golden/pipeline/wan_pipeline_tiny): latents of the
 // mesh run == latents of the single-rank run (and both near the official run's). Rank 0 alone runs
 // the single-rank reference and compares (every rank checks the official latents).
 void expect_pipeline_equal(const dist::Mesh& mesh) {
