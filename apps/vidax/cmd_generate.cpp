@@ -19,6 +19,9 @@
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_t2v_load.h"
 
+// OpenBLAS keeps its own thread pool beside OpenMP's.
+extern "C" void openblas_set_num_threads(int);
+
 namespace vidax::app {
 
 namespace {
@@ -37,7 +40,10 @@ void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
   install_interrupt_handlers();
-  if (a.threads > 0) omp_set_num_threads(a.threads);
+  if (a.threads > 0) {
+    omp_set_num_threads(a.threads);
+    openblas_set_num_threads(a.threads);
+  }
 
   // Model and request, checked before anything heavy happens.
   WanT2VPreset preset = resolve_wan_t2v_preset(a.weights, a.model);
@@ -90,7 +96,9 @@ int run_generate(const GenerateArgs& a) {
   ProgressBar bar("denoising", static_cast<int>(req.steps));
   T2VEvents ev;
   ev.on_stage = [&](const std::string& s) {
-    if (s != "denoising") note(s);
+    if (s == "denoising") return;  // the bar shows it
+    if (s == "decoding the video") bar.finish();  // end the bar's line before the next message
+    note(s);
   };
   ev.on_step = [&](int done, int, double secs) { bar.update(done, secs); };
   ev.warn = [](const std::string& s) { note("warning: " + s); };

@@ -118,6 +118,13 @@ SourceFile tensors_from_pickle(const pickle::Unpickled& u,
   return out;
 }
 
+// Deflate expands at most ~1032:1; a member claiming more is corrupt, and
+// allocating what it claims would be the attack.
+bool plausible_size(const zip_stat_t& st) {
+  if (st.comp_method == ZIP_CM_STORE) return st.size == st.comp_size;
+  return st.size / 1100 <= st.comp_size;
+}
+
 SourceFile read_torch_zip(const std::shared_ptr<MappedFile>& file) {
   const std::string& path = file->path();
   auto archive = std::make_shared<TorchArchive>();
@@ -166,7 +173,9 @@ SourceFile read_torch_zip(const std::shared_ptr<MappedFile>& file) {
   const zip_int64_t pkl = find(pkl_name);
   VIDAX_CHECK(pkl >= 0, path << ": zip member '" << pkl_name << "' is missing: not a torch.save checkpoint");
   zip_stat_t pst = stat(pkl, pkl_name);
-  VIDAX_CHECK(pst.size <= (uint64_t(1) << 31), path << ": '" << pkl_name << "' is implausibly large (" << pst.size << " bytes)");
+  VIDAX_CHECK(pst.size <= (uint64_t(1) << 31) && plausible_size(pst), path << ": '" << pkl_name << "' claims "
+                                                                        << pst.size << " bytes from " << pst.comp_size
+                                                                        << " compressed: corrupt archive?");
   std::vector<uint8_t> pkl_bytes(pst.size);
   archive->read_member(static_cast<zip_uint64_t>(pkl), pkl_name, pkl_bytes.data(), pst.size);
   const pickle::Unpickled u = pickle::unpickle(pkl_bytes.data(), pkl_bytes.size(), path + ":" + pkl_name);
@@ -186,6 +195,8 @@ SourceFile read_torch_zip(const std::shared_ptr<MappedFile>& file) {
     VIDAX_CHECK(st.size == s.nbytes, path << ": zip member '" << member << "' holds " << st.size
                                           << " bytes but the pickle declares storage '" << s.key << "' ("
                                           << s.type << users[si] << ") of " << s.nbytes << " bytes");
+    VIDAX_CHECK(plausible_size(st), path << ": zip member '" << member << "' claims " << st.size << " bytes from "
+                                         << st.comp_size << " compressed: corrupt archive?");
     StorageBytes b;
     b.nbytes = s.nbytes;
     b.member = member;

@@ -2,6 +2,7 @@
 #include "models/wan/dit_parity_kind.h"
 #include "models/wan/vae.h"
 #include "parity/parity.h"
+#include "pipeline/parity_kind.h"
 #include "sched/parity_kinds.h"
 #include "text/t5_parity_kind.h"
 
@@ -13,6 +14,7 @@ void register_builtin_kinds() {
   vidax::text::register_parity_kinds();   // t5.encoder
   vidax::wan::register_dit_parity_kinds();  // wan.dit
   vidax::wan::register_vae_parity_kinds();  // wan.vae.decode, wan.vae.encode
+  vidax::pipeline::register_parity_kinds();  // wan.pipeline.t2v
 }
 
 }  // namespace vidax::parity

@@ -11,6 +11,7 @@
 #include "models/wan/dit.h"
 #include "models/wan/vae.h"
 #include "nn/params.h"
+#include "pipeline/interrupt.h"
 #include "text/t5_encoder.h"
 #include "text/t5_tokenizer.h"
 #include "text/wan_text_encoder.h"
@@ -188,7 +189,12 @@ LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
     return dit->forward(x, std::vector<double>{t}, cond.text);
   };
   p.decode = [vae](const Tensor& z) {
-    return vae->decode_normalized(z.unsqueeze(0), wan::LatentScale::wan21()).squeeze(0);
+    // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
+    // long decode stops within one module instead of running to the end.
+    const wan::Tap poll = [](const std::string& module, const Tensor&) {
+      throw_if_interrupted("VAE decoding (" + module + ")");
+    };
+    return vae->decode_normalized(z.unsqueeze(0), wan::LatentScale::wan21(), poll).squeeze(0);
   };
   return out;
 }

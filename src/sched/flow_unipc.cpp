@@ -1,5 +1,5 @@
 // Wan2.1 FlowUniPCMultistepScheduler (wan/utils/fm_solvers_unipc.py) with the
-// options Wan's text2video uses: predict_x0, flow_prediction, bh1/bh2,
+// options Wan's text2video uses: predict_x0, flow_prediction, bh2,
 // solver_order <= 2, lower_order_final, final sigma 0, no thresholding.
 // Coefficients are float32 scalars computed in the reference's order.
 #if defined(__clang__)
@@ -58,8 +58,12 @@ class FlowUniPC final : public Scheduler {
       : Scheduler(schedule_for(opt), "flow_unipc"), opt_(opt) {
     VIDAX_CHECK(opt.solver_order == 1 || opt.solver_order == 2,
                 "flow_unipc: solver_order " << opt.solver_order << " is not implemented (1 or 2; Wan uses 2)");
-    VIDAX_CHECK(opt.unipc_solver_type == "bh1" || opt.unipc_solver_type == "bh2",
-                "flow_unipc: solver_type '" << opt.unipc_solver_type << "' (expected bh1 or bh2)");
+    // bh1 (B(h) = h) is refused: with the final sigma 0 the reference's last step
+    // computes alpha_t * B(h) * 0 = 1 * -inf * 0 and returns an all-NaN latent.
+    VIDAX_CHECK(opt.unipc_solver_type == "bh2",
+                "flow_unipc: solver_type '" << opt.unipc_solver_type
+                                            << "' is not supported (bh2 only: the reference's bh1 ends in NaN "
+                                               "when the final sigma is 0)");
   }
 
   void reset() override {
@@ -92,7 +96,7 @@ class FlowUniPC final : public Scheduler {
   }
 
  private:
-  float b_h(float hh) const { return opt_.unipc_solver_type == "bh1" ? hh : torch_expm1f(hh); }
+  static float b_h(float hh) { return torch_expm1f(hh); }  // bh2: B(h) = expm1(h)
 
   // multistep_uni_p_bh_update: x_i -> x_{i+1}.
   Tensor predictor(const Tensor& x, int64_t i, int order) const {
@@ -103,14 +107,16 @@ class FlowUniPC final : public Scheduler {
     const float hh = -h;  // predict_x0
     const float h_phi_1 = torch_expm1f(hh);
     const float B_h = b_h(hh);
-    Tensor x_t = lm::sub(lm::mul(sigma_t / sigma_s0, x), lm::mul(alpha_t * h_phi_1, m_last_));
+    const Tensor x_t_ = lm::sub(lm::mul(sigma_t / sigma_s0, x), lm::mul(alpha_t * h_phi_1, m_last_));
     if (order == 2) {
       const float rk = (flow_lambda(sigmas()[i - 1]) - lambda_s0) / h;
       const Tensor D1 = lm::div(lm::sub(m_prev_, m_last_), rk);
       const Tensor pred_res = lm::mul(0.5f, D1);  // rhos_p = [0.5] for order 2
-      x_t = lm::sub(x_t, lm::mul(alpha_t * B_h, pred_res));
+      return lm::sub(x_t_, lm::mul(alpha_t * B_h, pred_res));
     }
-    return x_t;
+    // Order 1: the reference still subtracts alpha_t * B_h * 0 (pred_res = 0), a
+    // 0-dim -0.0 that turns -0 elements into +0.
+    return lm::add(x_t_, -((alpha_t * B_h) * 0.0f));
   }
 
   // multistep_uni_c_bh_update: corrects x_i (the predictor's output) with m_i.
@@ -140,7 +146,7 @@ class FlowUniPC final : public Scheduler {
     const Tensor D1_t = lm::sub(model_t, m0);
     Tensor correction;
     if (order == 1) {
-      correction = lm::mul(0.5f, D1_t);  // rhos_c = [0.5]
+      correction = lm::add(lm::mul(0.5f, D1_t), 0.0f);  // rhos_c = [0.5]; corr_res = 0 is added (0 + t)
     } else {
       const float rk = (flow_lambda(sigmas()[i - 2]) - lambda_s0) / h;
       const Tensor D1 = lm::div(lm::sub(m_prev_, m0), rk);

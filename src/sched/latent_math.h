@@ -12,6 +12,9 @@ namespace vidax::sched::lm {
 inline Tensor mul(float c, const Tensor& x) { return ops::scale(x, static_cast<double>(c)); }
 inline Tensor add(const Tensor& a, const Tensor& b) { return ops::add(a, b); }
 inline Tensor sub(const Tensor& a, const Tensor& b) { return ops::sub(a, b); }
+// x + c with a float32 scalar (the reference's "tensor - 0-dim tensor" / "0 + tensor":
+// value-preserving except for the sign of zero, and NaN when c is NaN).
+inline Tensor add(const Tensor& x, float c) { return ops::add_scalar(x, static_cast<double>(c)); }
 // x / c, a true division (torch does not turn it into a reciprocal multiply).
 inline Tensor div(const Tensor& x, float c) {
   return ops::div(x, Tensor::full({1}, static_cast<double>(c), x.dtype()));

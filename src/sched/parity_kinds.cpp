@@ -10,6 +10,7 @@ namespace sched {
 void register_parity_kinds() {
   for (const char* kind : {"sched.flow_unipc", "sched.flow_dpmpp", "sched.flow_euler"})
     parity::register_kind(kind, run_flow_sampler);
+  parity::register_kind("sched.torch_scalar_math", run_torch_scalar_math);
 }
 }  // namespace sched
 

@@ -5,7 +5,8 @@ namespace vidax {
 // rng.torch_cpu: TorchGenerator against torch.manual_seed + torch.randn.
 void register_rng_parity_kinds();
 namespace sched {
-// sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp.
+// sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp; sched.torch_scalar_math
+// (torch's float32 log/exp/expm1 the samplers' coefficients use).
 void register_parity_kinds();
 }  // namespace sched
 }  // namespace vidax

@@ -10,5 +10,7 @@ namespace sched {
 // sched.flow_unipc / sched.flow_dpmpp / sched.flow_euler: output.timesteps,
 // output.sigmas and output.sample.<i> from input.latent and input.model_output.<i>.
 parity::Produced run_flow_sampler(const parity::Golden& g, const parity::Options& opt);
+// sched.torch_scalar_math: output.<fn> = torch's float32 <fn>(input.<fn>) for log, exp, expm1.
+parity::Produced run_torch_scalar_math(const parity::Golden& g, const parity::Options& opt);
 }  // namespace sched
 }  // namespace vidax

@@ -6,6 +6,7 @@
 #include "parity/parity.h"
 #include "sched/parity_runners.h"
 #include "sched/sched_config.h"
+#include "sched/torch_scalar_math.h"
 
 namespace vidax::sched {
 
@@ -25,6 +26,24 @@ parity::Produced run_flow_sampler(const parity::Golden& g, const parity::Options
   for (int64_t i = 0; i < s->num_steps(); ++i) {
     x = s->step(input("model_output." + std::to_string(i)), i, x);
     out["output.sample." + std::to_string(i)] = x;
+  }
+  return out;
+}
+
+parity::Produced run_torch_scalar_math(const parity::Golden& g, const parity::Options&) {
+  struct Fn {
+    const char* name;
+    float (*fn)(float);
+  };
+  static constexpr Fn kFns[] = {{"log", torch_logf}, {"exp", torch_expf}, {"expm1", torch_expm1f}};
+  parity::Produced out;
+  for (const auto& f : kFns) {
+    const std::string in = std::string("input.") + f.name;
+    if (!g.file.contains(in)) continue;
+    const Tensor x = g.file.get(in);
+    std::vector<float> y = x.to_f32_vector();
+    for (float& v : y) v = f.fn(v);
+    out[std::string("output.") + f.name] = Tensor::from_f32(y, x.shape());
   }
   return out;
 }

@@ -33,7 +33,7 @@ struct SchedulerOptions {
   // Multistep solvers (flow_unipc, flow_dpmpp). Orders 1 and 2 are implemented.
   int solver_order = 2;
   bool lower_order_final = true;
-  std::string unipc_solver_type = "bh2";  // bh1 | bh2
+  std::string unipc_solver_type = "bh2";  // only bh2 (bh1 ends in NaN in the reference)
   // flow_unipc sigma grid: "wan" (the official FlowUniPCMultistepScheduler) or
   // "diffusers" (UniPCMultistepScheduler with use_flow_sigmas, as diffusers' WanPipeline).
   std::string unipc_sigmas = "wan";

@@ -7,7 +7,8 @@
 namespace vidax::translate {
 
 const std::vector<const Component*>& components() {
-  static const std::vector<const Component*> all = {&wan::dit_component(), &wan::vae_component(),
+  static const std::vector<const Component*> all = {&wan::dit_component(),         &wan::vae_component(),
+                                                    &wan::vae_encoder_component(), &wan::vae_decoder_component(),
                                                     &wan::umt5_component()};
   return all;
 }
@@ -35,12 +36,19 @@ static size_t claimed_keys(const TensorSource& src, const ParamSpec& spec, const
 
 std::optional<Detection> detect(const TensorSource& src, const std::vector<const Component*>& candidates) {
   std::optional<Detection> best;
+  size_t best_expected = 0;
   for (const auto* c : candidates) {
     Json cfg = c->default_config();
     ParamSpec spec = c->params(cfg);
     for (const auto& layout : c->layouts()) {
       size_t n = claimed_keys(src, spec, c->keymap(layout, cfg));
-      if (n > 0 && (!best || n > best->claimed)) best = Detection{c, layout, n};
+      // Most keys claimed wins; on a tie, the component expecting fewer
+      // parameters (a decoder-only file is the VAE decoder, not a VAE missing half).
+      size_t expected = spec.params.size();
+      if (n > 0 && (!best || n > best->claimed || (n == best->claimed && expected < best_expected))) {
+        best = Detection{c, layout, n};
+        best_expected = expected;
+      }
     }
   }
   return best;

@@ -87,10 +87,11 @@ void inspect_checkpoint(const std::string& path, std::vector<Unit>& units) {
   }
   std::map<std::string, std::vector<std::string>> by_file;
   for (const auto& n : all->names()) by_file[all->find(n)->file].push_back(n);
-  if (by_file.empty()) {
+  if (by_file.empty()) {  // e.g. a golden file whose parameters the runner synthesizes
     Unit u;
     u.label = path;
     u.source = all;
+    u.excluded_golden = golden;
     units.push_back(u);
     return;
   }
@@ -278,6 +279,8 @@ std::string InspectReport::to_text() const {
     if (u.comp) {
       o << "    " << u.comp->name() << " " << u.comp->variant(u.match.config) << ", layout " << u.match.layout
         << " (config " << u.match.config_origin << ")\n";
+    } else if (u.tensors == 0) {
+      o << "    holds no parameters\n";
     } else {
       o << "    not a known model component\n";
     }
@@ -294,7 +297,7 @@ std::string InspectReport::to_text() const {
         << " parameters filled)\n";
       std::istringstream lines(p.problems());
       for (std::string line; std::getline(lines, line);) o << "    " << line << "\n";
-    } else {
+    } else if (u.tensors > 0) {
       o << "    coverage: none; keys:\n";
       for (const auto& k : u.source->names()) o << "      unused: " << k << "\n";
     }

@@ -69,7 +69,7 @@ Plan plan(const TensorSource& src, const ParamSpec& spec, const KeyMap& map) {
       continue;
     }
     const Rule& r = *rr->rule;
-    Binding b{param, r.transform, {}, &r};
+    Binding b{param, r.transform, {}, r};
     if (r.transform == Transform::Concat) {
       // Every part must be there; shapes agree except along dim, whose sizes add up.
       std::vector<std::string> absent;
@@ -187,7 +187,7 @@ std::map<std::string, Tensor> materialize(const TensorSource& src, const Plan& p
   check(p, opts, src.label());
   std::map<std::string, Tensor> out;
   for (const auto& b : p.bound) {
-    const Rule& r = *b.rule;
+    const Rule& r = b.rule;
     Tensor t;
     switch (b.transform) {
       case Transform::Identity:

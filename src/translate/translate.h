@@ -35,7 +35,7 @@ struct Binding {
   ParamInfo param;
   Transform transform = Transform::Identity;
   std::vector<std::string> keys;  // used keys (Concat: the parts in order)
-  const Rule* rule = nullptr;
+  Rule rule;  // a copy: the plan outlives the key map it was made from
 };
 
 struct Missing {

@@ -545,9 +545,26 @@ class DitComponent : public Component {
   }
 };
 
+// The whole VAE, or one half: golden files for decode (encode) hold only the
+// decoder (encoder) and its 1x1x1 latent conv, as does an engine that only decodes.
+enum class VaePart { Whole, Encoder, Decoder };
+
+bool in_part(VaePart part, const std::string& name) {
+  switch (part) {
+    case VaePart::Whole: return true;
+    case VaePart::Encoder: return name.rfind("encoder.", 0) == 0 || name.rfind("conv1.", 0) == 0;
+    case VaePart::Decoder: return name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0;
+  }
+  return false;
+}
+
 class VaeComponent : public Component {
  public:
-  std::string name() const override { return "wan2.1-vae"; }
+  explicit VaeComponent(VaePart part) : part_(part) {}
+  std::string name() const override {
+    return part_ == VaePart::Whole ? "wan2.1-vae" : part_ == VaePart::Encoder ? "wan2.1-vae-encoder"
+                                                                               : "wan2.1-vae-decoder";
+  }
   std::string family() const override { return "wan2.1"; }
   std::vector<std::string> layouts() const override { return {"original", "diffusers", "comfyui"}; }
   Json default_config() const override { return VaeConfig{}.to_json(); }
@@ -559,36 +576,99 @@ class VaeComponent : public Component {
     VaeConfig c;
     KeyMap m = vae_keymap(layout, c);
     if (auto* t = find_param(src, m, "encoder.conv1.weight"); t && !t->shape.empty()) c.dim = t->shape[0];
+    if (auto* t = find_param(src, m, "conv1.weight"); t && !t->shape.empty()) c.z_dim = t->shape[0] / 2;
     if (auto* t = find_param(src, m, "conv2.weight"); t && !t->shape.empty()) c.z_dim = t->shape[0];
-    infer_levels(src, layout, c);
+    if (!infer_levels(src, layout, c)) infer_levels_from_decoder(src, layout, c);
     return c.to_json();
+  }
+  ParamSpec params(const Json& cfg) const override {
+    ParamSpec all = vae_params(VaeConfig::from_json(cfg)), out;
+    for (auto& p : all.params)
+      if (in_part(part_, p.name)) out.params.push_back(std::move(p));
+    return out;
   }
 
  private:
-  // The level structure from the module indices present (no attention in the
-  // down/up blocks): the encoder Sequential has L*R + L-1 entries, the decoder
-  // L*(R+1) + L-1, so L = D - E and R = (E - L + 1) / L; diffusers stores L
-  // up_blocks and the encoder's flat indices. Leaves `c` as is when the keys
-  // do not fit that pattern.
-  static void infer_levels(const TensorSource& src, const std::string& layout, VaeConfig& c) {
-    const std::string pre = layout == "comfyui" ? "first_stage_model." : "";
-    const std::string enc = pre + (layout == "diffusers" ? "encoder.down_blocks." : "encoder.downsamples.");
-    const std::string dec = pre + (layout == "diffusers" ? "decoder.up_blocks." : "decoder.upsamples.");
-    auto max_index = [&](const std::string& prefix) {
-      int64_t mx = -1;
-      for (const auto& n : src.names()) {
-        if (n.rfind(prefix, 0) != 0) continue;
-        size_t end = n.find('.', prefix.size());
-        std::string idx = n.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
-        if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
-          mx = std::max<int64_t>(mx, std::stoll(idx));
-      }
-      return mx + 1;
+  VaePart part_;
+
+  static std::string prefix(const std::string& layout) { return layout == "comfyui" ? "first_stage_model." : ""; }
+  // Number of distinct module indices under `prefix` (max index + 1; 0 when none).
+  static int64_t count_indices(const TensorSource& src, const std::string& prefix) {
+    int64_t mx = -1;
+    for (const auto& n : src.names()) {
+      if (n.rfind(prefix, 0) != 0) continue;
+      size_t end = n.find('.', prefix.size());
+      std::string idx = n.substr(prefix.size(), end == std::string::npos ? std::string::npos : end - prefix.size());
+      if (!idx.empty() && idx.find_first_not_of("0123456789") == std::string::npos)
+        mx = std::max<int64_t>(mx, std::stoll(idx));
+    }
+    return mx + 1;
+  }
+
+  // Decoder only: R from the first upsampler's position (original) or the
+  // resnets of up block 0 (diffusers), L from the module count, the channels
+  // from each level's first resnet (dim = the last level's width, dim_mult[0]
+  // taken as 1 as in every Wan VAE), temporal upsampling from the time convs.
+  static void infer_levels_from_decoder(const TensorSource& src, const std::string& layout, VaeConfig& c) {
+    const std::string pre = prefix(layout);
+    const bool diff = layout == "diffusers";
+    const std::string dec = pre + (diff ? "decoder.up_blocks." : "decoder.upsamples.");
+    int64_t L = 0, R = 0;
+    if (diff) {
+      L = count_indices(src, dec);
+      R = count_indices(src, dec + "0.resnets.") - 1;
+    } else {
+      const int64_t D = count_indices(src, dec);
+      int64_t first = -1;
+      for (int64_t k = 0; k < D && first < 0; ++k)
+        if (src.contains(dec + std::to_string(k) + ".resample.1.weight")) first = k;
+      if (first < 0) return;
+      R = first - 1;
+      if (R < 0 || (D + 1) % (R + 2) != 0) return;
+      L = (D + 1) / (R + 2);
+    }
+    if (L <= 0 || R < 0) return;
+    auto first_resnet = [&](int64_t level) {
+      return diff ? dec + std::to_string(level) + ".resnets.0.conv1.weight"
+                  : dec + std::to_string(level * (R + 2)) + ".residual.2.weight";
     };
-    const int64_t E = max_index(enc), D = max_index(dec);
-    const int64_t L = layout == "diffusers" ? D : D - E;
-    if (E <= 0 || L <= 0 || (E - L + 1) <= 0 || (E - L + 1) % L != 0) return;
-    const int64_t R = (E - L + 1) / L;
+    auto upsampler = [&](int64_t level) {
+      return diff ? dec + std::to_string(level) + ".upsamplers.0.time_conv.weight"
+                  : dec + std::to_string(level * (R + 2) + R + 1) + ".time_conv.weight";
+    };
+    const TensorInfo* last = src.find(first_resnet(L - 1));
+    if (!last || last->shape.empty()) return;
+    VaeConfig out = c;
+    out.dim = last->shape[0];
+    out.num_res_blocks = R;
+    out.dim_mult.assign(static_cast<size_t>(L), 1);
+    std::vector<bool> temporal_up;
+    for (int64_t i = 0; i < L; ++i) {
+      const TensorInfo* t = src.find(first_resnet(i));
+      if (!t || t->shape.empty() || t->shape[0] % out.dim != 0) return;
+      out.dim_mult[static_cast<size_t>(L - 1 - i)] = t->shape[0] / out.dim;
+      if (i + 1 < L) temporal_up.push_back(src.contains(upsampler(i)));
+    }
+    out.temperal_downsample.assign(temporal_up.rbegin(), temporal_up.rend());
+    c = out;
+  }
+
+  // The level structure from the encoder's module indices (no attention in the
+  // down blocks; diffusers keeps the same flat indices): R = the first
+  // Resample's index, L*R + L-1 entries in all. Leaves `c` as is when the keys
+  // do not fit that pattern.
+  static bool infer_levels(const TensorSource& src, const std::string& layout, VaeConfig& c) {
+    const std::string pre = prefix(layout);
+    const std::string enc = pre + (layout == "diffusers" ? "encoder.down_blocks." : "encoder.downsamples.");
+    const int64_t E = count_indices(src, enc);
+    if (E <= 0) return false;
+    // The encoder Sequential: per level R res-blocks then a Resample (none after the last).
+    int64_t first = -1;
+    for (int64_t k = 0; k < E && first < 0; ++k)
+      if (src.contains(enc + std::to_string(k) + ".resample.1.weight")) first = k;
+    const int64_t R = first < 0 ? E : first;
+    if (R <= 0 || (E + 1) % (R + 1) != 0) return false;
+    const int64_t L = (E + 1) / (R + 1);
     VaeConfig out = c;
     out.num_res_blocks = R;
     out.dim_mult.clear();
@@ -596,14 +676,14 @@ class VaeComponent : public Component {
     const std::string conv = layout == "diffusers" ? ".conv1.weight" : ".residual.2.weight";
     for (int64_t i = 0; i < L; ++i) {
       const TensorInfo* t = src.find(enc + std::to_string(i * (R + 1)) + conv);
-      if (!t || t->shape.empty() || c.dim <= 0 || t->shape[0] % c.dim != 0) return;
+      if (!t || t->shape.empty() || c.dim <= 0 || t->shape[0] % c.dim != 0) return false;
       out.dim_mult.push_back(t->shape[0] / c.dim);
       if (i + 1 < L) out.temperal_downsample.push_back(src.contains(enc + std::to_string(i * (R + 1) + R) +
                                                                      ".time_conv.weight"));
     }
     c = out;
+    return true;
   }
-  ParamSpec params(const Json& cfg) const override { return vae_params(VaeConfig::from_json(cfg)); }
   KeyMap keymap(const std::string& layout, const Json& cfg) const override {
     return vae_keymap(layout, VaeConfig::from_json(cfg));
   }
@@ -659,7 +739,15 @@ const Component& dit_component() {
   return c;
 }
 const Component& vae_component() {
-  static const VaeComponent c;
+  static const VaeComponent c(VaePart::Whole);
+  return c;
+}
+const Component& vae_encoder_component() {
+  static const VaeComponent c(VaePart::Encoder);
+  return c;
+}
+const Component& vae_decoder_component() {
+  static const VaeComponent c(VaePart::Decoder);
   return c;
 }
 const Component& umt5_component() {

@@ -67,7 +67,9 @@ KeyMap vae_keymap(const std::string& layout, const VaeConfig& c);
 KeyMap t5_keymap(const std::string& layout);
 
 const Component& dit_component();   // "wan2.1-dit"
-const Component& vae_component();   // "wan2.1-vae"
+const Component& vae_component();          // "wan2.1-vae"
+const Component& vae_encoder_component();  // "wan2.1-vae-encoder": encoder.* and conv1.* only
+const Component& vae_decoder_component();  // "wan2.1-vae-decoder": conv2.* and decoder.* only
 const Component& umt5_component();  // "umt5-encoder"
 
 }  // namespace vidax::translate::wan

@@ -17,8 +17,16 @@ using test::TempDir;
 // Tiny pickle assembler ("..."_b keeps embedded NUL bytes).
 std::string operator""_b(const char* s, size_t n) { return std::string(s, n); }
 std::string u32le(uint32_t v) { return std::string{char(v), char(v >> 8), char(v >> 16), char(v >> 24)}; }
-std::string binunicode(const std::string& s) { return "X" + u32le(static_cast<uint32_t>(s.size())) + s; }
-std::string short_unicode(const std::string& s) { return "\x8c" + std::string(1, char(s.size())) + s; }
+std::string binunicode(const std::string& s) {
+  std::string out("X");
+  out += u32le(static_cast<uint32_t>(s.size()));
+  return out + s;
+}
+std::string short_unicode(const std::string& s) {
+  std::string out("\x8c");
+  out += char(s.size());
+  return out + s;
+}
 
 // protocol 2: GLOBAL module name; (cmd,) REDUCE
 std::string call_global_p2(const std::string& module, const std::string& name, const std::string& arg) {
@@ -139,6 +147,14 @@ TEST(Pickle, MalformedStreamsAreErrors) {
   EXPECT_VIDAX_ERROR(run(std::string("\x80\x02(") + binunicode("storage") + "ctorch\nSize\n" + binunicode("0") +
                          binunicode("cpu") + "K\x01tQ."),
                      "'torch.Size' is not a storage type");
+}
+
+TEST(Pickle, AmplificationThroughTheMemoIsBounded) {
+  // s = "x" * 100000 memoized once, then _codecs.encode(s) 100000 times: 10 GB of copies from 1 MB.
+  std::string p = std::string("\x80\x02") + "c_codecs\nencode\nq\x01" + binunicode(std::string(100000, 'x')) + "q\x02" + "0" + "0";
+  for (int i = 0; i < 100000; ++i) p += "h\x01h\x02\x85R0";
+  p += "N.";
+  EXPECT_VIDAX_ERROR(run(p), "too much copying");
 }
 
 TEST(Pickle, CyclesAndDeepNestingDoNotCrash) {

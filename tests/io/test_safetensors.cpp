@@ -174,6 +174,16 @@ TEST_F(Malformed, EntryFields) {
   open_expecting(safetensors_bytes(R"({"__metadata__":[]})", ""), {"__metadata__"});
 }
 
+TEST_F(Malformed, DeeplyNestedJsonIsNotACrash) {
+  const size_t depth = 1'000'000;  // ~2 MB of header, far below the 100 MB bound
+  std::string header = "{\"__metadata__\":" + std::string(depth, '[') + std::string(depth, ']') + "}";
+  open_expecting(safetensors_bytes(header, ""), {"__metadata__"});
+  header = "{\"w\":{\"dtype\":\"F32\",\"x\":" + std::string(depth, '[') + std::string(depth, ']') +
+           ",\"shape\":[],\"data_offsets\":[0,4]}}";
+  write_bytes(path, safetensors_bytes(header, "abcd"));  // unknown fields are ignored, as the reference does
+  EXPECT_EQ(Checkpoint::open(path).size(), 1u);
+}
+
 TEST_F(Malformed, WrongByteCount) {
   open_expecting(safetensors_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", std::string(24, '\0')),
                  {"'w'", "F32[2, 3] needs 24 bytes", "hold 20"});

@@ -185,6 +185,30 @@ TEST(TorchZip, BigEndianRefused) {
   EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "byteorder 'big'");
 }
 
+TEST(TorchZip, ImplausibleInflatedSizeIsRefusedBeforeAllocating) {
+  // data.pkl's uncompressed size forged to 1 GiB (in the local header and the
+  // central directory) over a few hundred deflated bytes: a decompression bomb.
+  TempDir dir;
+  std::string b = test::read_bytes(data_dir() + "/torch_fixture_deflate.pth");
+  const std::string name = "torch_fixture/data.pkl";
+  const uint32_t forged = 1u << 30;
+  size_t patched = 0;
+  for (size_t p = 0; p + 46 + name.size() <= b.size(); ++p) {
+    if (b.compare(p, 4, "PK\x03\x04") == 0 && b.compare(p + 30, name.size(), name) == 0) {
+      std::memcpy(b.data() + p + 22, &forged, 4);
+      ++patched;
+    }
+    if (b.compare(p, 4, "PK\x01\x02") == 0 && b.compare(p + 46, name.size(), name) == 0) {
+      std::memcpy(b.data() + p + 24, &forged, 4);
+      ++patched;
+    }
+  }
+  ASSERT_EQ(patched, 2u);
+  const std::string path = dir.file("bomb.pth");
+  test::write_bytes(path, b);
+  EXPECT_VIDAX_ERROR(Checkpoint::open(path), path, "data.pkl' claims 1073741824 bytes", "corrupt archive");
+}
+
 TEST(TorchZip, TruncatedArchive) {
   TempDir dir;
   const std::string bytes = test::read_bytes(kFixture);

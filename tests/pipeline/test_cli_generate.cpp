@@ -2,6 +2,8 @@
 // its exit codes and messages, the files it leaves, and Ctrl-C mid-run.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -80,12 +82,7 @@ CmdResult run(const std::vector<std::string>& args) {
 }
 
 const fs::path& work_dir() {
-  static fs::path d = [] {
-    fs::path p = fs::temp_directory_path() / ("vidax_test_cli_" + std::to_string(getpid()));
-    fs::remove_all(p);
-    fs::create_directories(p);
-    return p;
-  }();
+  static fs::path d = vidax::test::scratch_dir("cli");
   return d;
 }
 

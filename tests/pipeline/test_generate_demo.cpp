@@ -2,13 +2,18 @@
 // loader and the T2V loop, and the official WanT2V.generate golden
 // (tools/golden/wan_pipeline.py).
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
 
 #include "io/checkpoint.h"
 #include "io/video.h"
+#include <csignal>
+
 #include "pipeline/demo_weights.h"
+#include "pipeline/interrupt.h"
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_t2v_load.h"
 
@@ -23,8 +28,7 @@ const std::string kData = VIDAX_TEST_DATA_DIR;
 // One demo checkpoint for the whole suite (writing it takes a moment).
 const LoadedWanT2V& demo_model() {
   static LoadedWanT2V loaded = [] {
-    const fs::path d = fs::temp_directory_path() / ("vidax_test_demo_" + std::to_string(::getpid()));
-    fs::remove_all(d);
+    const fs::path d = vidax::test::scratch_dir("demo");
     DemoWeightsOptions o;
     o.out_dir = d.string();
     o.spiece_model = kData + "/text/data/tiny_spiece.model";
@@ -96,15 +100,30 @@ TEST(DemoGenerate, OverlongPromptIsTruncatedWithAWarning) {
   EXPECT_NE(warnings[0].find("the prompt is longer than 512 tokens; it was truncated"), std::string::npos);
 }
 
+TEST(DemoGenerate, CtrlCStopsTheVaeDecodeWithinAModule) {
+  const auto& m = demo_model();
+  Tensor z = Tensor::zeros({16, 2, 4, 6}, DType::F32);
+  request_interrupt_for_testing(SIGINT);
+  try {
+    m.parts.decode(z);
+    clear_interrupt();
+    FAIL() << "decode ran to the end";
+  } catch (const Interrupted& e) {
+    clear_interrupt();
+    EXPECT_NE(std::string(e.what()).find("stopped by SIGINT (Ctrl-C) during VAE decoding (conv2)"),
+              std::string::npos) << e.what();
+  }
+}
+
 // The official WanT2V.generate on the same tiny weights (fp32 on the CPU, CPU
 // generator): same noise, same 3 UniPC steps with CFG and the default negative
 // prompt, same VAE decode.
 TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
-  const std::string golden = kData + "/golden/wan_pipeline_tiny.safetensors";
+  const std::string golden = kData + "/golden/pipeline/wan_pipeline_tiny.safetensors";
   io::Checkpoint g = io::Checkpoint::open(golden);
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
   WanT2VLoadOptions lo;
-  lo.weights_dir = kData + "/golden/wan_pipeline_tiny";
+  lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
   lo.precision = "fp32";
   LoadedWanT2V m = load_wan_t2v(lo);
   T2VRequest r;
@@ -128,6 +147,8 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   const double e_lat = rel_l2(res.latents, g.get("output.latents"));
   const double e_vid = rel_l2(res.video, g.get("output.video"));
   std::printf("golden: latents rel_l2 %.3g, video rel_l2 %.3g\n", e_lat, e_vid);
-  EXPECT_LT(e_lat, 1e-4);
-  EXPECT_LT(e_vid, 1e-4);
+  // fp32 bounds: the latents within DESIGN's 1e-5; the video ~2.6x that, the
+  // VAE amplifying the latents' difference (see src/pipeline/parity_kind.h).
+  EXPECT_LT(e_lat, 1e-5);
+  EXPECT_LT(e_vid, 3e-5);
 }

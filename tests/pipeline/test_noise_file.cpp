@@ -1,4 +1,6 @@
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -24,8 +26,7 @@ std::string error_of(const std::function<void()>& f) {
 
 TEST(WanT2V, NoiseFile) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("vidax_test_noise_" + std::to_string(::getpid()));
-  fs::create_directories(dir);
+  const fs::path dir = vidax::test::scratch_dir("noise");
   const Shape shape{16, 2, 4, 6};
   TorchGenerator g(3);
   Tensor n = g.randn({1, 16, 2, 4, 6});

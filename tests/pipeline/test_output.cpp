@@ -1,6 +1,8 @@
 // write_output: each format lands at its path with its sidecar, carries the run
 // parameters, and nothing temporary is left behind.
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,10 +19,7 @@ using namespace vidax::pipeline;
 namespace {
 
 fs::path fresh_dir() {
-  fs::path d = fs::temp_directory_path() / ("vidax_test_output_" + std::to_string(::getpid()));
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return vidax::test::scratch_dir("output");
 }
 
 Tensor ramp_video(int64_t f, int64_t h, int64_t w) {

@@ -1,6 +1,8 @@
 // Video output: tensor -> RGB conversion as the reference's cache_video, MP4
 // round trip through libavformat, PNG/Y4M writers, atomic temp-file handling.
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <cmath>
@@ -16,8 +18,7 @@ using namespace vidax;
 namespace {
 
 fs::path scratch(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("vidax_test_video_" + std::to_string(::getpid()));
-  fs::create_directories(d);
+  static const fs::path d = vidax::test::scratch_dir("video");
   return d / name;
 }
 

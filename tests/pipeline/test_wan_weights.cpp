@@ -1,6 +1,8 @@
 // Finding the parts of a Wan checkpoint directory (original and diffusers
 // layouts) and the clear errors when something is missing or mismatched.
 #include <gtest/gtest.h>
+
+#include "scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -16,10 +18,7 @@ using namespace vidax::pipeline;
 namespace {
 
 fs::path fresh_dir(const std::string& name) {
-  fs::path d = fs::temp_directory_path() / ("vidax_test_weights_" + std::to_string(::getpid())) / name;
-  fs::remove_all(d);
-  fs::create_directories(d);
-  return d;
+  return vidax::test::scratch_dir("weights_" + name);
 }
 void touch(const fs::path& p, const std::string& text = "") {
   fs::create_directories(p.parent_path());

@@ -19,6 +19,9 @@ inline constexpr SchedCase kSchedCases[] = {
     {"sched_flow_unipc_n10_s5.safetensors", "sched.flow_unipc"},
     {"sched_flow_unipc_n5_s3.safetensors", "sched.flow_unipc"},
     {"sched_flow_unipc_n50_s5.safetensors", "sched.flow_unipc"},
+    {"sched_flow_unipc_n8_s5_nocorr.safetensors", "sched.flow_unipc"},  // disable_corrector [0, 3]
+    {"sched_flow_unipc_n6_s3_order1.safetensors", "sched.flow_unipc"},
+    {"sched_flow_dpmpp_n6_s3_order1.safetensors", "sched.flow_dpmpp"},
     {"sched_flow_unipc_diffusers_n10_s3.safetensors", "sched.flow_unipc"},
     {"sched_flow_unipc_diffusers_n5_s5.safetensors", "sched.flow_unipc"},
     {"sched_flow_dpmpp_n10_s5.safetensors", "sched.flow_dpmpp"},

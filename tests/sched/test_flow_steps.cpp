@@ -61,6 +61,18 @@ TEST(FlowSamplers, MatchReferenceSamplesStepByStep) {
   }
 }
 
+// The reference's first-order UniPC step still subtracts a 0-dim alpha_t*B_h*0
+// (= -0.0), which turns -0 into +0: a -0 latent with a zero model output comes
+// out as +0 after every step (checked against the official scheduler).
+TEST(FlowSamplers, UniPCSignOfZeroAsReference) {
+  auto s = make_scheduler({.name = "flow_unipc", .steps = 4, .shift = 5.0});
+  Tensor x = Tensor::full({1, 2, 3}, -0.0, DType::F32), v = Tensor::zeros({1, 2, 3}, DType::F32);
+  for (int64_t i = 0; i < 4; ++i) {
+    x = s->step(v, i, x);
+    for (float e : x.to_f32_vector()) EXPECT_EQ(f32_bits(e), 0u) << "step " << i;
+  }
+}
+
 TEST(FlowSamplers, EnforceStepOrderAndDtype) {
   auto s = make_scheduler({.name = "flow_unipc", .steps = 4, .shift = 5.0});
   Tensor x = Tensor::zeros({2, 3}, DType::F32), v = Tensor::zeros({2, 3}, DType::F32);
@@ -71,6 +83,7 @@ TEST(FlowSamplers, EnforceStepOrderAndDtype) {
   EXPECT_NO_THROW(s->step(v, 0, x));
   EXPECT_THROW(make_scheduler({.name = "ddim"}), Error);
   EXPECT_THROW(make_scheduler({.name = "flow_unipc", .solver_order = 3}), Error);
+  EXPECT_THROW(make_scheduler({.name = "flow_unipc", .unipc_solver_type = "bh1"}), Error);  // NaN in the reference
   auto e = make_scheduler({.name = "flow_euler", .steps = 3, .stochastic_sampling = true});
   EXPECT_THROW(e->step(v, 0, x), Error);  // no generator
 }

@@ -52,6 +52,17 @@ TEST(ParityRunners, FlowSamplers) {
   for (const auto& c : testing::kSchedCases) check_file(c.file, sched::run_flow_sampler);
 }
 
+TEST(ParityRunners, TorchScalarMathWithinOneUlp) {
+  auto g = open_golden("sched_torch_scalar_math.safetensors");
+  auto produced = sched::run_torch_scalar_math(g, {});
+  ASSERT_EQ(produced.size(), 3u);
+  for (const auto& [name, got] : produced) {
+    auto c = parity::compare(name, g.file.get(name), got, 1e-7);
+    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << name << " rel_l2 " << c.rel_l2;
+  }
+  EXPECT_EQ(differing(g.file.get("output.expm1"), produced.at("output.expm1")), 0);
+}
+
 TEST(ParityRunners, RejectMalformedNames) {
   auto g = open_golden("rng_torch_cpu.safetensors");
   g.config["torch_version"] = "2.3";

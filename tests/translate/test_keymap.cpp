@@ -145,7 +145,9 @@ TEST(Materialize, TransposeReshapeConcatSplit) {
     sp.part = part++;
     m.rules.push_back(sp);
   }
-  Plan p = plan(src, s, m);
+  // The plan carries its rules: it stays valid after the map is gone.
+  Plan p = plan(src, s, KeyMap(m));
+  for (auto& rule : m.rules) rule.dim = rule.dim2 = rule.part = 7;
   ASSERT_TRUE(p.complete()) << p.problems();
   auto out = materialize(src, p, {});
   EXPECT_EQ(out["eng.t"].to_f32_vector(), (std::vector<float>{0, 3, 1, 4, 2, 5}));

@@ -192,3 +192,33 @@ TEST(WanConfig, ReadsBothSpellingsAndRejectsOthers) {
   EXPECT_FALSE(wan::vae_component().read_config(official));
   EXPECT_FALSE(wan::umt5_component().read_config(official));
 }
+
+// Golden files for VAE decode (encode) and an engine that only decodes hold one
+// half of the VAE: the half is its own component, detected and matched strictly.
+TEST(WanKeyMaps, VaeHalvesAreTheirOwnComponents) {
+  for (const std::string file : {"wan2.1_vae.original.txt", "wan2.1_vae.diffusers.txt", "wan2.1_vae_tiny.original.txt",
+                                 "wan2.1_vae_tiny.diffusers.txt"}) {
+    auto full = read_key_list(data_path(file));
+    Match whole = match(*full, wan::vae_component());
+    ASSERT_TRUE(whole.plan.complete()) << file << "\n" << whole.plan.problems();
+    for (const auto* half : {&wan::vae_encoder_component(), &wan::vae_decoder_component()}) {
+      const bool enc = half == &wan::vae_encoder_component();
+      // The keys of this half: the engine names of the half, mapped to this layout.
+      std::set<std::string> keep;
+      for (const auto& b : whole.plan.bound)
+        if ((b.param.name.rfind(enc ? "encoder." : "decoder.", 0) == 0) ||
+            b.param.name.rfind(enc ? "conv1." : "conv2.", 0) == 0)
+          keep.insert(b.keys.begin(), b.keys.end());
+      SubsetSource part(full, [&](const std::string& n) { return keep.count(n) > 0; });
+      auto d = detect(part);
+      ASSERT_TRUE(d);
+      EXPECT_EQ(d->comp, half) << file;
+      Match m = match(part, *half);
+      EXPECT_TRUE(m.plan.complete()) << file << " " << half->name() << "\n" << m.plan.problems();
+      EXPECT_EQ(m.config, whole.config) << file << " " << half->name();  // config inferred from the half alone
+      // And the whole VAE on a half names what is missing.
+      Match w = match(part, wan::vae_component(), whole.config);
+      EXPECT_EQ(w.plan.missing.size(), full->names().size() - keep.size());
+    }
+  }
+}

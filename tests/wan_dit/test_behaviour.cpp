@@ -68,6 +68,10 @@ TEST(WanDiT, ABatchOfTwoEqualsTwoSingleRuns) {
   ASSERT_EQ(yb.shape(), (Shape{2, 4, 2, 4, 6}));
   EXPECT_LE(wan_dit_test::diff(y0, yb.select(0, 0)).rel_l2, 1e-6);
   EXPECT_LE(wan_dit_test::diff(y1, yb.select(0, 1)).rel_l2, 1e-6);
+  // Per-request contexts concatenated (the CFG branches) give the same batch.
+  const wan::TextContext cc = wan::concat_batch({model.encode_context(c0), model.encode_context(c1)});
+  EXPECT_EQ(cc.blocks[1].k.shape(), (Shape{2, 16, 2, 24}));
+  EXPECT_LE(wan_dit_test::diff(yb, model.forward(xb, {999.0, 3.0}, cc)).rel_l2, 1e-6);
 }
 
 // The reference zero-pads the prompt to text_len before the projection and

@@ -136,6 +136,17 @@ TEST(WanDiTTrace, OneStepOfTheReal1_3BModelIsStaticAndHasTheExpectedOps) {
     }
     EXPECT_EQ(self_attn, 30);
     EXPECT_EQ(cross_attn, 30);
+    // GEMM precision: in bf16 every linear reads bf16 activations and weights except the ones the
+    // reference runs under autocast(fp32): time_embedding.0/.2, time_projection.1 and head.head.
+    int fp32_linears = 0, linears = 0;
+    for (const OpRecord& r : a.trace.ops) {
+      if (r.name != "linear") continue;
+      ++linears;
+      EXPECT_EQ(r.inputs[0].dtype, r.output.dtype) << r.str();
+      if (r.inputs[0].dtype == DType::F32) ++fp32_linears;
+      else EXPECT_EQ(r.inputs[1].dtype, DType::BF16) << r.str();
+    }
+    EXPECT_EQ(fp32_linears, p == wan::Precision::BF16 ? 4 : linears);
   }
 }
 

@@ -60,7 +60,7 @@ def make_case(kind, steps, shift, seed, **extra):
     step_generator = None
     if kind == "sched.flow_unipc":
         m = load_module("fm_solvers_unipc", "wan/utils/fm_solvers_unipc.py")
-        s = m.FlowUniPCMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False)
+        s = m.FlowUniPCMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False, **extra)
         s.set_timesteps(steps, device="cpu", shift=shift)
         timesteps = s.timesteps
         config = dict(s.config)
@@ -80,7 +80,7 @@ def make_case(kind, steps, shift, seed, **extra):
         kind = "sched.flow_unipc"
     elif kind == "sched.flow_dpmpp":
         m = load_module("fm_solvers", "wan/utils/fm_solvers.py")
-        s = m.FlowDPMSolverMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False)
+        s = m.FlowDPMSolverMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False, **extra)
         timesteps, _ = m.retrieve_timesteps(s, device="cpu", sigmas=m.get_sampling_sigmas(steps, shift))
         config = dict(s.config)
         wan_layout = True
@@ -114,6 +114,10 @@ CASES = [
     ("sched.flow_unipc", 10, 5.0, 1, {}),
     ("sched.flow_unipc", 5, 3.0, 2, {}),
     ("sched.flow_unipc", 50, 5.0, 3, {}),
+    # non-default solver options (constructor arguments of the official schedulers)
+    ("sched.flow_unipc", 8, 5.0, 11, {"disable_corrector": [0, 3]}),
+    ("sched.flow_unipc", 6, 3.0, 12, {"solver_order": 1}),
+    ("sched.flow_dpmpp", 6, 3.0, 13, {"solver_order": 1}),
     ("sched.flow_unipc_diffusers", 10, 3.0, 9, {}),
     ("sched.flow_unipc_diffusers", 5, 5.0, 10, {}),
     ("sched.flow_dpmpp", 10, 5.0, 4, {}),
@@ -129,7 +133,9 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/golden")
     for kind, steps, shift, seed, extra in CASES:
         tensors, config, file_kind = make_case(kind, steps, shift, seed, **extra)
-        name = f"sched_{kind.split('.')[1]}_n{steps}_s{shift:g}" + ("_stochastic" if extra.get("stochastic_sampling") else "")
+        name = f"sched_{kind.split('.')[1]}_n{steps}_s{shift:g}" + "".join(
+            {"stochastic_sampling": "_stochastic", "disable_corrector": "_nocorr", "solver_order": "_order1"}[k]
+            for k in extra)
         path = os.path.join(out_dir, name + ".safetensors")
         save_file(tensors, path, metadata={"kind": file_kind, "config": json.dumps(config, default=str, allow_nan=False)})
         print(f"wrote {path}: {len(tensors)} tensors, timesteps {tensors['output.timesteps'][:6].tolist()}...")

@@ -10,6 +10,9 @@ Files written to tests/golden/:
   wan_dit_diffusers_tiny.safetensors
                                   diffusers WanTransformer3DModel (diffusers names and config);
                                   context zero-padded to 512 rows as WanPipeline does
+  wan_dit_i2v_tiny.safetensors    official WanModel, model_type i2v: input.y (on channels), input.clip_fea
+                                  [1, 257, 1280] (bf16 values), text_len 512, inter.img_emb; synthetic params
+  wan_dit_flf2v_tiny.safetensors  official WanModel, model_type flf2v: two CLIP images + emb_pos; synthetic params
   wan_dit_block1536.safetensors   official WanModel at the real 1.3B width (dim 1536, 12 heads,
                                   ffn 8960, text_len 512) with 1 layer, 8 tokens. Its 72M
                                   parameters are not stored: they are synthetic (see
@@ -26,7 +29,8 @@ What differs from a GPU run of the official code, and why:
 
 The inter.* tensors are the outputs of the named modules (forward hooks):
 patch_embedding [B,dim,F',H',W'], time_embedding [B,dim], time_projection [B,6*dim],
-text_embedding [B,text_len,dim], blocks.<i> [B,L,dim], head (head.head output) [B,L,prod(patch)*out].
+text_embedding [B,text_len,dim], img_emb [B,257 or 514,dim], blocks.<i> [B,L,dim],
+head (head.head output) [B,L,prod(patch)*out].
 diffusers: condition_embedder.{time_embedder,time_proj,text_embedder}, blocks.<i>, proj_out.
 
 Usage: WAN21_REPO=/work/ref/Wan2.1 python tools/golden/wan_dit.py [OUT_DIR]

@@ -15,10 +15,10 @@ CPU at fp32, none in the math:
     --precision fp32 does the same).
 
 Writes, for vidax's loader (original layout):
-  tests/golden/wan_pipeline_tiny/{config.json, diffusion_pytorch_model.safetensors,
+  tests/golden/pipeline/wan_pipeline_tiny/{config.json, diffusion_pytorch_model.safetensors,
       Wan2.1_VAE.safetensors, models_t5_umt5-xxl-enc-bf16.safetensors,
       google/umt5-xxl/spiece.model, vidax_model.json}
-and tests/golden/wan_pipeline_tiny.safetensors (kind wan.pipeline.t2v):
+and tests/golden/pipeline/wan_pipeline_tiny.safetensors (kind wan.pipeline.t2v):
   config = the request; output.latents [16, F', h, w] (the final x0 given to the
   VAE), output.video [3, F, H, W]; inter.noise, inter.timesteps.
 
@@ -39,8 +39,8 @@ REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SPIECE = os.environ.get("SPIECE", os.path.join(ROOT, "tests", "text", "data", "tiny_spiece.model"))
-OUT_DIR = os.path.join(ROOT, "tests", "golden", "wan_pipeline_tiny")
-OUT_FILE = os.path.join(ROOT, "tests", "golden", "wan_pipeline_tiny.safetensors")
+OUT_DIR = os.path.join(ROOT, "tests", "golden", "pipeline", "wan_pipeline_tiny")
+OUT_FILE = os.path.join(ROOT, "tests", "golden", "pipeline", "wan_pipeline_tiny.safetensors")
 
 # The same tiny architecture as vidax's wan2.1-tiny-demo preset (src/pipeline/wan_presets.cpp).
 DIT = dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=64, ffn_dim=128, freq_dim=64,

@@ -1,5 +1,7 @@
 #include "models/wan/dit.h"
 
+#include <algorithm>
+
 #include "backend/ops.h"
 #include "models/wan/embeddings.h"
 #include "nn/cast.h"
@@ -13,6 +15,32 @@ Precision parse_precision(const std::string& s) {
 }
 
 const char* precision_name(Precision p) { return p == Precision::F32 ? "fp32" : "bf16"; }
+
+TextContext concat_batch(const std::vector<TextContext>& parts) {
+  VIDAX_CHECK(!parts.empty(), "Wan DiT: concat_batch of no contexts");
+  // Concatenates one field over all parts along the batch dim (undefined stays undefined).
+  auto cat = [&parts](auto field) -> Tensor {
+    std::vector<Tensor> xs;
+    for (const TextContext& p : parts) xs.push_back(field(p));
+    VIDAX_CHECK(std::all_of(xs.begin(), xs.end(), [&](const Tensor& t) { return t.defined() == xs[0].defined(); }),
+                "Wan DiT: concat_batch of text-only and image-conditioned contexts");
+    return xs[0].defined() ? ops::concat(xs, 0) : Tensor();
+  };
+  TextContext out;
+  out.embedded = cat([](const TextContext& p) { return p.embedded; });
+  out.image = cat([](const TextContext& p) { return p.image; });
+  out.y = cat([](const TextContext& p) { return p.y; });
+  for (const TextContext& p : parts)
+    VIDAX_CHECK(p.blocks.size() == parts[0].blocks.size(), "Wan DiT: concat_batch of contexts from different models");
+  out.blocks.resize(parts[0].blocks.size());
+  for (size_t i = 0; i < out.blocks.size(); ++i) {
+    out.blocks[i].k = cat([i](const TextContext& p) { return p.blocks[i].k; });
+    out.blocks[i].v = cat([i](const TextContext& p) { return p.blocks[i].v; });
+    out.blocks[i].k_img = cat([i](const TextContext& p) { return p.blocks[i].k_img; });
+    out.blocks[i].v_img = cat([i](const TextContext& p) { return p.blocks[i].v_img; });
+  }
+  return out;
+}
 
 WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision)
     : cfg_(cfg), precision_(precision), compute_(precision == Precision::BF16 ? DType::BF16 : DType::F32) {

@@ -40,6 +40,10 @@ struct TextContext {
   int64_t batch() const { return embedded.size(0); }
 };
 
+// One batched context from per-request ones, in order (e.g. the CFG branches, so that
+// cond and uncond run as one batch-2 forward with the latent stacked the same way).
+TextContext concat_batch(const std::vector<TextContext>& parts);
+
 // Intermediate activations by official module path ("blocks.0", "time_embedding", ...),
 // filled when a map is passed. Layouts: time_embedding [B, dim], time_projection
 // [B, 6*dim], text_embedding [B, text_len, dim], patch_embedding [B, L, dim] (tokens,

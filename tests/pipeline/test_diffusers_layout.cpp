@@ -1,0 +1,137 @@
+// The same tiny checkpoint in the diffusers layout (model_index.json,
+// transformer/, vae/, text_encoder/, tokenizer/ with diffusers/transformers
+// names and configs) runs through the translator to the same result as the
+// original layout: the official generate's golden latents.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "scratch.h"
+#include "io/checkpoint.h"
+#include "pipeline/wan_t2v.h"
+#include "pipeline/wan_t2v_load.h"
+#include "translate/keymap.h"
+#include "translate/wan.h"
+
+namespace fs = std::filesystem;
+using namespace vidax;
+using nlohmann::json;
+
+namespace {
+
+const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan_pipeline_tiny";
+
+// Rewrites an original-layout file under the diffusers names of `map`.
+void write_renamed(const std::string& from, const translate::KeyMap& map, const fs::path& to) {
+  io::Checkpoint ck = io::Checkpoint::open(from);
+  std::map<std::string, Tensor> out;
+  for (const auto& name : ck.names()) {
+    auto rr = translate::resolve(map, name);
+    ASSERT_TRUE(rr.has_value()) << "no diffusers rule for " << name;
+    ASSERT_EQ(rr->rule->transform, translate::Transform::Identity) << name;
+    out[rr->keys.at(0)] = ck.get(name);
+  }
+  fs::create_directories(to.parent_path());
+  io::save_safetensors(to.string(), out);
+}
+
+void write_json(const fs::path& p, const json& j) {
+  fs::create_directories(p.parent_path());
+  std::ofstream(p) << j.dump(1);
+}
+
+double rel_l2(const Tensor& a, const Tensor& b) {
+  auto x = a.to_f64_vector(), y = b.to_f64_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    num += (x[i] - y[i]) * (x[i] - y[i]);
+    den += y[i] * y[i];
+  }
+  return std::sqrt(num / den);
+}
+
+}  // namespace
+
+TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
+  const fs::path d = vidax::test::scratch_dir("diffusers_tiny");
+  std::ifstream vm(kGolden + "/vidax_model.json");
+  const json model = json::parse(vm);
+  const json& dit = model["dit"];
+  const json& vae = model["vae"];
+  const json& t5 = model["t5"];
+
+  namespace tw = translate::wan;
+  write_renamed(kGolden + "/diffusion_pytorch_model.safetensors", tw::dit_keymap("diffusers"),
+                d / "transformer/diffusion_pytorch_model.safetensors");
+  write_renamed(kGolden + "/Wan2.1_VAE.safetensors", tw::vae_keymap("diffusers", tw::VaeConfig::from_json(vae)),
+                d / "vae/diffusion_pytorch_model.safetensors");
+  write_renamed(kGolden + "/models_t5_umt5-xxl-enc-bf16.safetensors", tw::t5_keymap("diffusers"),
+                d / "text_encoder/model.safetensors");
+  write_json(d / "model_index.json", {{"_class_name", "WanPipeline"}});
+  // The configs as diffusers / transformers spell them.
+  write_json(d / "transformer/config.json",
+             {{"_class_name", "WanTransformer3DModel"},
+              {"patch_size", dit["patch_size"]},
+              {"num_attention_heads", dit["num_heads"]},
+              {"attention_head_dim", dit["dim"].get<int64_t>() / dit["num_heads"].get<int64_t>()},
+              {"in_channels", dit["in_dim"]},
+              {"out_channels", dit["out_dim"]},
+              {"text_dim", dit["text_dim"]},
+              {"freq_dim", dit["freq_dim"]},
+              {"ffn_dim", dit["ffn_dim"]},
+              {"num_layers", dit["num_layers"]},
+              {"cross_attn_norm", true},
+              {"qk_norm", "rms_norm_across_heads"},
+              {"eps", 1e-6},
+              {"image_dim", nullptr},
+              {"added_kv_proj_dim", nullptr},
+              {"rope_max_seq_len", 1024}});
+  write_json(d / "vae/config.json", {{"_class_name", "AutoencoderKLWan"},
+                                     {"base_dim", vae["dim"]},
+                                     {"z_dim", vae["z_dim"]},
+                                     {"dim_mult", vae["dim_mult"]},
+                                     {"num_res_blocks", vae["num_res_blocks"]},
+                                     {"attn_scales", vae["attn_scales"]},
+                                     {"temperal_downsample", vae["temperal_downsample"]},
+                                     {"dropout", 0.0}});
+  write_json(d / "text_encoder/config.json",
+             {{"model_type", "umt5"},
+              {"vocab_size", t5["vocab"]},
+              {"d_model", t5["dim"]},
+              {"d_kv", t5["dim_attn"].get<int64_t>() / t5["num_heads"].get<int64_t>()},
+              {"d_ff", t5["dim_ffn"]},
+              {"num_heads", t5["num_heads"]},
+              {"num_layers", t5["num_layers"]},
+              {"relative_attention_num_buckets", t5["num_buckets"]},
+              {"relative_attention_max_distance", 128},
+              {"feed_forward_proj", "gated-gelu"},
+              {"layer_norm_epsilon", 1e-6}});
+  fs::create_directories(d / "tokenizer");
+  fs::copy_file(kGolden + "/google/umt5-xxl/spiece.model", d / "tokenizer/spiece.model");
+
+  pipeline::WanT2VLoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.model = "wan2.1-tiny-demo";
+  lo.precision = "fp32";
+  pipeline::LoadedWanT2V m = pipeline::load_wan_t2v(lo);
+  EXPECT_EQ(m.files.layout, "diffusers");
+
+  io::Checkpoint g = io::Checkpoint::open(kGolden + ".safetensors");
+  const json cfg = json::parse(g.metadata().at("config"));
+  pipeline::T2VRequest r;
+  r.prompt = cfg["prompt"];
+  r.default_negative_prompt = m.preset.negative_prompt;
+  r.frames = cfg["frames"];
+  r.height = cfg["height"];
+  r.width = cfg["width"];
+  r.steps = cfg["steps"];
+  r.seed = cfg["seed"];
+  r.guidance = cfg["guidance"];
+  r.shift = cfg["shift"];
+  pipeline::T2VResult res = pipeline::run_wan_t2v(m.parts, r, {}, /*decode=*/false);
+  const double e = rel_l2(res.latents, g.get("output.latents"));
+  std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);
+  EXPECT_LT(e, 1e-5);
+}
