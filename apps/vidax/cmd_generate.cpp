@@ -32,7 +32,7 @@ struct GenerateArgs {
   std::string model, weights, prompt, output, output_format, sampler, precision, noise_file, mesh;
   std::optional<std::string> negative_prompt;
   std::optional<int64_t> frames, height, width, steps;
-  std::optional<uint64_t> seed;
+  std::optional<int64_t> seed;
   std::optional<double> guidance, shift, fps;
   int threads = 0;
 };
@@ -72,8 +72,9 @@ int run_generate(const GenerateArgs& a) {
   req.guidance = a.guidance.value_or(preset.guidance);
   req.shift = a.shift.value_or(preset.shift);
   req.sampler = a.sampler.empty() ? preset.sampler : a.sampler;
-  // The reference draws a random seed when none is given (seed = -1); it is recorded either way.
-  req.seed = a.seed ? *a.seed : std::random_device{}() % 2147483648u;
+  // The reference draws a random seed when none is given or it is negative (--base_seed -1);
+  // the seed used is recorded either way.
+  req.seed = a.seed && *a.seed >= 0 ? static_cast<uint64_t>(*a.seed) : std::random_device{}() % 2147483648u;
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(preset.fps);
   VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
@@ -180,7 +181,7 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
   sub->add_option("--steps", a->steps, "Sampling steps (default 50)");
-  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default: random, recorded)");
+  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Classifier-free guidance scale (default 5.0)");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default 5.0)");
   sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");

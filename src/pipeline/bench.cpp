@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -278,6 +279,13 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
                   {"logical_cpus", omp_get_num_procs()},
                   {"mem_total_bytes", proc_kb_field("/proc/meminfo", "MemTotal")},
                   {"load_average_1min_start", load_average_1min()}};
+  // CPU time is only the work done when idle OpenMP threads sleep: with the default
+  // (active) policy a thread waiting at a barrier for a descheduled team-mate spins, and
+  // on a loaded machine that spinning was measured at up to 10x the work (attention, 2 threads).
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  r["omp_wait_policy"] = wait_policy ? wait_policy : "";
+  if (omp_get_max_threads() > 1 && !(wait_policy && std::string(wait_policy) == "passive"))
+    log("note: OMP_WAIT_POLICY is not 'passive': CPU times include OpenMP spin-waits (inflated on a loaded machine)");
   uint64_t seed = opt.seed;
 
   // Text encoder (UMT5): published as bf16 weights; runs in bf16.
