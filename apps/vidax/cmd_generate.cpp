@@ -7,11 +7,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <random>
 
 #include "commands.h"
 #include "core/error.h"
+#include "dist/mesh.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
@@ -27,15 +29,18 @@ namespace vidax::app {
 namespace {
 
 struct GenerateArgs {
-  std::string model, weights, prompt, output, output_format, sampler, precision, noise_file;
+  std::string model, weights, prompt, output, output_format, sampler, precision, noise_file, mesh;
   std::optional<std::string> negative_prompt;
   std::optional<int64_t> frames, height, width, steps;
-  std::optional<uint64_t> seed;
+  std::optional<int64_t> seed;
   std::optional<double> guidance, shift, fps;
   int threads = 0;
 };
 
-void note(const std::string& s) { std::fprintf(stderr, "%s\n", s.c_str()); }
+bool g_quiet = false;  // ranks other than 0 of a mesh run print nothing
+void note(const std::string& s) {
+  if (!g_quiet) std::fprintf(stderr, "%s\n", s.c_str());
+}
 
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
@@ -44,6 +49,15 @@ int run_generate(const GenerateArgs& a) {
     omp_set_num_threads(a.threads);
     openblas_set_num_threads(a.threads);
   }
+  // A mesh run (mpirun ... --mesh): every rank loads its part and runs; rank 0 alone prints and writes.
+  dist::Communicator& world = dist::world();
+  VIDAX_CHECK(world.size() == 1 || !a.mesh.empty(),
+              "launched with " << world.size() << " ranks but no --mesh (e.g. --mesh cfg=2,sp=" << world.size() / 2
+                               << "); without one every rank would write the same file");
+  std::unique_ptr<dist::Mesh> mesh;
+  if (!a.mesh.empty()) mesh = std::make_unique<dist::Mesh>(world, dist::parse_mesh(a.mesh));
+  const bool lead = world.rank() == 0;
+  g_quiet = !lead;
 
   // Model and request, checked before anything heavy happens.
   WanT2VPreset preset = resolve_wan_t2v_preset(a.weights, a.model);
@@ -58,8 +72,10 @@ int run_generate(const GenerateArgs& a) {
   req.guidance = a.guidance.value_or(preset.guidance);
   req.shift = a.shift.value_or(preset.shift);
   req.sampler = a.sampler.empty() ? preset.sampler : a.sampler;
-  // The reference draws a random seed when none is given (seed = -1); it is recorded either way.
-  req.seed = a.seed ? *a.seed : std::random_device{}() % 2147483648u;
+  // The reference draws a random seed when none is given or it is negative (--base_seed -1);
+  // the seed used is recorded either way.
+  req.seed = a.seed && *a.seed >= 0 ? static_cast<uint64_t>(*a.seed) : std::random_device{}() % 2147483648u;
+  world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(preset.fps);
   VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
   WanGeometry geom;
@@ -83,6 +99,7 @@ int run_generate(const GenerateArgs& a) {
   lo.model = preset.name;
   lo.precision = a.precision;
   lo.on_stage = [](const std::string& s) { note(s); };
+  lo.mesh = mesh.get();
   LoadedWanT2V loaded = load_wan_t2v(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
@@ -93,23 +110,27 @@ int run_generate(const GenerateArgs& a) {
   note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
        std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, seed " +
        std::to_string(req.seed));
-  ProgressBar bar("denoising", static_cast<int>(req.steps));
+  std::optional<ProgressBar> bar;
+  if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
   T2VEvents ev;
   ev.on_stage = [&](const std::string& s) {
     if (s == "denoising") return;  // the bar shows it
-    if (s == "decoding the video") bar.finish();  // end the bar's line before the next message
+    if (s == "decoding the video" && bar) bar->finish();  // end the bar's line before the next message
     note(s);
   };
-  ev.on_step = [&](int done, int, double secs) { bar.update(done, secs); };
+  ev.on_step = [&](int done, int, double secs) {
+    if (bar) bar->update(done, secs);
+  };
   ev.warn = [](const std::string& s) { note("warning: " + s); };
   T2VResult res;
   try {
-    res = run_wan_t2v(loaded.parts, req, ev, format != OutputFormat::Latents);
+    res = run_wan_t2v(loaded.parts, req, ev, lead && format != OutputFormat::Latents);  // decode: rank 0 only
   } catch (...) {
-    bar.finish();
+    if (bar) bar->finish();
     throw;
   }
-  bar.finish();
+  if (bar) bar->finish();
+  if (!lead) return 0;
 
   // Write.
   nlohmann::json params{{"vidax_version", VIDAX_VERSION},
@@ -160,7 +181,7 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
   sub->add_option("--steps", a->steps, "Sampling steps (default 50)");
-  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default: random, recorded)");
+  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Classifier-free guidance scale (default 5.0)");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default 5.0)");
   sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");
@@ -171,6 +192,7 @@ Command add_generate(CLI::App& app) {
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
   sub->add_option("--fps", a->fps, "Frames per second of the video file (default 16)");
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {
               return run_generate(*a);

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "dist/communicator.h"
 #include "parity/parity.h"
 
 namespace vidax::app {
@@ -22,6 +23,7 @@ Command add_parity(CLI::App& app) {
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
             parity::Report rep = parity::run(a->file, a->opt);
+            if (dist::world().rank() != 0) return rep.ok() ? 0 : 1;  // --mesh: rank 0 alone prints
             auto status = [](parity::Comparison::Status s) {
               return s == parity::Comparison::Status::Ok ? "OK" : s == parity::Comparison::Status::Fail ? "FAIL" : "SKIP";
             };

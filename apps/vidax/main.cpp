@@ -5,6 +5,7 @@
 
 #include "commands.h"
 #include "core/error.h"
+#include "dist/communicator.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vidax: inference engine for open video diffusion models"};
@@ -27,9 +28,13 @@ int main(int argc, char** argv) {
     for (auto& c : cmds)
       if (c.sub->parsed()) return c.run();
   } catch (const vidax::Error& e) {
+    // Under mpirun an error on any rank stops every rank, with its message.
+    if (vidax::dist::launched_by_mpi() && vidax::dist::world().size() > 1) vidax::dist::world().abort(e.what());
     std::fprintf(stderr, "vidax: error: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
+    if (vidax::dist::launched_by_mpi() && vidax::dist::world().size() > 1)
+      vidax::dist::world().abort(std::string("internal error: ") + e.what());
     std::fprintf(stderr, "vidax: internal error: %s\n", e.what());
     return 2;
   }

@@ -46,6 +46,8 @@ class Backend {
   virtual void layer_norm(const Tensor& x, const std::optional<Tensor>& weight,
                           const std::optional<Tensor>& bias, double eps, Tensor& out) = 0;
   virtual void rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, Tensor& out) = 0;
+  virtual void rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count,
+                                    const std::optional<Tensor>& weight, double eps, Tensor& out) = 0;
   virtual void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
                                    Tensor& out) = 0;
   virtual void l2_normalize(const Tensor& x, int64_t dim, double eps, Tensor& out) = 0;

@@ -283,6 +283,23 @@ Tensor rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps
   return out;
 }
 
+Tensor rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count,
+                            const std::optional<Tensor>& weight, double eps) {
+  check_float("rms_norm_with_sum_sq", "x", x);
+  check_float("rms_norm_with_sum_sq", "sum_sq", sum_sq);
+  VIDAX_CHECK(x.dim() >= 1, "rms_norm_with_sum_sq: x is a scalar");
+  Shape rows = x.shape();
+  rows.back() = 1;
+  VIDAX_CHECK(sum_sq.shape() == rows, "rms_norm_with_sum_sq: sum_sq " << sum_sq.str() << " must be "
+                                                                      << shape_str(rows) << " for x " << x.str());
+  VIDAX_CHECK(count >= x.size(-1), "rms_norm_with_sum_sq: count " << count << " < the row length " << x.size(-1));
+  check_vector("rms_norm_with_sum_sq", "weight", weight, x.size(-1));
+  Device dev = op_device("rms_norm_with_sum_sq", {&x, &sum_sq, opt_ptr(weight)});
+  Tensor out = alloc(x.shape(), x.dtype(), dev);
+  backend_for(dev).rms_norm_with_sum_sq(x, sum_sq, count, weight, eps, out);
+  return out;
+}
+
 Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps) {
   check_float("layer_norm_modulate", "x", x);
   check_float("layer_norm_modulate", "shift", shift);

@@ -58,6 +58,11 @@ Tensor gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y);
 Tensor layer_norm(const Tensor& x, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps);
 Tensor rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps);
+// rms_norm with the sum of squares given: x * rsqrt(sum_sq / count + eps) * weight, sum_sq [..., 1]
+// (F64 or F32, one per row of x). Tensor parallelism: x is this rank's slice of a longer vector,
+// sum_sq the all-reduced sum over the whole vector and count its full length (DESIGN.md principle 6).
+Tensor rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count,
+                            const std::optional<Tensor>& weight, double eps);
 // layer_norm (no affine) fused with modulate: LN(x) * (1 + scale) + shift.
 Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps);
 // x / max(||x||_2 over dim, eps)   (torch.nn.functional.normalize)

@@ -110,6 +110,10 @@ class RecordingBackend final : public Backend {
   void rms_norm(const Tensor& x, const std::optional<Tensor>& w, double eps, Tensor& o) override {
     Rec("rms_norm").in("x", x).in("weight", w).attr("eps", eps).out(o);
   }
+  void rms_norm_with_sum_sq(const Tensor& x, const Tensor& ss, int64_t count, const std::optional<Tensor>& w,
+                            double eps, Tensor& o) override {
+    Rec("rms_norm_with_sum_sq").in("x", x).in("sum_sq", ss).in("weight", w).attr("count", count).attr("eps", eps).out(o);
+  }
   void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& o) override {
     Rec("layer_norm_modulate").in("x", x).in("shift", shift).in("scale", scale).attr("eps", eps).out(o);
   }

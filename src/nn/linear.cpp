@@ -1,6 +1,7 @@
 #include "nn/linear.h"
 
 #include "nn/cast.h"
+#include "nn/parallel.h"
 
 namespace vidax::nn {
 
@@ -29,6 +30,7 @@ Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_f
 Tensor Linear::operator()(const Tensor& x) const {
   VIDAX_CHECK(x.dim() >= 1 && x.size(-1) == in_features(),
               "Linear: input " << x.str() << " does not end in " << in_features() << " features");
+  if (reduce) return row_parallel_linear(*this, x);
   return ops::linear(to_dtype(x, compute), weight, bias);
 }
 

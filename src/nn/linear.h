@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backend/ops.h"
+#include "dist/communicator.h"
 #include "nn/params.h"
 
 namespace vidax::nn {
@@ -16,6 +17,9 @@ struct Linear {
   Tensor weight;               // [out, in], in the dtype the GEMM reads
   std::optional<Tensor> bias;  // [out]
   DType compute = DType::F32;  // activations are cast to this before the GEMM
+  // Row-parallel (Megatron TP, nn/parallel.h): the weight is this rank's slice of the input
+  // features; the partial products are summed over `reduce` and the bias is added once, after.
+  dist::Communicator* reduce = nullptr;
 
   // weight [out, in] (any float dtype), bias [out] optional.
   static Linear make(const Tensor& weight, const std::optional<Tensor>& bias, DType compute);

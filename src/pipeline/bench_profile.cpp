@@ -134,6 +134,11 @@ class TimingBackend final : public Backend {
     Timer t(p_, "rms_norm");
     cpu_.rms_norm(x, weight, eps, out);
   }
+  void rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count, const std::optional<Tensor>& weight,
+                            double eps, Tensor& out) override {
+    Timer t(p_, "rms_norm_with_sum_sq");
+    cpu_.rms_norm_with_sum_sq(x, sum_sq, count, weight, eps, out);
+  }
   void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& out) override {
     Timer t(p_, "layer_norm_modulate");
     cpu_.layer_norm_modulate(x, shift, scale, eps, out);

@@ -6,6 +6,7 @@
 #include "backend/ops.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "nn/parallel_cfg.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/sampler.h"
 
@@ -113,9 +114,9 @@ T2VResult run_wan_t2v(const WanT2VComponents& parts, const T2VRequest& req, cons
   for (int i = 0; i < total; ++i) {
     auto ts = Clock::now();
     const double t = res.timesteps[static_cast<size_t>(i)];
-    Tensor v_cond = parts.predict(x, t, cond);
+    auto [v_cond, v_uncond] = nn::cfg_parallel_branches(
+        parts.cfg_group, [&](int branch) { return parts.predict(x, t, branch == 0 ? cond : uncond); });
     check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
-    Tensor v_uncond = parts.predict(x, t, uncond);
     check_finite(v_uncond, "the DiT output for the negative prompt", i + 1, total, t);
     // noise_pred_uncond + guide_scale * (noise_pred_cond - noise_pred_uncond), in that order.
     Tensor v = ops::add(v_uncond, ops::scale(ops::sub(v_cond, v_uncond), req.guidance));

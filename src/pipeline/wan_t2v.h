@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "dist/communicator.h"
 
 namespace vidax::pipeline {
 
@@ -46,6 +47,9 @@ struct WanT2VComponents {
   std::function<Tensor(const Tensor& x, double t, const EncodedPrompt& prompt)> predict;
   // z [z_dim, F', h, w] (normalized latent) -> video [3, F, H, W] in [-1, 1].
   std::function<Tensor(const Tensor& z)> decode;
+  // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
+  // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
+  dist::Communicator* cfg_group = nullptr;
 };
 
 struct T2VRequest {

@@ -134,7 +134,7 @@ LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
   {
     nn::ParamSource params = nn::ParamSource::from_map(
         translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout), f.dit);
-    dit = std::make_shared<wan::WanDiT>(dit_cfg, params, precision);
+    dit = std::make_shared<wan::WanDiT>(dit_cfg, params, precision, opt.mesh);
     params.expect_all_taken();
   }
 
@@ -162,6 +162,7 @@ LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
   p.geometry.patch_h = dit_cfg.patch_size[1];
   p.geometry.patch_w = dit_cfg.patch_size[2];
   p.geometry.text_len = dit_cfg.text_len;
+  if (opt.mesh && opt.mesh->shape().cfg > 1) p.cfg_group = &opt.mesh->cfg();
   VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim && dit_cfg.out_dim == vae_cfg.z_dim,
               "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
                                  << vae_cfg.z_dim << ")");

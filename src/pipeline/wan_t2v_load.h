@@ -6,6 +6,7 @@
 #include <functional>
 #include <string>
 
+#include "dist/mesh.h"
 #include "pipeline/wan_presets.h"
 #include "pipeline/wan_t2v.h"
 #include "pipeline/wan_weights.h"
@@ -17,6 +18,9 @@ struct WanT2VLoadOptions {
   std::string model;      // a preset name; "" = detect from the weights directory
   std::string precision;  // "fp32" | "bf16"; "" = the preset's
   std::function<void(const std::string&)> on_stage;  // "loading the DiT (...)", ...
+  // Run sharded (docs/parallelism.md): the DiT takes its tp/sp part, the cfg axis splits the
+  // guidance branches. Must outlive the loaded parts; every rank of the mesh loads.
+  const dist::Mesh* mesh = nullptr;
 };
 
 struct LoadedWanT2V {

@@ -70,6 +70,25 @@ TEST(Movement, Embedding) {
   EXPECT_THROW(ops::embedding(Tensor::from_i64({10}, {1}), table), Error);
 }
 
+// Both gather paths: a contiguous table (row memcpy) and a strided one, with
+// enough rows for the parallel loop (T5's position bias gathers L*L rows).
+TEST(Movement, EmbeddingManyRowsContiguousAndStrided) {
+  Tensor base = randn({16, 40}, 7, DType::F32);
+  Tensor strided = base.transpose(0, 1);  // [40, 16], not contiguous
+  Tensor contiguous = strided.contiguous();
+  std::vector<int64_t> idv;
+  for (int i = 0; i < 4000; ++i) idv.push_back((i * 7919) % 40);
+  Tensor ids = Tensor::from_i64(idv, {40, 100});
+  const auto cv = contiguous.to_f32_vector();
+  for (const Tensor& table : {contiguous, strided}) {
+    Tensor e = ops::embedding(ids, table);
+    ASSERT_EQ(e.shape(), (Shape{40, 100, 16}));
+    const auto ev = e.to_f32_vector();
+    for (size_t i = 0; i < idv.size(); ++i)
+      for (size_t d = 0; d < 16; ++d) ASSERT_EQ(ev[i * 16 + d], cv[static_cast<size_t>(idv[i]) * 16 + d]);
+  }
+}
+
 TEST(Movement, UpsampleNearest) {
   Tensor x = Tensor::from_f32({1, 2, 3, 4}, {1, 1, 2, 2});
   Tensor y = ops::upsample_nearest(x, {2, 3});

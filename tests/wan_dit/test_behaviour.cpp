@@ -149,6 +149,8 @@ TEST(WanDiT, LoadingIsStrict) {
     nn::ParamSource src = nn::ParamSource::from_map(extra, "e.safetensors");
     const wan::WanDiT m(cfg, src, wan::Precision::F32);
     expect_error([&] { src.expect_all_taken(); }, "blocks.2.modulation");
+    expect_error([&] { wan::WanDiT::from_weights(cfg, extra, wan::Precision::BF16, "e.safetensors"); },
+                 "e.safetensors: 1 tensor(s) not used by the model: blocks.2.modulation");
   }
 }
 

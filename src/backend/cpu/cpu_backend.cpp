@@ -48,6 +48,10 @@ class CpuBackend final : public Backend {
   void rms_norm(const Tensor& x, const std::optional<Tensor>& w, double eps, Tensor& o) override {
     cpu::rms_norm(x, w, eps, o);
   }
+  void rms_norm_with_sum_sq(const Tensor& x, const Tensor& ss, int64_t count, const std::optional<Tensor>& w,
+                            double eps, Tensor& o) override {
+    cpu::rms_norm_with_sum_sq(x, ss, count, w, eps, o);
+  }
   void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& o) override {
     cpu::layer_norm_modulate(x, shift, scale, eps, o);
   }

@@ -32,6 +32,8 @@ bool all_finite(const Tensor& x);
 void layer_norm(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps,
                 Tensor& out);
 void rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, Tensor& out);
+void rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count, const std::optional<Tensor>& weight,
+                          double eps, Tensor& out);
 void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& out);
 void group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& weight,
                 const std::optional<Tensor>& bias, double eps, Tensor& out);

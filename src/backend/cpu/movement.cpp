@@ -2,6 +2,7 @@
 // (un)shuffle. Pad and upsample are one "gather by per-dim index maps" kernel;
 // the shuffles are a permuted view copied into place.
 #include <algorithm>
+#include <cstring>
 
 #include "backend/cpu/common.h"
 #include "backend/cpu/kernels.h"
@@ -100,6 +101,16 @@ void embedding(const Tensor& ids, const Tensor& table, Tensor& out) {
                 "embedding: id " << static_cast<int64_t>(idv[i]) << " at position " << i << " outside [0, " << V
                                  << ") of table " << table.str());
   const Tensor out2 = out.view({static_cast<int64_t>(idv.size()), D});
+  if (table.is_contiguous() && table.dtype() == out.dtype()) {
+    // Rows are contiguous: one memcpy per id (T5's position bias gathers L*L rows per layer).
+    const size_t row = static_cast<size_t>(D) * dtype_size(table.dtype());
+    const char* tb = byte_ptr(table);
+    char* ob = byte_ptr_mut(out2);
+#pragma omp parallel for schedule(static) if (out.numel() > 32768)
+    for (int64_t i = 0; i < static_cast<int64_t>(idv.size()); ++i)
+      std::memcpy(ob + static_cast<size_t>(i) * row, tb + static_cast<size_t>(idv[static_cast<size_t>(i)]) * row, row);
+    return;
+  }
 #pragma omp parallel for schedule(static) if (out.numel() > 32768)
   for (int64_t i = 0; i < static_cast<int64_t>(idv.size()); ++i)
     copy_strided(table.select(0, static_cast<int64_t>(idv[static_cast<size_t>(i)])), out2.select(0, i));

@@ -87,6 +87,17 @@ void rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, 
   });
 }
 
+// The same arithmetic as rms_norm, with the row's sum of squares from outside (broadcast over the row).
+void rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count, const std::optional<Tensor>& weight,
+                          double eps, Tensor& out) {
+  const std::vector<double> w = load_vec(weight);
+  for_each_row(x, {&sum_sq}, out, [&](const auto& rows, double* o, int64_t D) {
+    const double* xr = rows[0].data();
+    const double r = 1.0 / std::sqrt(rows[1][0] / static_cast<double>(count) + eps);
+    for (int64_t i = 0; i < D; ++i) o[i] = xr[i] * r * (w.empty() ? 1.0 : w[static_cast<size_t>(i)]);
+  });
+}
+
 void layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, Tensor& out) {
   for_each_row(x, {&shift, &scale}, out, [&](const auto& rows, double* o, int64_t D) {
     const double* xr = rows[0].data();

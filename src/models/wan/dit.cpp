@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "backend/ops.h"
+#include "models/wan/dit_parallel.h"
 #include "models/wan/embeddings.h"
 #include "nn/cast.h"
 
@@ -42,9 +43,14 @@ TextContext concat_batch(const std::vector<TextContext>& parts) {
   return out;
 }
 
-WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision)
+WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precision, const dist::Mesh* mesh)
     : cfg_(cfg), precision_(precision), compute_(precision == Precision::BF16 ? DType::BF16 : DType::F32) {
   cfg_.validate();
+  mesh_ = mesh;
+  if (mesh_) check_mesh_fits(cfg_, mesh_->shape());
+  // This rank's shard of every tensor-parallel weight (all of each on one rank).
+  const nn::TensorParallel tp{mesh_ && mesh_->shape().tp > 1 ? &mesh_->tp() : nullptr};
+  nn::ParamSource params = nn::shard_params(source, tp, dit_tensor_parallel_table(), ledger_);
   const int64_t d = cfg_.dim;
   const auto [pt, ph, pw] = cfg_.patch_size;
   const Tensor conv_w = params.take("patch_embedding.weight", {d, cfg_.in_dim, pt, ph, pw});
@@ -60,7 +66,7 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precisio
   time_projection_ = nn::Linear::load(params, "time_projection.1", d, 6 * d, DType::F32);
   blocks_.reserve(static_cast<size_t>(cfg_.num_layers));
   for (int64_t i = 0; i < cfg_.num_layers; ++i)
-    blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_));
+    blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_, tp));
   head_modulation_ = params.take("head.modulation", {1, 2, d});
   head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
   if (cfg_.has_image_input()) {
@@ -78,9 +84,9 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precisio
 }
 
 WanDiT WanDiT::from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
-                            const std::string& origin) {
+                            const std::string& origin, const dist::Mesh* mesh) {
   nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
-  WanDiT model(cfg, params, precision);
+  WanDiT model(cfg, params, precision, mesh);
   params.expect_all_taken();
   return model;
 }
@@ -200,8 +206,10 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
   const Tensor xc = x5.is_contiguous() ? x5 : ops::copy(x5);
   const Tensor patches = ops::copy(xc.view({B, C, Fp, pt, Hp, ph, Wp, pw}).permute({0, 2, 4, 6, 1, 3, 5, 7}))
                              .view({B, L, C * cfg_.patch_volume()});
-  Tensor h = patch_embedding_(patches);  // [B, L, dim], compute dtype (bf16 under autocast)
-  if (taps) (*taps)["patch_embedding"] = h;
+  // Ulysses: this rank embeds and carries its chunk of the (padded) tokens (nn/ulysses.h).
+  const nn::SequenceParallel sp{mesh_ && mesh_->shape().sp > 1 ? &mesh_->sp() : nullptr, L};
+  Tensor h = patch_embedding_(sp.local(patches, 1));  // [B, L, dim], compute dtype (bf16 under autocast)
+  if (taps) (*taps)["patch_embedding"] = sp.gather(h, 1);
 
   // Time embedding and projection in fp32.
   const Tensor e = time_embedding_2_(ops::silu(time_embedding_0_(nn::to_dtype(t_sinusoid, DType::F32))));
@@ -212,15 +220,17 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
     (*taps)["time_projection"] = e0_flat;
   }
 
-  const RopeTables& rope = rope_for(grid, x.device());
+  const RopeTables& all_rope = rope_for(grid, x.device());
+  const RopeTables rope{sp.local(all_rope.cos, 0), sp.local(all_rope.sin, 0)};
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    h = blocks_[i].forward(h, e0, rope, text.blocks[i], cfg_);
-    if (taps) (*taps)["blocks." + std::to_string(i)] = h;
+    h = blocks_[i].forward(h, e0, rope, text.blocks[i], cfg_, sp);
+    if (taps) (*taps)["blocks." + std::to_string(i)] = sp.gather(h, 1);
   }
 
   // Head: (head.modulation + e).chunk(2): shift, scale; fp32.
   const Tensor hm = ops::add(head_modulation_, e.unsqueeze(1));  // [B, 2, dim]
-  const Tensor y = head_(norm_modulate(h, hm.slice(1, 0, 1), hm.slice(1, 1, 2), cfg_.eps));
+  // The head on this rank's tokens, then all tokens (gathered after the head: 64 features, not dim).
+  const Tensor y = sp.gather(head_(norm_modulate(h, hm.slice(1, 0, 1), hm.slice(1, 1, 2), cfg_.eps)), 1);
   if (taps) (*taps)["head"] = y;
 
   // Unpatchify: feature (kt, kh, kw, c) of token (f, h, w) -> out[c, f*pt+kt, h*ph+kh, w*pw+kw].

@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/mesh.h"
 #include "models/wan/dit_block.h"
 #include "models/wan/dit_config.h"
 #include "models/wan/rope.h"
@@ -54,11 +55,19 @@ class WanDiT {
  public:
   // Takes every parameter from `params` by its official name (see the class comment);
   // call params.expect_all_taken() afterwards for a strict load.
-  WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision);
+  // mesh (optional, must outlive the model; docs/parallelism.md): this rank takes only its
+  // tensor-parallel shard of each split weight (models/wan/dit_parallel.h), and forward()
+  // runs its sequence-parallel chunk of the tokens. Every rank of the mesh makes the same calls.
+  WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision, const dist::Mesh* mesh = nullptr);
   // From an engine-name map (e.g. translate::load_component's result), strictly:
   // throws naming any missing, misshapen or unused tensor. `origin` names the source.
   static WanDiT from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
-                             const std::string& origin = "weights");
+                             const std::string& origin = "weights", const dist::Mesh* mesh = nullptr);
+  const dist::Mesh* mesh() const { return mesh_; }
+  // Bytes of the parameters this rank holds (its shards and the replicated ones, stored dtype)
+  // and of the same parameters unsplit.
+  int64_t weight_bytes() const { return ledger_->bytes; }
+  int64_t full_weight_bytes() const { return ledger_->full_bytes; }
 
   const DiTConfig& config() const { return cfg_; }
   Precision precision() const { return precision_; }
@@ -105,6 +114,8 @@ class WanDiT {
   };
   std::optional<ImageEmbedding> img_emb_;
 
+  const dist::Mesh* mesh_ = nullptr;
+  std::shared_ptr<nn::WeightLedger> ledger_ = std::make_shared<nn::WeightLedger>();
   std::shared_ptr<std::mutex> rope_mutex_ = std::make_shared<std::mutex>();  // keeps WanDiT movable
   mutable std::map<std::array<int64_t, 4>, RopeTables> rope_cache_;
 };

@@ -7,58 +7,65 @@
 namespace vidax::wan {
 
 AttentionWeights AttentionWeights::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
-                                        DType compute, bool image_kv) {
-  const int64_t d = cfg.dim;
+                                        DType compute, bool image_kv, const nn::TensorParallel& tp) {
+  const int64_t d = cfg.dim, dl = tp.local(d, "dim");  // dl: this rank's features (its heads)
   AttentionWeights w;
-  w.q = nn::Linear::load(params, prefix + ".q", d, d, compute);
-  w.k = nn::Linear::load(params, prefix + ".k", d, d, compute);
-  w.v = nn::Linear::load(params, prefix + ".v", d, d, compute);
-  w.o = nn::Linear::load(params, prefix + ".o", d, d, compute);
+  w.tp = tp;
+  w.heads = tp.local(cfg.num_heads, "num_heads");
+  w.q = nn::Linear::load(params, prefix + ".q", d, dl, compute);
+  w.k = nn::Linear::load(params, prefix + ".k", d, dl, compute);
+  w.v = nn::Linear::load(params, prefix + ".v", d, dl, compute);
+  w.o = nn::Linear::load(params, prefix + ".o", dl, d, compute);
+  if (tp.active()) w.o.reduce = tp.group;  // row-parallel
   if (cfg.qk_norm) {
-    w.norm_q = params.take(prefix + ".norm_q.weight", {d});
-    w.norm_k = params.take(prefix + ".norm_k.weight", {d});
+    w.norm_q = params.take(prefix + ".norm_q.weight", {dl});
+    w.norm_k = params.take(prefix + ".norm_k.weight", {dl});
   }
   if (image_kv) {
-    w.k_img = nn::Linear::load(params, prefix + ".k_img", d, d, compute);
-    w.v_img = nn::Linear::load(params, prefix + ".v_img", d, d, compute);
-    if (cfg.qk_norm) w.norm_k_img = params.take(prefix + ".norm_k_img.weight", {d});
+    w.k_img = nn::Linear::load(params, prefix + ".k_img", d, dl, compute);
+    w.v_img = nn::Linear::load(params, prefix + ".v_img", d, dl, compute);
+    if (cfg.qk_norm) w.norm_k_img = params.take(prefix + ".norm_k_img.weight", {dl});
   }
   return w;
 }
 
-DiTBlock DiTBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute) {
+DiTBlock DiTBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute,
+                        const nn::TensorParallel& tp) {
   DiTBlock b;
   b.modulation = params.take(prefix + ".modulation", {1, 6, cfg.dim});
-  b.self_attn = AttentionWeights::load(params, prefix + ".self_attn", cfg, compute);
-  b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute, cfg.has_image_input());
+  b.self_attn = AttentionWeights::load(params, prefix + ".self_attn", cfg, compute, false, tp);
+  b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute, cfg.has_image_input(), tp);
   if (cfg.cross_attn_norm) {
     b.norm3_weight = params.take(prefix + ".norm3.weight", {cfg.dim});
     b.norm3_bias = params.take(prefix + ".norm3.bias", {cfg.dim});
   }
-  b.ffn_in = nn::Linear::load(params, prefix + ".ffn.0", cfg.dim, cfg.ffn_dim, compute);
-  b.ffn_out = nn::Linear::load(params, prefix + ".ffn.2", cfg.ffn_dim, cfg.dim, compute);
+  const int64_t fl = tp.local(cfg.ffn_dim, "ffn_dim");  // column-parallel in, row-parallel out
+  b.ffn_in = nn::Linear::load(params, prefix + ".ffn.0", cfg.dim, fl, compute);
+  b.ffn_out = nn::Linear::load(params, prefix + ".ffn.2", fl, cfg.dim, compute);
+  if (tp.active()) b.ffn_out.reduce = tp.group;
   return b;
 }
 
 namespace {
 
-// WanRMSNorm over the whole projection (all heads at once); identity when qk_norm is off.
-Tensor qk_norm(const Tensor& x, const std::optional<Tensor>& gain, double eps) {
-  return gain ? ops::rms_norm(x, gain, eps) : x;
+// WanRMSNorm over the whole projection (all heads at once, across the TP group); identity when qk_norm is off.
+Tensor qk_norm(const Tensor& x, const std::optional<Tensor>& gain, double eps, const nn::TensorParallel& tp) {
+  return gain ? nn::sharded_rms_norm(x, gain, eps, tp) : x;
 }
 
-Tensor self_attention(const AttentionWeights& w, const Tensor& x, const RopeTables& rope, const DiTConfig& cfg) {
+Tensor self_attention(const AttentionWeights& w, const Tensor& x, const RopeTables& rope, const DiTConfig& cfg,
+                      const nn::SequenceParallel& sp) {
   const Tensor a = nn::to_dtype(x, w.q.compute);  // one cast shared by q, k, v (autocast casts per GEMM)
-  Tensor q = nn::split_heads(qk_norm(w.q(a), w.norm_q, cfg.eps), cfg.num_heads);
-  Tensor k = nn::split_heads(qk_norm(w.k(a), w.norm_k, cfg.eps), cfg.num_heads);
-  Tensor v = nn::split_heads(w.v(a), cfg.num_heads);
+  Tensor q = nn::split_heads(qk_norm(w.q(a), w.norm_q, cfg.eps, w.tp), w.heads);
+  Tensor k = nn::split_heads(qk_norm(w.k(a), w.norm_k, cfg.eps, w.tp), w.heads);
+  Tensor v = nn::split_heads(w.v(a), w.heads);
   q = ops::rope(q, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
   k = ops::rope(k, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
-  return w.o(nn::merge_heads(ops::attention(q, k, v)));
+  return w.o(nn::merge_heads(nn::ulysses_attention(q, k, v, sp)));
 }
 
 Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV& text, const DiTConfig& cfg) {
-  Tensor q = nn::split_heads(qk_norm(w.q(n), w.norm_q, cfg.eps), cfg.num_heads);
+  Tensor q = nn::split_heads(qk_norm(w.q(n), w.norm_q, cfg.eps, w.tp), w.heads);
   // No mask: the zero-padded prompt rows take part, as in the reference (context_lens=None).
   Tensor o = ops::attention(q, text.k, text.v);
   // I2V: the image tokens' attention (same q) is summed before the single output projection.
@@ -76,27 +83,28 @@ Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, 
 
 CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const DiTConfig& cfg) const {
   const Tensor context = nn::to_dtype(embedded, cross_attn.k.compute);  // shared by k and v
-  CrossKV kv{nn::split_heads(qk_norm(cross_attn.k(context), cross_attn.norm_k, cfg.eps), cfg.num_heads),
-             nn::split_heads(cross_attn.v(context), cfg.num_heads), Tensor(), Tensor()};
+  const AttentionWeights& w = cross_attn;
+  CrossKV kv{nn::split_heads(qk_norm(w.k(context), w.norm_k, cfg.eps, w.tp), w.heads),
+             nn::split_heads(w.v(context), w.heads), Tensor(), Tensor()};
   VIDAX_CHECK(image.defined() == cross_attn.k_img.has_value(),
               "Wan DiT: " << (image.defined() ? "image features given to a model without image cross-attention"
                                               : "the model needs image features (clip_fea) for its cross-attention"));
   if (image.defined()) {
     const Tensor img = nn::to_dtype(image, cross_attn.k_img->compute);
-    kv.k_img = nn::split_heads(qk_norm((*cross_attn.k_img)(img), cross_attn.norm_k_img, cfg.eps), cfg.num_heads);
-    kv.v_img = nn::split_heads((*cross_attn.v_img)(img), cfg.num_heads);
+    kv.k_img = nn::split_heads(qk_norm((*w.k_img)(img), w.norm_k_img, cfg.eps, w.tp), w.heads);
+    kv.v_img = nn::split_heads((*w.v_img)(img), w.heads);
   }
   return kv;
 }
 
 Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
-                         const DiTConfig& cfg) const {
+                         const DiTConfig& cfg, const nn::SequenceParallel& sp) const {
   // (modulation + e0).chunk(6, dim=1) in fp32: shift/scale/gate for self-attn, then for the FFN.
   const Tensor m = ops::add(modulation, e0);  // [B, 6, dim]
   auto chunk = [&m](int64_t i) { return m.slice(1, i, i + 1); };  // [B, 1, dim] views
 
   const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps);
-  const Tensor y = self_attention(self_attn, a, rope, cfg);
+  const Tensor y = self_attention(self_attn, a, rope, cfg, sp);
   // x + y * gate under autocast(fp32): the residual stream is fp32 from here on.
   Tensor h = ops::gated_residual(nn::to_dtype(x, DType::F32), chunk(2), nn::to_dtype(y, DType::F32));
 

@@ -14,7 +14,9 @@
 #include "models/wan/dit_config.h"
 #include "models/wan/rope.h"
 #include "nn/linear.h"
+#include "nn/parallel.h"
 #include "nn/params.h"
+#include "nn/ulysses.h"
 
 namespace vidax::wan {
 
@@ -25,9 +27,14 @@ struct AttentionWeights {
   // I2V cross-attention only: keys/values of the image tokens.
   std::optional<nn::Linear> k_img, v_img;
   std::optional<Tensor> norm_k_img;
+  // Tensor parallelism: q/k/v hold `heads` of the num_heads heads (column-parallel), o is
+  // row-parallel, the q/k norms reduce over tp (nn/parallel.h). One rank: all heads.
+  nn::TensorParallel tp;
+  int64_t heads = 0;
 
+  // `params` hands out this rank's shards (nn::shard_params); tp says how many ways they are split.
   static AttentionWeights load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
-                               DType compute, bool image_kv = false);
+                               DType compute, bool image_kv = false, const nn::TensorParallel& tp = {});
 };
 
 // The cross-attention keys and values of one block for one prompt batch
@@ -44,16 +51,18 @@ struct DiTBlock {
   std::optional<Tensor> norm3_weight, norm3_bias;  // cross-attn LayerNorm affine (cross_attn_norm)
   nn::Linear ffn_in, ffn_out;                      // ffn.0 (dim -> ffn_dim), ffn.2 (ffn_dim -> dim)
 
-  static DiTBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute);
+  static DiTBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute,
+                       const nn::TensorParallel& tp = {});
 
   // context [B, text_len, dim] (text_embedding output) and, for I2V, image
   // [B, tokens, dim] (img_emb output; undefined for T2V) -> this block's cross K/V.
   CrossKV cross_kv(const Tensor& context, const Tensor& image, const DiTConfig& cfg) const;
 
   // x [B, L, dim] (fp32, or the compute dtype straight after the patch embedding),
-  // e0 [B, 6, dim] fp32 -> [B, L, dim] fp32.
+  // e0 [B, 6, dim] fp32 -> [B, L, dim] fp32. Under sequence parallelism x is this rank's
+  // chunk of the tokens (rope likewise) and self-attention runs through nn::ulysses_attention.
   Tensor forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
-                 const DiTConfig& cfg) const;
+                 const DiTConfig& cfg, const nn::SequenceParallel& sp = {}) const;
 };
 
 // LN(x; no affine)*(1 + scale) + shift in fp32. LN rounds to x's dtype first

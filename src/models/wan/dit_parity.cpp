@@ -48,10 +48,29 @@ std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const st
   return out;
 }
 
+// The batch entries of one cfg rank: [r*B/2, (r+1)*B/2) when the cfg axis is 2 and the
+// file is a T2V batch of even size, else the whole batch (replicated on both cfg ranks).
+struct BatchSplit {
+  dist::Communicator* cfg = nullptr;  // set when split
+  Tensor gather(const Tensor& t) const { return cfg ? cfg->all_gather(t, 0) : t; }
+};
+
+BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, Tensor& ctx, std::vector<double>& t) {
+  if (!mesh || mesh->shape().cfg == 1 || cfg.has_image_input() || x.dim() != 5) return {};
+  const int64_t B = x.size(0), n = mesh->shape().cfg, r = mesh->cfg_rank();
+  if (B % n != 0 || ctx.dim() != 3) return {};
+  const int64_t b = B / n;
+  x = ops::copy(x.slice(0, r * b, (r + 1) * b));
+  ctx = ops::copy(ctx.slice(0, r * b, (r + 1) * b));
+  t = std::vector<double>(t.begin() + r * b, t.begin() + (r + 1) * b);
+  return {&mesh->cfg()};
+}
+
 }  // namespace
 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
-                                             const std::string& precision, const std::string& path) {
+                                             const std::string& precision, const std::string& path,
+                                             const dist::Mesh* mesh) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   // The golden's parameters (stored, or synthetic) through the translator: either layout,
   // strict (every parameter filled, every key used, shapes checked).
@@ -59,13 +78,15 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   for (const auto& [name, t] : golden_params(file, path)) src.add(name, t);
   // The model must use every parameter the translator produced.
   const WanDiT model = WanDiT::from_weights(cfg, translate::load(src, translate::wan::dit_component(), config),
-                                            parse_precision(precision), path);
+                                            parse_precision(precision), path, mesh);
 
   for (const char* name : {"input.x", "input.t", "input.context"})
     VIDAX_CHECK(file.contains(name), path << ": wan.dit golden file has no '" << name << "'");
-  const Tensor x = file.get("input.x");
-  const Tensor ctx = file.get("input.context");
-  const std::vector<double> t = file.get("input.t").to_f64_vector();
+  Tensor x = file.get("input.x");
+  Tensor ctx = file.get("input.context");
+  std::vector<double> t = file.get("input.t").to_f64_vector();
+  // CFG parallelism on a batch: this cfg rank's half of the batch entries (dit_parallel.h).
+  const BatchSplit split = split_batch(mesh, cfg, x, ctx, t);
 
   Taps taps;
   const bool image = file.contains("input.clip_fea") || file.contains("input.y");
@@ -74,7 +95,8 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   const TextContext text = image ? model.encode_context(ctx, file.get("input.clip_fea"), file.get("input.y"), &taps)
                                  : model.encode_context(ctx, &taps);
   std::map<std::string, Tensor> out;
-  out["output"] = model.forward(x, t, text, &taps);
+  out["output"] = split.gather(model.forward(x, t, text, &taps));
+  for (auto& [name, tensor] : taps) tensor = split.gather(tensor);
 
   // patch_embedding is compared in the Conv3d's layout [B, dim, F', H', W'].
   if (auto it = taps.find("patch_embedding"); it != taps.end()) {

@@ -2,6 +2,9 @@
 // (src/parity/kinds.cpp): it is inline so that the call into vidax::parity is
 // compiled there and the models layer never links against the parity layer.
 #pragma once
+#include <memory>
+
+#include "dist/mesh.h"
 #include "models/wan/dit_parity.h"
 #include "parity/parity.h"
 
@@ -9,8 +12,10 @@ namespace vidax::wan {
 
 inline void register_dit_parity_kinds() {
   parity::register_kind("wan.dit", [](const parity::Golden& g, const parity::Options& opt) {
-    VIDAX_CHECK(opt.mesh.empty(), g.path << ": wan.dit parity runs on a single rank (no --mesh yet)");
-    return run_dit_golden(g.file, g.config, opt.precision, g.path);
+    // --mesh: every rank runs its part (docs/parallelism.md) and returns the whole result.
+    std::unique_ptr<dist::Mesh> mesh;
+    if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
+    return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get());
   });
 }
 
