@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "dist/communicator.h"
 #include "pipeline/bench.h"
 
 namespace vidax::app {
@@ -37,6 +38,7 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step");
   sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
+  sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
   return {sub, [a]() {
             if (!a->random_weights) {
               std::fprintf(stderr, "vidax bench: pass --random-weights (benchmarking a checkpoint is not "
@@ -46,7 +48,7 @@ Command add_bench(CLI::App& app) {
             if (a->threads > 0) omp_set_num_threads(a->threads);
             const nlohmann::json r = pipeline::run_bench(
                 a->opt, [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); });
-            if (a->json) std::printf("%s\n", r.dump(2).c_str());
+            if (a->json && dist::world().rank() == 0) std::printf("%s\n", r.dump(2).c_str());
             else std::fputs(pipeline::bench_report_text(r).c_str(), stdout);
             return 0;
           }};

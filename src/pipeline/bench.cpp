@@ -1,5 +1,7 @@
 #include "pipeline/bench.h"
 
+#include "dist/mesh.h"
+
 #include <omp.h>
 #include <time.h>
 
@@ -339,7 +341,15 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         [&](const std::string& name, const Shape& shape) { return random_param(name, shape, DType::F32, seed); },
         "random weights");
     // Drawn in fp32 like the published 1.3B checkpoint; the model casts what it runs in bf16.
-    const wan::WanDiT dit(cfg, src, precision);
+    // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
+    std::unique_ptr<dist::Mesh> mesh;
+    if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
+    const wan::WanDiT dit(cfg, src, precision, mesh.get());
+    r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
+    r["dit_weight_bytes_per_rank"] = dit.weight_bytes();
+    r["dit_weight_bytes_unsplit"] = dit.full_weight_bytes();
+    log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB of " +
+        std::to_string(gb(static_cast<double>(dit.full_weight_bytes()))) + " GB (mesh " + r["mesh"].get<std::string>() + ")");
 
     const Tensor context = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 1);
     wan::TextContext text;

@@ -37,6 +37,7 @@ struct BenchOptions {
   uint64_t seed = 0;
   bool profile = false;          // per-op-class breakdown of one extra DiT step
   double memory_limit_bytes = 0; // 0: MemAvailable of /proc/meminfo
+  std::string mesh;              // "" = one rank; e.g. "tp=2" under mpirun: the DiT is sharded
 };
 
 // Multiply-add FLOPs (2 per MAC) of one DiT forward at `tokens` patch tokens,
