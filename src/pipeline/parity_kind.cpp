@@ -19,18 +19,7 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
   lo.precision = opt.precision;
   LoadedWanT2V m = load_wan_t2v(lo);
 
-  T2VRequest r;
-  r.prompt = c.at("prompt");
-  r.negative_prompt = c.value("negative_prompt", std::string());
-  r.default_negative_prompt = m.preset.negative_prompt;
-  r.frames = c.at("frames");
-  r.height = c.at("height");
-  r.width = c.at("width");
-  r.steps = c.at("steps");
-  r.seed = c.at("seed");
-  r.guidance = c.at("guidance");
-  r.shift = c.at("shift");
-  r.sampler = c.value("sampler", std::string("unipc"));
+  const T2VRequest r = t2v_request_from_json(c, m.preset.negative_prompt);
   T2VResult res = run_wan_t2v(m.parts, r);
 
   parity::Produced out;

@@ -139,4 +139,20 @@ T2VResult run_wan_t2v(const WanT2VComponents& parts, const T2VRequest& req, cons
   return res;
 }
 
+T2VRequest t2v_request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt) {
+  T2VRequest r;
+  r.prompt = c.at("prompt");
+  r.negative_prompt = c.value("negative_prompt", std::string());
+  r.default_negative_prompt = default_negative_prompt;
+  r.frames = c.at("frames");
+  r.height = c.at("height");
+  r.width = c.at("width");
+  r.steps = c.at("steps");
+  r.seed = c.at("seed");
+  r.guidance = c.at("guidance");
+  r.shift = c.at("shift");
+  r.sampler = c.value("sampler", std::string("unipc"));
+  return r;
+}
+
 }  // namespace vidax::pipeline

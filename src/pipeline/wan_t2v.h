@@ -12,6 +12,7 @@
 // for real checkpoints, the tiny demo and tests; wan_t2v_load.h builds them.
 #pragma once
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
@@ -99,6 +100,10 @@ Tensor read_noise_file(const std::string& path, const Shape& expected);
 // Runs the whole request. Checks for Ctrl-C between steps (pipeline::Interrupted)
 // and for NaN/Inf in the DiT outputs and the latents after every step
 // (vidax::Error naming the step). decode = false stops after denoising.
+// The request a golden file's config names (prompt, negative_prompt, frames, height, width,
+// steps, seed, guidance, shift, sampler; negative_prompt and sampler optional).
+T2VRequest t2v_request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt);
+
 T2VResult run_wan_t2v(const WanT2VComponents& parts, const T2VRequest& request, const T2VEvents& events = {},
                       bool decode = true);
 

@@ -120,16 +120,7 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
 
   io::Checkpoint g = io::Checkpoint::open(kGolden + ".safetensors");
   const json cfg = json::parse(g.metadata().at("config"));
-  pipeline::T2VRequest r;
-  r.prompt = cfg["prompt"];
-  r.default_negative_prompt = m.preset.negative_prompt;
-  r.frames = cfg["frames"];
-  r.height = cfg["height"];
-  r.width = cfg["width"];
-  r.steps = cfg["steps"];
-  r.seed = cfg["seed"];
-  r.guidance = cfg["guidance"];
-  r.shift = cfg["shift"];
+  const pipeline::T2VRequest r = pipeline::t2v_request_from_json(cfg, m.preset.negative_prompt);
   pipeline::T2VResult res = pipeline::run_wan_t2v(m.parts, r, {}, /*decode=*/false);
   const double e = rel_l2(res.latents, g.get("output.latents"));
   std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);

@@ -126,18 +126,7 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
   lo.precision = "fp32";
   LoadedWanT2V m = load_wan_t2v(lo);
-  T2VRequest r;
-  r.prompt = cfg["prompt"];
-  r.negative_prompt = cfg["negative_prompt"];
-  r.default_negative_prompt = m.preset.negative_prompt;
-  r.frames = cfg["frames"];
-  r.height = cfg["height"];
-  r.width = cfg["width"];
-  r.steps = cfg["steps"];
-  r.seed = cfg["seed"];
-  r.guidance = cfg["guidance"];
-  r.shift = cfg["shift"];
-  r.sampler = cfg["sampler"];
+  const T2VRequest r = t2v_request_from_json(cfg, m.preset.negative_prompt);
   // The noise from the seed is the reference's (bit for bit).
   EXPECT_EQ(draw_noise(r.seed, latent_shape(m.parts.geometry, r)).to_f32_vector(),
             g.get("inter.noise").to_f32_vector());
