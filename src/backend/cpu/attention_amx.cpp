@@ -45,8 +45,8 @@ void set_amx_enabled(bool enabled) { g_amx_enabled = enabled; }
 
 namespace {
 
-constexpr int64_t kBQ = 64;       // query rows per work item
-constexpr int64_t kBK = 128;       // keys per key block
+constexpr int64_t kBQ = 32;       // query rows per work item
+constexpr int64_t kBK = 256;       // keys per key block
 constexpr int64_t kNV = kBK / 16; // 16-lane vectors per score row of a block
 constexpr int64_t kTileElems = 16 * 32;  // bf16 values in one 1 KiB tile
 constexpr float kLog2e = 1.44269504088896341f;
@@ -107,12 +107,11 @@ void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
 // 2^f on [0, 1) (relative error 1.7e-7 in fp32). x < -126 gives 0 (no denormals).
 inline __m512 exp2_nonpositive(__m512 x) {
   const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
-  __m512 p = _mm512_set1_ps(0.0018775691278278828f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.008989334106445312f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.055826347321271896f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24015359580516815f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6931530833244324f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.9999999403953552f));
+  __m512 p = _mm512_set1_ps(0.013534079305827618f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05201138183474541f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24144300818443298f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6930037140846252f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000026226043701f));
   const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
   return _mm512_maskz_scalef_ps(normal, p, x);  // scalef multiplies by 2^floor(x)
 }
@@ -181,16 +180,39 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
   return changed;
 }
 
+// 16 x 16 transpose of 32-bit elements: r[i] holds row i on entry, column i on exit.
+inline void transpose16x16_epi32(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_i32x4(u[i + j], u[i + 4 + j], 0x88);
+      t[i + 4 + j] = _mm512_shuffle_i32x4(u[i + j], u[i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+
 // Per-thread state and scratch.
 struct Worker {
   int64_t Dp, Dvp, dchunks, vchunks, kblocks;
   int64_t packed_b = -1, packed_h = -1;
   AlignedArray<uint16_t> Kp, Vp, Q, P;
-  AlignedArray<float> S, O;  // S: two 32-row score buffers (software pipeline)
+  AlignedArray<float> S, O;
+  AlignedArray<uint16_t> stage;  // rows being packed
   RowState rows[kBQ / 16];
   alignas(64) float corr[kBQ];
-  struct Unit { int64_t kblock, rp, nk; bool unmasked; };
-  std::vector<Unit> units;
 
   Worker(int64_t D, int64_t Dv, int64_t Lk)
       : Dp((D + 31) / 32 * 32),
@@ -201,36 +223,53 @@ struct Worker {
         Kp(kblocks * kBK * Dp),
         Vp(kblocks * kBK * Dvp),
         Q(kBQ * Dp),
-        P(32 * kBK),
-        S(2 * 32 * kBK),
-        O(kBQ * Dvp) {}
+        P(kBQ * kBK),
+        S(kBQ * kBK),
+        O(kBQ * Dvp),
+        stage(16 * std::max(Dp, Dvp)) {}
 
   // K tile (key tile kt of 16 keys, d chunk dc): [pair p][key c][2].
   uint16_t* k_tile(int64_t kt, int64_t dc) { return Kp.data() + (kt * dchunks + dc) * kTileElems; }
   // V tile (key chunk kc of 32 keys, column tile vc): [key pair p][column c][2].
   uint16_t* v_tile(int64_t kc, int64_t vc) { return Vp.data() + (kc * vchunks + vc) * kTileElems; }
 
+  // Packs the keys [0, kv_len) of one head, zero-padded to whole key blocks (the
+  // blocks past kv_len are never read).
   void pack_head(const View& Kv, const View& Vv, int64_t b, int64_t h, int64_t D, int64_t Dv, int64_t kv_len) {
     packed_b = b;
     packed_h = h;
-    std::memset(Kp.data(), 0, static_cast<size_t>(kblocks * kBK * Dp) * 2);
-    std::memset(Vp.data(), 0, static_cast<size_t>(kblocks * kBK * Dvp) * 2);
-    std::vector<uint16_t> row(static_cast<size_t>(std::max(Dp, Dvp)), 0);  // padding columns stay 0
-    const uint32_t* row32 = reinterpret_cast<const uint32_t*>(row.data());
-    for (int64_t j = 0; j < kv_len; ++j) {  // keys >= kv_len are never visible: left zero
-      load_bf16(Kv.row(b, j, h), Kv.sd, D, row.data());
-      const int64_t kt = j / 16, c = j % 16;
+    const int64_t keys = (kv_len + kBK - 1) / kBK * kBK;
+    // K: 16 keys at a time; per d chunk, tile row p holds pair p of d of the 16 keys,
+    // a 16 x 16 transpose of 32-bit pairs.
+    for (int64_t kt = 0; kt < keys / 16; ++kt) {
+      for (int64_t c = 0; c < 16; ++c) {
+        uint16_t* dst = stage.data() + c * Dp;  // columns [D, Dp) stay 0
+        const int64_t j = kt * 16 + c;
+        if (j < kv_len) load_bf16(Kv.row(b, j, h), Kv.sd, D, dst);
+        else std::memset(dst, 0, static_cast<size_t>(D) * 2);
+      }
       for (int64_t dc = 0; dc < dchunks; ++dc) {
-        uint32_t* t = reinterpret_cast<uint32_t*>(k_tile(kt, dc));
-        for (int64_t p = 0; p < 16; ++p) t[p * 16 + c] = row32[dc * 16 + p];
+        __m512i r[16];
+        for (int c = 0; c < 16; ++c) r[c] = _mm512_load_si512(stage.data() + c * Dp + dc * 32);
+        transpose16x16_epi32(r);
+        for (int p = 0; p < 16; ++p) _mm512_store_si512(k_tile(kt, dc) + p * 32, r[p]);
       }
     }
-    for (int64_t j = 0; j < kv_len; ++j) {
-      load_bf16(Vv.row(b, j, h), Vv.sd, Dv, row.data());
-      const int64_t kc = j / 32, p = (j % 32) / 2, e = j & 1;
-      for (int64_t vc = 0; vc < vchunks; ++vc) {
-        uint16_t* t = v_tile(kc, vc) + p * 32 + e;
-        for (int64_t c = 0; c < 16; ++c) t[c * 2] = row[static_cast<size_t>(vc * 16 + c)];
+    // V: keys 2p and 2p + 1 of a 32-key chunk interleaved column by column form row p.
+    alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    for (int64_t j = 0; j < keys; j += 2) {
+      for (int64_t e = 0; e < 2; ++e) {
+        uint16_t* dst = stage.data() + e * Dvp;  // columns [Dv, Dvp) stay 0
+        if (j + e < kv_len) load_bf16(Vv.row(b, j + e, h), Vv.sd, Dv, dst);
+        else std::memset(dst, 0, static_cast<size_t>(Dv) * 2);
+      }
+      const int64_t kc = j / 32, p = (j % 32) / 2;
+      for (int64_t g = 0; g < Dvp / 32; ++g) {
+        const __m512i a = _mm512_load_si512(stage.data() + g * 32), c = _mm512_load_si512(stage.data() + Dvp + g * 32);
+        _mm512_store_si512(v_tile(kc, 2 * g) + p * 32, _mm512_permutex2var_epi16(a, lo, c));
+        _mm512_store_si512(v_tile(kc, 2 * g + 1) + p * 32, _mm512_permutex2var_epi16(a, hi, c));
       }
     }
   }
@@ -249,61 +288,67 @@ struct Problem {
   int64_t oes;
 };
 
-// S (32 x kBK, fp32, row stride kBK) = Q rows [r0, r0 + 32) times the key block's K^T.
-inline void qk_tiles(Worker& w, int64_t r0, int64_t kblock, float* S) {
+// S rows of the row pairs [rp0, rp1) (fp32, row stride kBK) = Q rows times the key
+// block's K^T, for its first kpairs pairs of key tiles (the rest are masked). Row
+// pairs run innermost, so each pass's K tiles are reused from L1.
+inline void qk_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_t kpairs, float* S) {
   const int64_t Dp = w.Dp;
-  const uint16_t* q = w.Q.data() + r0 * Dp;
-  for (int64_t kt = 0; kt < kBK / 16; kt += 2) {
-    _tile_zero(0);
-    _tile_zero(1);
-    _tile_zero(2);
-    _tile_zero(3);
+  for (int64_t kt = 0; kt < 2 * kpairs; kt += 2) {
     const int64_t gkt = kblock * (kBK / 16) + kt;
-    for (int64_t dc = 0; dc < w.dchunks; ++dc) {
-      _tile_loadd(4, q + dc * 32, Dp * 2);
-      _tile_loadd(5, q + 16 * Dp + dc * 32, Dp * 2);
-      _tile_loadd(6, w.k_tile(gkt, dc), 64);
-      _tile_loadd(7, w.k_tile(gkt + 1, dc), 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+    for (int64_t rp = rp0; rp < rp1; ++rp) {
+      const uint16_t* q = w.Q.data() + rp * 32 * Dp;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t dc = 0; dc < w.dchunks; ++dc) {
+        _tile_loadd(4, q + dc * 32, Dp * 2);
+        _tile_loadd(5, q + 16 * Dp + dc * 32, Dp * 2);
+        _tile_loadd(6, w.k_tile(gkt, dc), 64);
+        _tile_loadd(7, w.k_tile(gkt + 1, dc), 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      float* s = S + rp * 32 * kBK + kt * 16;
+      _tile_stored(0, s, kBK * 4);
+      _tile_stored(1, s + 16, kBK * 4);
+      _tile_stored(2, s + 16 * kBK, kBK * 4);
+      _tile_stored(3, s + 16 * kBK + 16, kBK * 4);
     }
-    float* s = S + kt * 16;
-    _tile_stored(0, s, kBK * 4);
-    _tile_stored(1, s + 16, kBK * 4);
-    _tile_stored(2, s + 16 * kBK, kBK * 4);
-    _tile_stored(3, s + 16 * kBK + 16, kBK * 4);
   }
 }
 
-// O rows [r0, r0 + 32) += P (32 x kBK) times the key block's V; only the first
-// kchunks chunks of 32 keys (the rest have P = 0).
-inline void pv_tiles(Worker& w, int64_t r0, int64_t kblock, int64_t kchunks) {
+// O rows of the row pairs [rp0, rp1) += P (row stride kBK) times the key block's V,
+// over its first kchunks chunks of 32 keys (the rest have P = 0). Row pairs run
+// innermost, so each column pass's V tiles are reused from L1.
+inline void pv_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_t kchunks, const uint16_t* P) {
   const int64_t Dvp = w.Dvp;
-  const uint16_t* p = w.P.data();
-  for (int64_t vc = 0; vc < w.vchunks; vc += 2) {
-    float* o = w.O.data() + r0 * Dvp + vc * 16;
-    _tile_loadd(0, o, Dvp * 4);
-    _tile_loadd(1, o + 16, Dvp * 4);
-    _tile_loadd(2, o + 16 * Dvp, Dvp * 4);
-    _tile_loadd(3, o + 16 * Dvp + 16, Dvp * 4);
-    for (int64_t kc = 0; kc < kchunks; ++kc) {
-      const int64_t gkc = kblock * (kBK / 32) + kc;
-      _tile_loadd(4, p + kc * 32, kBK * 2);
-      _tile_loadd(5, p + 16 * kBK + kc * 32, kBK * 2);
-      _tile_loadd(6, w.v_tile(gkc, vc), 64);
-      _tile_loadd(7, w.v_tile(gkc, vc + 1), 64);
-      _tile_dpbf16ps(0, 4, 6);
-      _tile_dpbf16ps(1, 4, 7);
-      _tile_dpbf16ps(2, 5, 6);
-      _tile_dpbf16ps(3, 5, 7);
+  for (int64_t vc = 0; vc < w.vchunks; vc += 2)
+    for (int64_t rp = rp0; rp < rp1; ++rp) {
+      const uint16_t* p = P + rp * 32 * kBK;
+      float* o = w.O.data() + rp * 32 * Dvp + vc * 16;
+      _tile_loadd(0, o, Dvp * 4);
+      _tile_loadd(1, o + 16, Dvp * 4);
+      _tile_loadd(2, o + 16 * Dvp, Dvp * 4);
+      _tile_loadd(3, o + 16 * Dvp + 16, Dvp * 4);
+      for (int64_t kc = 0; kc < kchunks; ++kc) {
+        const int64_t gkc = kblock * (kBK / 32) + kc;
+        _tile_loadd(4, p + kc * 32, kBK * 2);
+        _tile_loadd(5, p + 16 * kBK + kc * 32, kBK * 2);
+        _tile_loadd(6, w.v_tile(gkc, vc), 64);
+        _tile_loadd(7, w.v_tile(gkc, vc + 1), 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, o, Dvp * 4);
+      _tile_stored(1, o + 16, Dvp * 4);
+      _tile_stored(2, o + 16 * Dvp, Dvp * 4);
+      _tile_stored(3, o + 16 * Dvp + 16, Dvp * 4);
     }
-    _tile_stored(0, o, Dvp * 4);
-    _tile_stored(1, o + 16, Dvp * 4);
-    _tile_stored(2, o + 16 * Dvp, Dvp * 4);
-    _tile_stored(3, o + 16 * Dvp + 16, Dvp * 4);
-  }
 }
 
 // Turns 16 score rows of the block at j0 into base-2 logits in place: scale, bias,
@@ -350,41 +395,43 @@ void run_item(Worker& w, const Problem& pb, int64_t b, int64_t h, int64_t qb) {
   }
   const bool fast_ok = pb.scale > 0 && !pb.bias;  // unmasked blocks: max of raw scores, logits by one FMA
   const float c = pb.scale * kLog2e;
-  // The (key block, row pair) units of this item, in order.
-  std::vector<Worker::Unit>& units = w.units;
-  units.clear();
   const int64_t item_end = pb.causal ? std::min(kv_len, i0 + nq) : kv_len;
-  for (int64_t j0 = 0; j0 < item_end; j0 += kBK)
-    for (int64_t rp = 0; rp < npairs; ++rp) {
-      const int64_t r0 = rp * 32;
-      // Keys the pair's last row sees; the first row sees all of them when the block is unmasked.
-      const int64_t pair_end = pb.causal ? std::min(kv_len, i0 + r0 + 32) : kv_len;
-      if (j0 >= pair_end) continue;
-      const int64_t nk = std::min(kBK, pair_end - j0);
-      units.push_back({j0 / kBK, rp, nk, fast_ok && nk == kBK && (!pb.causal || j0 + kBK <= i0 + r0 + 1)});
+  // Keys row pair rp sees (its last row; causal rows see fewer).
+  const auto pair_end = [&](int64_t rp) { return pb.causal ? std::min(kv_len, i0 + rp * 32 + 32) : kv_len; };
+  for (int64_t j0 = 0; j0 < item_end; j0 += kBK) {
+    const int64_t kblock = j0 / kBK;
+    int64_t rp0 = 0;
+    while (j0 >= pair_end(rp0)) ++rp0;  // the pairs that see none of this block come first
+    const int64_t block_keys = std::min(kBK, pair_end(npairs - 1) - j0);  // keys any row sees
+    qk_tiles(w, rp0, npairs, kblock, (block_keys + 31) / 32, w.S.data());
+    for (int64_t rp = rp0; rp < npairs; ++rp) {
+      const int64_t nk = std::min(kBK, pair_end(rp) - j0);
+      // The pair's first row sees every key of an unmasked block.
+      const bool unmasked = fast_ok && nk == kBK && (!pb.causal || j0 + kBK <= i0 + rp * 32 + 1);
+      for (int64_t rb = 2 * rp; rb < 2 * rp + 2; ++rb) {
+        float* S = w.S.data() + rb * 16 * kBK;
+        if (!unmasked) masked_logits16(S, pb, b, h, i0 + rb * 16, j0, kv_len);
+        const __mmask16 changed = softmax_rows16(S, unmasked ? c : 1.0f, w.rows[rb], w.P.data() + rb * 16 * kBK, w.corr + rb * 16);
+        rescale_rows16(w.O.data() + rb * 16 * w.Dvp, w.Dvp, changed, w.corr + rb * 16);
+      }
     }
-  // Software pipeline: the tile products of unit u + 1 are issued before the softmax
-  // of unit u, so that the AMX unit and the vector units overlap.
-  if (!units.empty()) qk_tiles(w, units[0].rp * 32, units[0].kblock, w.S.data());
-  for (size_t u = 0; u < units.size(); ++u) {
-    const Worker::Unit& un = units[u];
-    float* S_u = w.S.data() + (u & 1) * 32 * kBK;
-    if (u + 1 < units.size()) qk_tiles(w, units[u + 1].rp * 32, units[u + 1].kblock, w.S.data() + ((u + 1) & 1) * 32 * kBK);
-    for (int64_t half = 0; half < 2; ++half) {
-      float* S = S_u + half * 16 * kBK;
-      if (!un.unmasked) masked_logits16(S, pb, b, h, i0 + un.rp * 32 + half * 16, un.kblock * kBK, kv_len);
-      const int64_t rb = un.rp * 2 + half;
-      const __mmask16 changed =
-          softmax_rows16(S, un.unmasked ? c : 1.0f, w.rows[rb], w.P.data() + half * 16 * kBK, w.corr + rb * 16);
-      rescale_rows16(w.O.data() + rb * 16 * w.Dvp, w.Dvp, changed, w.corr + rb * 16);
-    }
-    pv_tiles(w, un.rp * 32, un.kblock, (un.nk + 31) / 32);
+    pv_tiles(w, rp0, npairs, kblock, (block_keys + 31) / 32, w.P.data());
   }
   for (int64_t r = 0; r < nq; ++r) {
-    const float l = w.rows[r / 16].l[r % 16], inv = l > 0.0f ? 1.0f / l : 0.0f;
+    const float l = w.rows[r / 16].l[r % 16], inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: zeros
     float* orow = w.O.data() + r * w.Dvp;
-    for (int64_t c2 = 0; c2 < pb.Dv; ++c2) orow[c2] *= inv;
-    store_row(orow, pb.Dv, pb.out + (((b * pb.Lq + i0 + r) * pb.H + h) * pb.Dv) * pb.oes, pb.out_dtype);
+    char* dst = pb.out + (((b * pb.Lq + i0 + r) * pb.H + h) * pb.Dv) * pb.oes;
+    const __m512 f = _mm512_set1_ps(inv);
+    if (pb.out_dtype == DType::BF16) {
+      for (int64_t c0 = 0; c0 < pb.Dv; c0 += 16) {
+        const __mmask16 k = static_cast<__mmask16>((1u << std::min<int64_t>(16, pb.Dv - c0)) - 1u);
+        const __m256i v = (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_load_ps(orow + c0), f));
+        _mm256_mask_storeu_epi16(dst + c0 * 2, k, v);
+      }
+    } else {
+      for (int64_t c0 = 0; c0 < pb.Dv; c0 += 16) _mm512_store_ps(orow + c0, _mm512_mul_ps(_mm512_load_ps(orow + c0), f));
+      store_row(orow, pb.Dv, dst, pb.out_dtype);
+    }
   }
 }
 
