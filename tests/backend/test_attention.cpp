@@ -155,6 +155,21 @@ TEST(Attention, Bf16Inputs) {
   check(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), neg, 1.0 / 64, "bf16 negative scale");
 }
 
+TEST(Attention, Bf16AmxMatchesAvx512Path) {
+  // Both paths round P to bf16 (each its own exp and block order, so a P value
+  // may round the other way: ~5e-4 apart at most here); a wrong rescale, mask or
+  // packing would be far off.
+  Tensor q = randn({1, 300, 2, 128}, 26, DType::BF16), k = randn({1, 700, 2, 128}, 27, DType::BF16),
+         v = randn({1, 700, 2, 128}, 28, DType::BF16);
+  ops::AttentionOptions o;
+  o.kv_lens = {650};
+  const Tensor amx = ops::attention(q, k, v, o);
+  cpu::attn::set_amx_enabled(false);
+  const Tensor avx = ops::attention(q, k, v, o);
+  cpu::attn::set_amx_enabled(true);
+  expect_close(amx, avx.to_f64_vector(), 1.0 / 512, 1.0 / 128, "amx vs avx512");
+}
+
 TEST(Attention, Bf16BitIdenticalAcrossThreadCounts) {
   // Work is split over (batch, head, query block) ranges that change with the
   // thread count; each output row must not.

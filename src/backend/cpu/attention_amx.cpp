@@ -3,16 +3,20 @@
 //
 // Work item = (batch, head, block of kBQ query rows); a thread takes a static,
 // contiguous range of items and packs K and V of a head once when it enters it:
-//   K: B tiles [16 keys][16 pairs of d][2]        -> S  = Q K^T on AMX
-//   V: B tiles [16 pairs of keys][16 columns][2]   -> O += P V  on AMX
-// Each item sweeps key blocks of kBK keys. Per pair of 16-row blocks ("row pair",
-// the 2 x 2 accumulator tiles of one AMX micro-kernel):
-//   1. S[32 x kBK] = Q K^T (fp32 tiles stored to an L1 scratch),
+//   K: B tiles [16 pairs of d][16 keys][2]          -> S  = Q K^T on AMX
+//   V: B tiles [16 pairs of keys][16 columns][2]    -> O += P V  on AMX
+// Each item sweeps key blocks of kBK keys:
+//   1. S[kBQ x kBK] = Q K^T (2 x 2 tile micro-kernels, fp32 tiles stored to scratch),
 //   2. online softmax in base 2 with scale * log2(e) folded into one FMA, 16 rows
 //      at a time: row max and row sum by a transposed 16-row reduction, a short
-//      exp2 polynomial (~2e-7 relative), P written as bf16 (RNE) two vectors per
-//      instruction; the rows whose max grew get their O rescaled (most do not),
-//   3. O[32 x Dv] += P V on tiles.
+//      exp2 polynomial (~3e-6 relative; P is rounded to bf16 anyway), P written as
+//      bf16 (RNE) two vectors per instruction; only the rows whose max grew get
+//      their O rescaled (after the first blocks, most do not),
+//   3. O[kBQ x Dv] += P V on tiles, 8 chunks of 32 keys per O tile load/store.
+// Measured on a shared 2-core AMX machine (see the attention section of
+// bench_kernels): 256-key blocks over 32-row items beat 64/128-key blocks and
+// 64-row items; issuing the next block's Q K^T during the softmax (software
+// pipelining, S double-buffered) and software prefetch did not help there.
 // Blocks with a mask (key length, causal diagonal) or a bias first turn S into
 // base-2 logits with masked keys at -1e30, which the exp maps to exactly 0.
 // Every output row is computed by one thread in a fixed key order: results are
@@ -45,9 +49,9 @@ void set_amx_enabled(bool enabled) { g_amx_enabled = enabled; }
 
 namespace {
 
-constexpr int64_t kBQ = 32;       // query rows per work item
-constexpr int64_t kBK = 256;       // keys per key block
-constexpr int64_t kNV = kBK / 16; // 16-lane vectors per score row of a block
+constexpr int64_t kBQ = 32;   // query rows per work item
+constexpr int64_t kBK = 256;  // keys per key block
+constexpr int64_t kNV = kBK / 16;  // 16-lane vectors per score row of a block
 constexpr int64_t kTileElems = 16 * 32;  // bf16 values in one 1 KiB tile
 constexpr float kLog2e = 1.44269504088896341f;
 // Base-2 logit of a masked key: finite, so that (masked - row max) stays far below
@@ -103,8 +107,9 @@ void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
 }
 
-// 2^x for x <= 0 (or far below): 2^floor(x) * p(x - floor(x)), p a degree-5 fit of
-// 2^f on [0, 1) (relative error 1.7e-7 in fp32). x < -126 gives 0 (no denormals).
+// 2^x for x <= 0 (or far below): 2^floor(x) * p(x - floor(x)), p a degree-4 fit of
+// 2^f on [0, 1) (relative error 2.7e-6 evaluated in fp32; P is rounded to bf16,
+// 2^-9, right after). x < -126 gives 0 (no denormals).
 inline __m512 exp2_nonpositive(__m512 x) {
   const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
   __m512 p = _mm512_set1_ps(0.013534079305827618f);
