@@ -23,7 +23,9 @@
 // bit-identical whatever the thread count.
 // Every AMX tile here is 16 rows x 64 bytes (16 x 32 bf16 or 16 x 16 f32).
 // D and Dv are zero-padded to multiples of 32, keys to whole key blocks.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in AVX-512 headers
+// GCC 12 false positives inside its own AVX-512 headers (_mm512_undefined_* helpers).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
 #include <omp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -32,6 +34,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <vector>
 #include <new>
 
 #include "backend/cpu/attention_tiles.h"
@@ -479,14 +482,18 @@ void attention_bf16_amx(const Tensor& q, const Tensor& k, const Tensor& v, const
   pb.oes = static_cast<int64_t>(dtype_size(out.dtype()));
 
   const int64_t qblocks = (pb.Lq + kBQ - 1) / kBQ, items = pb.B * pb.H * qblocks;
-#pragma omp parallel
+  // Scratch per thread, allocated here so that a failed allocation throws to the caller.
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), items));
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int64_t t = 0; t < threads; ++t) workers.push_back(std::make_unique<Worker>(pb.D, pb.Dv, pb.Lk));
+#pragma omp parallel num_threads(static_cast<int>(threads))
   {
     // Static contiguous ranges of (batch, head, query block): a thread packs each
     // head it enters once, and the split never changes a row's arithmetic.
     const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t begin = items * t / nt, end = items * (t + 1) / nt;
     if (begin < end) {
-      Worker w(pb.D, pb.Dv, pb.Lk);
+      Worker& w = *workers[static_cast<size_t>(t)];
       load_tile_config();
       for (int64_t it = begin; it < end; ++it) {
         const int64_t bh = it / qblocks;
