@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
 #include <limits>
 
@@ -118,7 +120,19 @@ TEST(Attention, Bf16Inputs) {
                                    {2, 37, 129, 3, 13, 40, false, true, {129, 0}},
                                    {1, 100, 100, 1, 72, 72, true, false, {}},
                                    {2, 17, 5, 2, 128, 128, false, false, {3, 5}},
-                                   {1, 130, 200, 2, 80, 24, true, true, {}}};
+                                   {1, 130, 200, 2, 80, 24, true, true, {}},
+                                   // several key blocks, a key length inside a block, 3 query blocks
+                                   {2, 150, 300, 2, 64, 64, false, false, {300, 129}},
+                                   {1, 200, 200, 1, 128, 128, true, false, {}}};
+  // Later keys score higher (keys scaled up along the sequence): the running row
+  // max keeps growing across key blocks, so earlier output is rescaled many times.
+  {
+    Tensor q = randn({1, 70, 2, 64}, 20, DType::BF16), k = randn({1, 600, 2, 64}, 21), v = randn({1, 600, 2, 64}, 22, DType::BF16);
+    float* kd = k.data<float>();
+    for (int64_t j = 0; j < 600; ++j)
+      for (int64_t e = 0; e < 2 * 64; ++e) kd[j * 128 + e] *= 0.2f + 0.004f * static_cast<float>(j);
+    check(q, k.to(DType::BF16), v, {}, 1.0 / 64, "bf16 growing scores");
+  }
   for (bool amx : {true, false}) {
   cpu::attn::set_amx_enabled(amx);
   for (const Case& c : cases) {
@@ -136,6 +150,47 @@ TEST(Attention, Bf16Inputs) {
   cpu::attn::set_amx_enabled(true);
   Tensor qkv = randn({2, 45, 3, 2, 64}, 18, DType::BF16);
   check(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), {}, 1.0 / 64, "bf16 fused views");
+  ops::AttentionOptions neg;
+  neg.scale = -0.2;  // the max is then taken of the scaled scores
+  check(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), neg, 1.0 / 64, "bf16 negative scale");
+}
+
+TEST(Attention, Bf16AmxMatchesAvx512Path) {
+  // Both paths round P to bf16 (each its own exp and block order, so a P value
+  // may round the other way: ~5e-4 apart at most here); a wrong rescale, mask or
+  // packing would be far off.
+  Tensor q = randn({1, 300, 2, 128}, 26, DType::BF16), k = randn({1, 700, 2, 128}, 27, DType::BF16),
+         v = randn({1, 700, 2, 128}, 28, DType::BF16);
+  ops::AttentionOptions o;
+  o.kv_lens = {650};
+  const Tensor amx = ops::attention(q, k, v, o);
+  cpu::attn::set_amx_enabled(false);
+  const Tensor avx = ops::attention(q, k, v, o);
+  cpu::attn::set_amx_enabled(true);
+  expect_close(amx, avx.to_f64_vector(), 1.0 / 512, 1.0 / 128, "amx vs avx512");
+}
+
+TEST(Attention, Bf16BitIdenticalAcrossThreadCounts) {
+  // Work is split over (batch, head, query block) ranges that change with the
+  // thread count; each output row must not.
+  Tensor q = randn({2, 200, 3, 64}, 23, DType::BF16), k = randn({2, 260, 3, 64}, 24, DType::BF16),
+         v = randn({2, 260, 3, 64}, 25, DType::BF16);
+  ops::AttentionOptions o;
+  o.kv_lens = {260, 131};
+  const int saved = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const Tensor ref = ops::attention(q, k, v, o);
+  for (int threads : {1, 2, 3, 5}) {
+    omp_set_num_threads(threads);
+    EXPECT_TRUE(same_bits(ops::attention(q, k, v, o), ref)) << threads << " threads";
+  }
+  o.kv_lens.clear();
+  o.causal = true;
+  omp_set_num_threads(1);
+  const Tensor ref_causal = ops::attention(q, k, v, o);
+  omp_set_num_threads(3);
+  EXPECT_TRUE(same_bits(ops::attention(q, k, v, o), ref_causal)) << "causal, 3 threads";
+  omp_set_num_threads(saved);
 }
 
 TEST(Attention, LongSequence) {

@@ -1,25 +1,70 @@
-// Flash attention for bf16 q/k/v on AMX tiles (TDPBF16PS: bf16 products,
-// fp32 accumulation). Same algorithm and masking as attention.cpp; only the two
-// tile products run on AMX:
-//   S[64 x 64]  = Q[64 x D] K^T        (A = Q rows, B = K packed in pairs of d)
-//   O[64 x Dv] += P[64 x 64] V[64 x Dv] (A = P rounded to bf16, B = V packed in pairs of keys)
+// Flash attention for bf16 q/k/v on AMX tiles (TDPBF16PS: bf16 products, fp32
+// accumulation), with the same masking contract as attention.cpp.
+//
+// Work item = (batch, head, block of kBQ query rows); a thread takes a static,
+// contiguous range of items and packs K and V of a head once when it enters it:
+//   K: B tiles [16 pairs of d][16 keys][2]          -> S  = Q K^T on AMX
+//   V: B tiles [16 pairs of keys][16 columns][2]    -> O += P V  on AMX
+// Each item sweeps key blocks of kBK keys:
+//   1. S[kBQ x kBK] = Q K^T (2 x 2 tile micro-kernels, fp32 tiles stored to scratch),
+//   2. online softmax in base 2 with scale * log2(e) folded into one FMA, 16 rows
+//      at a time: row max and row sum by a transposed 16-row reduction, a short
+//      exp2 polynomial (~3e-6 relative; P is rounded to bf16 anyway), P written as
+//      bf16 (RNE) two vectors per instruction; only the rows whose max grew get
+//      their O rescaled (after the first blocks, most do not),
+//   3. O[kBQ x Dv] += P V on tiles, 8 chunks of 32 keys per O tile load/store.
+// Measured on a shared 2-core AMX machine (see the attention section of
+// bench_kernels): 256-key blocks over 32-row items beat 64/128-key blocks and
+// 64-row items; issuing the next block's Q K^T during the softmax (software
+// pipelining, S double-buffered) and software prefetch did not help there.
+// Blocks with a mask (key length, causal diagonal) or a bias first turn S into
+// base-2 logits with masked keys at -1e30, which the exp maps to exactly 0.
+// Every output row is computed by one thread in a fixed key order: results are
+// bit-identical whatever the thread count.
 // Every AMX tile here is 16 rows x 64 bytes (16 x 32 bf16 or 16 x 16 f32).
-// D and Dv are zero-padded to multiples of 32 and 16, keys to whole tiles.
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in _mm512_reduce_*
+// D and Dv are zero-padded to multiples of 32, keys to whole key blocks.
+// GCC 12 false positives inside its own AVX-512 headers (_mm512_undefined_* helpers).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <omp.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
+#include <vector>
+#include <new>
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/kernels.h"
 
 namespace vidax::cpu::attn {
 
+namespace {
+std::atomic<bool> g_amx_enabled{true};
+}  // namespace
+
+void set_amx_enabled(bool enabled) { g_amx_enabled = enabled; }
+
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__AVX512BF16__)
 
 namespace {
+
+constexpr int64_t kBQ = 32;   // query rows per work item
+constexpr int64_t kBK = 256;  // keys per key block
+constexpr int64_t kNV = kBK / 16;  // 16-lane vectors per score row of a block
+constexpr int64_t kTileElems = 16 * 32;  // bf16 values in one 1 KiB tile
+constexpr float kLog2e = 1.44269504088896341f;
+// Base-2 logit of a masked key: finite, so that (masked - row max) stays far below
+// the exp's underflow threshold (-126) even when the whole row is masked.
+constexpr float kMaskedLogit = -1e30f;
+// Row maxima are clamped to this before subtracting: a row whose keys are all
+// masked so far (max = kMaskedLogit) then gets P = 0 instead of exp2(0) = 1.
+constexpr float kMaxFloor = -1e20f;
+
+static_assert(kBK % 32 == 0 && kBQ % 32 == 0, "blocks are whole 2 x 2 micro-kernels");
 
 struct TileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -36,26 +81,369 @@ void load_tile_config() {
   _tile_loadconfig(&cfg);
 }
 
-constexpr int64_t kDChunk = 32;  // bf16 values of d per tile row
-constexpr int64_t kVCols = 16;   // f32 output columns per tile
+// 64-byte aligned scratch (AVX-512 rows, tiles).
+template <class T>
+class AlignedArray {
+ public:
+  explicit AlignedArray(int64_t n) {
+    const size_t bytes = (static_cast<size_t>(std::max<int64_t>(n, 1)) * sizeof(T) + 63) / 64 * 64;
+    p_ = static_cast<T*>(std::aligned_alloc(64, bytes));
+    if (!p_) throw std::bad_alloc();
+    std::memset(static_cast<void*>(p_), 0, bytes);
+  }
+  AlignedArray(const AlignedArray&) = delete;
+  AlignedArray& operator=(const AlignedArray&) = delete;
+  ~AlignedArray() { std::free(p_); }
+  T* data() { return p_; }
 
-// Converts n values of any float dtype (stride in elements) to bf16 (RNE).
-void load_bf16(const char* src, DType dt, int64_t stride, int64_t n, uint16_t* dst) {
-  if (dt == DType::BF16 && stride == 1) {
+ private:
+  T* p_ = nullptr;
+};
+
+// Copies n bf16 values (stride in elements) to dst.
+void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
+  if (stride == 1) {
     std::memcpy(dst, src, static_cast<size_t>(n) * 2);
     return;
   }
   const uint16_t* s = reinterpret_cast<const uint16_t*>(src);
-  for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];  // BF16 only reaches here (strided)
+  for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
+}
+
+// 2^x for x <= 0 (or far below): 2^floor(x) * p(x - floor(x)), p a degree-4 fit of
+// 2^f on [0, 1) (relative error 2.7e-6 evaluated in fp32; P is rounded to bf16,
+// 2^-9, right after). x < -126 gives 0 (no denormals).
+inline __m512 exp2_nonpositive(__m512 x) {
+  const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
+  __m512 p = _mm512_set1_ps(0.013534079305827618f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05201138183474541f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24144300818443298f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6930037140846252f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000026226043701f));
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+  return _mm512_maskz_scalef_ps(normal, p, x);  // scalef multiplies by 2^floor(x)
+}
+
+// Reduces 16 vectors to one whose lane r is op over all lanes of v[r] (a 16 x 16
+// transpose-and-reduce in 15 combining steps instead of 16 horizontal reductions).
+template <class Op>
+inline __m512 reduce_rows16(const __m512 (&v)[16], Op op) {
+  // Input order 4k + t <- row 4t + k makes the output lane order the row order.
+  const auto in = [&](int i) { return v[4 * (i % 4) + i / 4]; };
+  __m512 x[8], y[4], z[2];
+  for (int i = 0; i < 8; ++i) {
+    const __m512 a = in(2 * i), b = in(2 * i + 1);
+    x[i] = op(_mm512_shuffle_f32x4(a, b, 0x44), _mm512_shuffle_f32x4(a, b, 0xEE));
+  }
+  for (int i = 0; i < 4; ++i)
+    y[i] = op(_mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0x88), _mm512_shuffle_f32x4(x[2 * i], x[2 * i + 1], 0xDD));
+  for (int j = 0; j < 2; ++j)
+    z[j] = op(_mm512_shuffle_ps(y[2 * j], y[2 * j + 1], 0x44), _mm512_shuffle_ps(y[2 * j], y[2 * j + 1], 0xEE));
+  return op(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
+}
+
+// Online-softmax state of 16 query rows (base-2 logits).
+struct RowState {
+  alignas(64) float m[16];  // running max of the logits
+  alignas(64) float l[16];  // running sum of exp2(logit - m)
+};
+
+// One key block of 16 score rows (row stride kBK): logit = s * c (c = scale * log2 e,
+// or 1 when S already holds logits). Writes P (bf16, row stride kBK), updates the
+// state and returns in corr the factor each row's previous O must be scaled by;
+// the mask says which rows have corr != 1.
+inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t* P, float* corr) {
+  __m512 red[16];
+  for (int r = 0; r < 16; ++r) {
+    const float* s = S + r * kBK;
+    __m512 mx = _mm512_load_ps(s);
+    for (int v = 1; v < kNV; ++v) mx = _mm512_max_ps(mx, _mm512_load_ps(s + v * 16));
+    red[r] = mx;
+  }
+  const __m512 m_old = _mm512_load_ps(st.m);
+  const __m512 m_new = _mm512_max_ps(m_old, _mm512_mul_ps(reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }),
+                                                         _mm512_set1_ps(c)));
+  const __m512 cv = exp2_nonpositive(_mm512_sub_ps(m_old, m_new));
+  const __mmask16 changed = _mm512_cmp_ps_mask(cv, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ);
+  _mm512_store_ps(st.m, m_new);
+  _mm512_store_ps(corr, cv);
+  alignas(64) float m_sub[16];
+  _mm512_store_ps(m_sub, _mm512_max_ps(m_new, _mm512_set1_ps(kMaxFloor)));
+  const __m512 cc = _mm512_set1_ps(c);
+  for (int r = 0; r < 16; ++r) {
+    const float* s = S + r * kBK;
+    uint16_t* p = P + r * kBK;
+    const __m512 mr = _mm512_set1_ps(m_sub[r]);
+    __m512 sum = _mm512_setzero_ps();
+    for (int v = 0; v < kNV; v += 2) {
+      const __m512 p0 = exp2_nonpositive(_mm512_fmsub_ps(_mm512_load_ps(s + v * 16), cc, mr));
+      const __m512 p1 = exp2_nonpositive(_mm512_fmsub_ps(_mm512_load_ps(s + v * 16 + 16), cc, mr));
+      sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
+      _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
+    }
+    red[r] = sum;
+  }
+  const __m512 rowsum = reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  _mm512_store_ps(st.l, _mm512_fmadd_ps(_mm512_load_ps(st.l), cv, rowsum));
+  return changed;
+}
+
+// 16 x 16 transpose of 32-bit elements: r[i] holds row i on entry, column i on exit.
+inline void transpose16x16_epi32(__m512i (&r)[16]) {
+  __m512i t[16], u[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    u[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    u[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    u[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    u[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 16; i += 8)
+    for (int j = 0; j < 4; ++j) {
+      t[i + j] = _mm512_shuffle_i32x4(u[i + j], u[i + 4 + j], 0x88);
+      t[i + 4 + j] = _mm512_shuffle_i32x4(u[i + j], u[i + 4 + j], 0xdd);
+    }
+  for (int j = 0; j < 8; ++j) {
+    r[j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0x88);
+    r[8 + j] = _mm512_shuffle_i32x4(t[j], t[8 + j], 0xdd);
+  }
+}
+
+// Per-thread state and scratch.
+struct Worker {
+  int64_t Dp, Dvp, dchunks, vchunks, kblocks;
+  int64_t packed_b = -1, packed_h = -1;
+  AlignedArray<uint16_t> Kp, Vp, Q, P;
+  AlignedArray<float> S, O;
+  AlignedArray<uint16_t> stage;  // rows being packed
+  RowState rows[kBQ / 16];
+  alignas(64) float corr[kBQ];
+
+  Worker(int64_t D, int64_t Dv, int64_t Lk)
+      : Dp((D + 31) / 32 * 32),
+        Dvp((Dv + 31) / 32 * 32),
+        dchunks(Dp / 32),
+        vchunks(Dvp / 16),
+        kblocks((Lk + kBK - 1) / kBK),
+        Kp(kblocks * kBK * Dp),
+        Vp(kblocks * kBK * Dvp),
+        Q(kBQ * Dp),
+        P(kBQ * kBK),
+        S(kBQ * kBK),
+        O(kBQ * Dvp),
+        stage(16 * std::max(Dp, Dvp)) {}
+
+  // K tile (key tile kt of 16 keys, d chunk dc): [pair p][key c][2].
+  uint16_t* k_tile(int64_t kt, int64_t dc) { return Kp.data() + (kt * dchunks + dc) * kTileElems; }
+  // V tile (key chunk kc of 32 keys, column tile vc): [key pair p][column c][2].
+  uint16_t* v_tile(int64_t kc, int64_t vc) { return Vp.data() + (kc * vchunks + vc) * kTileElems; }
+
+  // Packs the keys [0, kv_len) of one head, zero-padded to whole key blocks (the
+  // blocks past kv_len are never read).
+  void pack_head(const View& Kv, const View& Vv, int64_t b, int64_t h, int64_t D, int64_t Dv, int64_t kv_len) {
+    packed_b = b;
+    packed_h = h;
+    const int64_t keys = (kv_len + kBK - 1) / kBK * kBK;
+    // K: 16 keys at a time; per d chunk, tile row p holds pair p of d of the 16 keys,
+    // a 16 x 16 transpose of 32-bit pairs.
+    for (int64_t kt = 0; kt < keys / 16; ++kt) {
+      for (int64_t c = 0; c < 16; ++c) {
+        uint16_t* dst = stage.data() + c * Dp;  // columns [D, Dp) stay 0
+        const int64_t j = kt * 16 + c;
+        if (j < kv_len) load_bf16(Kv.row(b, j, h), Kv.sd, D, dst);
+        else std::memset(dst, 0, static_cast<size_t>(D) * 2);
+      }
+      for (int64_t dc = 0; dc < dchunks; ++dc) {
+        __m512i r[16];
+        for (int c = 0; c < 16; ++c) r[c] = _mm512_load_si512(stage.data() + c * Dp + dc * 32);
+        transpose16x16_epi32(r);
+        for (int p = 0; p < 16; ++p) _mm512_store_si512(k_tile(kt, dc) + p * 32, r[p]);
+      }
+    }
+    // V: keys 2p and 2p + 1 of a 32-key chunk interleaved column by column form row p.
+    alignas(64) static constexpr uint16_t kLo[32] = {0, 32, 1, 33, 2, 34, 3, 35, 4, 36, 5, 37, 6, 38, 7, 39,
+                                                     8, 40, 9, 41, 10, 42, 11, 43, 12, 44, 13, 45, 14, 46, 15, 47};
+    const __m512i lo = _mm512_load_si512(kLo), hi = _mm512_add_epi16(lo, _mm512_set1_epi16(16));
+    for (int64_t j = 0; j < keys; j += 2) {
+      for (int64_t e = 0; e < 2; ++e) {
+        uint16_t* dst = stage.data() + e * Dvp;  // columns [Dv, Dvp) stay 0
+        if (j + e < kv_len) load_bf16(Vv.row(b, j + e, h), Vv.sd, Dv, dst);
+        else std::memset(dst, 0, static_cast<size_t>(Dv) * 2);
+      }
+      const int64_t kc = j / 32, p = (j % 32) / 2;
+      for (int64_t g = 0; g < Dvp / 32; ++g) {
+        const __m512i a = _mm512_load_si512(stage.data() + g * 32), c = _mm512_load_si512(stage.data() + Dvp + g * 32);
+        _mm512_store_si512(v_tile(kc, 2 * g) + p * 32, _mm512_permutex2var_epi16(a, lo, c));
+        _mm512_store_si512(v_tile(kc, 2 * g + 1) + p * 32, _mm512_permutex2var_epi16(a, hi, c));
+      }
+    }
+  }
+};
+
+struct Problem {
+  int64_t B, Lq, H, D, Lk, Dv;
+  View Qv, Kv, Vv;
+  float scale;
+  bool causal;
+  const std::vector<int64_t>* kv_lens;
+  const float* bias;
+  int64_t bsb, bsh;
+  char* out;
+  DType out_dtype;
+  int64_t oes;
+};
+
+// S rows of the row pairs [rp0, rp1) (fp32, row stride kBK) = Q rows times the key
+// block's K^T, for its first kpairs pairs of key tiles (the rest are masked). Row
+// pairs run innermost, so each pass's K tiles are reused from L1.
+inline void qk_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_t kpairs, float* S) {
+  const int64_t Dp = w.Dp;
+  for (int64_t kt = 0; kt < 2 * kpairs; kt += 2) {
+    const int64_t gkt = kblock * (kBK / 16) + kt;
+    for (int64_t rp = rp0; rp < rp1; ++rp) {
+      const uint16_t* q = w.Q.data() + rp * 32 * Dp;
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      for (int64_t dc = 0; dc < w.dchunks; ++dc) {
+        _tile_loadd(4, q + dc * 32, Dp * 2);
+        _tile_loadd(5, q + 16 * Dp + dc * 32, Dp * 2);
+        _tile_loadd(6, w.k_tile(gkt, dc), 64);
+        _tile_loadd(7, w.k_tile(gkt + 1, dc), 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      float* s = S + rp * 32 * kBK + kt * 16;
+      _tile_stored(0, s, kBK * 4);
+      _tile_stored(1, s + 16, kBK * 4);
+      _tile_stored(2, s + 16 * kBK, kBK * 4);
+      _tile_stored(3, s + 16 * kBK + 16, kBK * 4);
+    }
+  }
+}
+
+// O rows of the row pairs [rp0, rp1) += P (row stride kBK) times the key block's V,
+// over its first kchunks chunks of 32 keys (the rest have P = 0). Row pairs run
+// innermost, so each column pass's V tiles are reused from L1.
+inline void pv_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_t kchunks, const uint16_t* P) {
+  const int64_t Dvp = w.Dvp;
+  for (int64_t vc = 0; vc < w.vchunks; vc += 2)
+    for (int64_t rp = rp0; rp < rp1; ++rp) {
+      const uint16_t* p = P + rp * 32 * kBK;
+      float* o = w.O.data() + rp * 32 * Dvp + vc * 16;
+      _tile_loadd(0, o, Dvp * 4);
+      _tile_loadd(1, o + 16, Dvp * 4);
+      _tile_loadd(2, o + 16 * Dvp, Dvp * 4);
+      _tile_loadd(3, o + 16 * Dvp + 16, Dvp * 4);
+      for (int64_t kc = 0; kc < kchunks; ++kc) {
+        const int64_t gkc = kblock * (kBK / 32) + kc;
+        _tile_loadd(4, p + kc * 32, kBK * 2);
+        _tile_loadd(5, p + 16 * kBK + kc * 32, kBK * 2);
+        _tile_loadd(6, w.v_tile(gkc, vc), 64);
+        _tile_loadd(7, w.v_tile(gkc, vc + 1), 64);
+        _tile_dpbf16ps(0, 4, 6);
+        _tile_dpbf16ps(1, 4, 7);
+        _tile_dpbf16ps(2, 5, 6);
+        _tile_dpbf16ps(3, 5, 7);
+      }
+      _tile_stored(0, o, Dvp * 4);
+      _tile_stored(1, o + 16, Dvp * 4);
+      _tile_stored(2, o + 16 * Dvp, Dvp * 4);
+      _tile_stored(3, o + 16 * Dvp + 16, Dvp * 4);
+    }
+}
+
+// Turns 16 score rows of the block at j0 into base-2 logits in place: scale, bias,
+// and kMaskedLogit for keys a row cannot see (beyond the key length, or causal).
+inline void masked_logits16(float* S, const Problem& pb, int64_t b, int64_t h, int64_t i0, int64_t j0, int64_t kv_len) {
+  const __m512 c = _mm512_set1_ps(pb.scale * kLog2e), l2e = _mm512_set1_ps(kLog2e), masked = _mm512_set1_ps(kMaskedLogit);
+  for (int64_t r = 0; r < 16; ++r) {
+    const int64_t i = i0 + r;
+    const int64_t end = pb.causal ? std::min(kv_len, i + 1) : kv_len;  // keys [0, end) visible
+    const int64_t visible = std::clamp<int64_t>(end - j0, 0, kBK);
+    const float* bias_row = pb.bias && i < pb.Lq ? pb.bias + b * pb.bsb + h * pb.bsh + i * pb.Lk + j0 : nullptr;
+    float* s = S + r * kBK;
+    for (int64_t v = 0; v < kNV; ++v) {
+      const __mmask16 k = static_cast<__mmask16>((1u << std::clamp<int64_t>(visible - v * 16, 0, 16)) - 1u);
+      __m512 x = _mm512_mul_ps(_mm512_load_ps(s + v * 16), c);
+      if (bias_row) x = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(k, bias_row + v * 16), l2e, x);
+      x = _mm512_max_ps(masked, x);  // a -inf bias is masked too (NaN stays NaN)
+      _mm512_store_ps(s + v * 16, _mm512_mask_blend_ps(k, masked, x));
+    }
+  }
+}
+
+// Rescales O's rows (16 rows from o, row stride Dvp) whose mask bit is set.
+inline void rescale_rows16(float* o, int64_t Dvp, __mmask16 rows, const float* corr) {
+  while (rows) {
+    const int r = __builtin_ctz(rows);
+    rows = static_cast<__mmask16>(rows & (rows - 1));
+    const __m512 f = _mm512_set1_ps(corr[r]);
+    float* orow = o + r * Dvp;
+    for (int64_t c = 0; c < Dvp; c += 16) _mm512_store_ps(orow + c, _mm512_mul_ps(_mm512_load_ps(orow + c), f));
+  }
+}
+
+void run_item(Worker& w, const Problem& pb, int64_t b, int64_t h, int64_t qb) {
+  const int64_t kv_len = pb.kv_lens->empty() ? pb.Lk : (*pb.kv_lens)[static_cast<size_t>(b)];
+  if (w.packed_b != b || w.packed_h != h) w.pack_head(pb.Kv, pb.Vv, b, h, pb.D, pb.Dv, kv_len);
+  const int64_t i0 = qb * kBQ, nq = std::min(kBQ, pb.Lq - i0), npairs = (nq + 31) / 32;
+  std::memset(w.Q.data(), 0, static_cast<size_t>(kBQ * w.Dp) * 2);
+  for (int64_t r = 0; r < nq; ++r) load_bf16(pb.Qv.row(b, i0 + r, h), pb.Qv.sd, pb.D, w.Q.data() + r * w.Dp);
+  std::memset(w.O.data(), 0, static_cast<size_t>(kBQ * w.Dvp) * 4);
+  for (RowState& st : w.rows) {
+    std::fill(std::begin(st.m), std::end(st.m), kMaskedLogit);
+    std::fill(std::begin(st.l), std::end(st.l), 0.0f);
+  }
+  const bool fast_ok = pb.scale > 0 && !pb.bias;  // unmasked blocks: max of raw scores, logits by one FMA
+  const float c = pb.scale * kLog2e;
+  const int64_t item_end = pb.causal ? std::min(kv_len, i0 + nq) : kv_len;
+  // Keys row pair rp sees (its last row; causal rows see fewer).
+  const auto pair_end = [&](int64_t rp) { return pb.causal ? std::min(kv_len, i0 + rp * 32 + 32) : kv_len; };
+  for (int64_t j0 = 0; j0 < item_end; j0 += kBK) {
+    const int64_t kblock = j0 / kBK;
+    int64_t rp0 = 0;
+    while (j0 >= pair_end(rp0)) ++rp0;  // the pairs that see none of this block come first
+    const int64_t block_keys = std::min(kBK, pair_end(npairs - 1) - j0);  // keys any row sees
+    qk_tiles(w, rp0, npairs, kblock, (block_keys + 31) / 32, w.S.data());
+    for (int64_t rp = rp0; rp < npairs; ++rp) {
+      const int64_t nk = std::min(kBK, pair_end(rp) - j0);
+      // The pair's first row sees every key of an unmasked block.
+      const bool unmasked = fast_ok && nk == kBK && (!pb.causal || j0 + kBK <= i0 + rp * 32 + 1);
+      for (int64_t rb = 2 * rp; rb < 2 * rp + 2; ++rb) {
+        float* S = w.S.data() + rb * 16 * kBK;
+        if (!unmasked) masked_logits16(S, pb, b, h, i0 + rb * 16, j0, kv_len);
+        const __mmask16 changed = softmax_rows16(S, unmasked ? c : 1.0f, w.rows[rb], w.P.data() + rb * 16 * kBK, w.corr + rb * 16);
+        rescale_rows16(w.O.data() + rb * 16 * w.Dvp, w.Dvp, changed, w.corr + rb * 16);
+      }
+    }
+    pv_tiles(w, rp0, npairs, kblock, (block_keys + 31) / 32, w.P.data());
+  }
+  for (int64_t r = 0; r < nq; ++r) {
+    const float l = w.rows[r / 16].l[r % 16], inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: zeros
+    float* orow = w.O.data() + r * w.Dvp;
+    char* dst = pb.out + (((b * pb.Lq + i0 + r) * pb.H + h) * pb.Dv) * pb.oes;
+    const __m512 f = _mm512_set1_ps(inv);
+    if (pb.out_dtype == DType::BF16) {
+      for (int64_t c0 = 0; c0 < pb.Dv; c0 += 16) {
+        const __mmask16 k = static_cast<__mmask16>((1u << std::min<int64_t>(16, pb.Dv - c0)) - 1u);
+        const __m256i v = (__m256i)_mm512_cvtneps_pbh(_mm512_mul_ps(_mm512_load_ps(orow + c0), f));
+        _mm256_mask_storeu_epi16(dst + c0 * 2, k, v);
+      }
+    } else {
+      for (int64_t c0 = 0; c0 < pb.Dv; c0 += 16) _mm512_store_ps(orow + c0, _mm512_mul_ps(_mm512_load_ps(orow + c0), f));
+      store_row(orow, pb.Dv, dst, pb.out_dtype);
+    }
+  }
 }
 
 }  // namespace
-
-namespace {
-std::atomic<bool> g_amx_enabled{true};
-}  // namespace
-
-void set_amx_enabled(bool enabled) { g_amx_enabled = enabled; }
 
 bool amx_available() {
   if (!g_amx_enabled) return false;
@@ -69,162 +457,55 @@ bool amx_available() {
 
 void attention_bf16_amx(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt,
                         Tensor& out) {
-  const int64_t B = q.size(0), Lq = q.size(1), H = q.size(2), D = q.size(3), Lk = k.size(1), Dv = v.size(3);
-  const View Qv = view_of(q), Kv = view_of(k), Vv = view_of(v);
-  const float scale = static_cast<float>(opt.scale);
-  const int64_t Dp = (D + kDChunk - 1) / kDChunk * kDChunk, dchunks = Dp / kDChunk;
-  const int64_t Dvp = (Dv + kVCols - 1) / kVCols * kVCols, vchunks = Dvp / kVCols;
-  const int64_t ktiles = (Lk + kK - 1) / kK, qtiles = (Lq + kQ - 1) / kQ;
-
+  Problem pb{};
+  pb.B = q.size(0);
+  pb.Lq = q.size(1);
+  pb.H = q.size(2);
+  pb.D = q.size(3);
+  pb.Lk = k.size(1);
+  pb.Dv = v.size(3);
+  pb.Qv = view_of(q);
+  pb.Kv = view_of(k);
+  pb.Vv = view_of(v);
+  pb.scale = static_cast<float>(opt.scale);
+  pb.causal = opt.causal;
+  pb.kv_lens = &opt.kv_lens;
   Staged<float> bias_staged;
-  const float* bias = nullptr;
-  int64_t bsb = 0, bsh = 0;
   if (opt.bias) {
     bias_staged = stage_f32(*opt.bias);
-    bias = bias_staged.ptr;
-    bsb = opt.bias->size(0) == 1 ? 0 : opt.bias->size(1) * Lq * Lk;
-    bsh = opt.bias->size(1) == 1 ? 0 : Lq * Lk;
+    pb.bias = bias_staged.ptr;
+    pb.bsb = opt.bias->size(0) == 1 ? 0 : opt.bias->size(1) * pb.Lq * pb.Lk;
+    pb.bsh = opt.bias->size(1) == 1 ? 0 : pb.Lq * pb.Lk;
   }
+  pb.out = byte_ptr_mut(out);
+  pb.out_dtype = out.dtype();
+  pb.oes = static_cast<int64_t>(dtype_size(out.dtype()));
 
-  // Packed K: [ktile][dchunk][key block of 16][pair p of d (16)][key (16)][2] -> one 1 KiB B tile each.
-  // Packed V: [ktile][vchunk][key half (2 x 32 keys)][key pair (16)][col (16)][2] -> one 1 KiB B tile each.
-  constexpr int64_t kTileElems = 16 * 32;
-  std::vector<uint16_t> Kp(static_cast<size_t>(ktiles * dchunks * 4 * kTileElems));
-  std::vector<uint16_t> Vp(static_cast<size_t>(ktiles * vchunks * 2 * kTileElems));
-  const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
-  char* ob = byte_ptr_mut(out);
-
-  for (int64_t b = 0; b < B; ++b) {
-    const int64_t kv_len = opt.kv_lens.empty() ? Lk : opt.kv_lens[static_cast<size_t>(b)];
-    for (int64_t h = 0; h < H; ++h) {
-#pragma omp parallel
-      {
-        std::vector<uint16_t> krow(static_cast<size_t>(Dp)), vrow(static_cast<size_t>(Dvp));
-#pragma omp for schedule(static)
-        for (int64_t t = 0; t < ktiles; ++t) {
-          uint16_t* kt = Kp.data() + t * dchunks * 4 * kTileElems;
-          uint16_t* vt = Vp.data() + t * vchunks * 2 * kTileElems;
-          for (int64_t jj = 0; jj < kK; ++jj) {
-            const int64_t j = t * kK + jj;
-            std::fill(krow.begin(), krow.end(), uint16_t(0));
-            std::fill(vrow.begin(), vrow.end(), uint16_t(0));
-            if (j < Lk) {
-              load_bf16(Kv.row(b, j, h), Kv.dtype, Kv.sd, D, krow.data());
-              load_bf16(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, vrow.data());
-            }
-            // K: 32-bit pairs of d go to row p of the (dchunk, key block) tile, column kc.
-            const int64_t kb = jj / 16, kc = jj % 16;
-            const uint32_t* k32 = reinterpret_cast<const uint32_t*>(krow.data());
-            uint32_t* kt32 = reinterpret_cast<uint32_t*>(kt);
-            for (int64_t dc = 0; dc < dchunks; ++dc)
-              for (int64_t p = 0; p < 16; ++p) kt32[((dc * 4 + kb) * 16 + p) * 16 + kc] = k32[dc * 16 + p];
-            // V: key jj is half (jj/32), pair ((jj%32)/2), element (jj&1) of column cc.
-            const int64_t half = jj / 32, pair = (jj % 32) / 2, e = jj & 1;
-            for (int64_t vc = 0; vc < vchunks; ++vc) {
-              uint16_t* dst = vt + ((vc * 2 + half) * 16 + pair) * 32 + e;
-              const uint16_t* src = vrow.data() + vc * kVCols;
-              for (int64_t cc = 0; cc < kVCols; ++cc) dst[cc * 2] = src[cc];
-            }
-          }
-        }
-
-        load_tile_config();
-        std::vector<uint16_t> Qb(static_cast<size_t>(kQ * Dp)), Pb(static_cast<size_t>(kQ * kK));
-        std::vector<float> S(static_cast<size_t>(kQ * kK)), O(static_cast<size_t>(kQ * Dvp)), m(kQ), l(kQ);
-#pragma omp for schedule(dynamic, 1)
-        for (int64_t qt = 0; qt < qtiles; ++qt) {
-          const int64_t i0 = qt * kQ, nq = std::min(kQ, Lq - i0);
-          std::fill(Qb.begin(), Qb.end(), uint16_t(0));
-          for (int64_t r = 0; r < nq; ++r) load_bf16(Qv.row(b, i0 + r, h), Qv.dtype, Qv.sd, D, Qb.data() + r * Dp);
-          std::fill(O.begin(), O.end(), 0.0f);
-          std::fill(m.begin(), m.end(), kNegInf);
-          std::fill(l.begin(), l.end(), 0.0f);
-          const int64_t tile_end = opt.causal ? std::min(kv_len, i0 + nq) : kv_len;
-          for (int64_t j0 = 0; j0 < tile_end; j0 += kK) {
-            const int64_t nk = std::min(kK, tile_end - j0);
-            const uint16_t* kt = Kp.data() + (j0 / kK) * dchunks * 4 * kTileElems;
-            // S = Q K^T: 2 x 2 blocks of 16 x 16 at a time (tmm0-3), A in tmm4/5, B in tmm6/7.
-            for (int64_t rb = 0; rb < 4; rb += 2)
-              for (int64_t kb = 0; kb < 4; kb += 2) {
-                _tile_zero(0);
-                _tile_zero(1);
-                _tile_zero(2);
-                _tile_zero(3);
-                for (int64_t dc = 0; dc < dchunks; ++dc) {
-                  _tile_loadd(4, Qb.data() + rb * 16 * Dp + dc * kDChunk, Dp * 2);
-                  _tile_loadd(5, Qb.data() + (rb + 1) * 16 * Dp + dc * kDChunk, Dp * 2);
-                  _tile_loadd(6, kt + (dc * 4 + kb) * kTileElems, 64);
-                  _tile_loadd(7, kt + (dc * 4 + kb + 1) * kTileElems, 64);
-                  _tile_dpbf16ps(0, 4, 6);
-                  _tile_dpbf16ps(1, 4, 7);
-                  _tile_dpbf16ps(2, 5, 6);
-                  _tile_dpbf16ps(3, 5, 7);
-                }
-                _tile_stored(0, S.data() + rb * 16 * kK + kb * 16, kK * 4);
-                _tile_stored(1, S.data() + rb * 16 * kK + (kb + 1) * 16, kK * 4);
-                _tile_stored(2, S.data() + (rb + 1) * 16 * kK + kb * 16, kK * 4);
-                _tile_stored(3, S.data() + (rb + 1) * 16 * kK + (kb + 1) * 16, kK * 4);
-              }
-            // Online softmax per row; P rounded to bf16; rescale the row's output.
-            for (int64_t r = 0; r < kQ; ++r) {
-              float* s = S.data() + r * kK;
-              uint16_t* pb = Pb.data() + r * kK;
-              if (r >= nq) {  // padding rows: P = 0
-                std::fill(pb, pb + kK, uint16_t(0));
-                continue;
-              }
-              const int64_t i = i0 + r;
-              const int64_t visible = opt.causal ? std::clamp<int64_t>(i + 1 - j0, 0, nk) : nk;
-              const float corr = softmax_row_fused(s, visible, scale, bias ? bias + b * bsb + h * bsh + i * Lk + j0 : nullptr,
-                                                   m[static_cast<size_t>(r)], l[static_cast<size_t>(r)], nullptr, pb);
-              if (corr != 1.0f) {
-                float* orow = O.data() + r * Dvp;
-                const __m512 cr = _mm512_set1_ps(corr);
-                for (int64_t c = 0; c < Dvp; c += 16) _mm512_storeu_ps(orow + c, _mm512_mul_ps(_mm512_loadu_ps(orow + c), cr));
-              }
-            }
-            // O += P V: per 16-row block, 4 column tiles at a time (tmm0-3), A in tmm4, B in tmm6/7.
-            const uint16_t* vt = Vp.data() + (j0 / kK) * vchunks * 2 * kTileElems;
-            const int64_t halves = nk > 32 ? 2 : 1;  // keys beyond nk have P = 0 (and zero V)
-            for (int64_t rb = 0; rb < (nq + 15) / 16; ++rb)
-              for (int64_t vc0 = 0; vc0 < vchunks; vc0 += 4) {
-                const int64_t nv = std::min<int64_t>(4, vchunks - vc0);
-                float* o = O.data() + rb * 16 * Dvp + vc0 * kVCols;
-                if (nv > 0) _tile_loadd(0, o, Dvp * 4);
-                if (nv > 1) _tile_loadd(1, o + 16, Dvp * 4);
-                if (nv > 2) _tile_loadd(2, o + 32, Dvp * 4);
-                if (nv > 3) _tile_loadd(3, o + 48, Dvp * 4);
-                for (int64_t hf = 0; hf < halves; ++hf) {
-                  _tile_loadd(4, Pb.data() + rb * 16 * kK + hf * 32, kK * 2);
-                  const uint16_t* vb = vt + ((vc0 * 2) + hf) * kTileElems;
-                  // column tile vc0 + c lives at ((vc0 + c) * 2 + hf) * kTileElems
-                  if (nv > 0) { _tile_loadd(6, vb, 64); _tile_dpbf16ps(0, 4, 6); }
-                  if (nv > 1) { _tile_loadd(7, vb + 2 * kTileElems, 64); _tile_dpbf16ps(1, 4, 7); }
-                  if (nv > 2) { _tile_loadd(6, vb + 4 * kTileElems, 64); _tile_dpbf16ps(2, 4, 6); }
-                  if (nv > 3) { _tile_loadd(7, vb + 6 * kTileElems, 64); _tile_dpbf16ps(3, 4, 7); }
-                }
-                if (nv > 0) _tile_stored(0, o, Dvp * 4);
-                if (nv > 1) _tile_stored(1, o + 16, Dvp * 4);
-                if (nv > 2) _tile_stored(2, o + 32, Dvp * 4);
-                if (nv > 3) _tile_stored(3, o + 48, Dvp * 4);
-              }
-          }
-          for (int64_t r = 0; r < nq; ++r) {
-            const float lr = l[static_cast<size_t>(r)], inv = lr > 0.0f ? 1.0f / lr : 0.0f;
-            float* orow = O.data() + r * Dvp;
-            for (int64_t c = 0; c < Dv; ++c) orow[c] *= inv;
-            store_row(orow, Dv, ob + (((b * Lq + i0 + r) * H + h) * Dv) * oes, out.dtype());
-          }
-        }
-        _tile_release();
+  const int64_t qblocks = (pb.Lq + kBQ - 1) / kBQ, items = pb.B * pb.H * qblocks;
+  // Scratch per thread, allocated here so that a failed allocation throws to the caller.
+  const int64_t threads = std::max<int64_t>(1, std::min<int64_t>(omp_get_max_threads(), items));
+  std::vector<std::unique_ptr<Worker>> workers;
+  for (int64_t t = 0; t < threads; ++t) workers.push_back(std::make_unique<Worker>(pb.D, pb.Dv, pb.Lk));
+#pragma omp parallel num_threads(static_cast<int>(threads))
+  {
+    // Static contiguous ranges of (batch, head, query block): a thread packs each
+    // head it enters once, and the split never changes a row's arithmetic.
+    const int64_t nt = omp_get_num_threads(), t = omp_get_thread_num();
+    const int64_t begin = items * t / nt, end = items * (t + 1) / nt;
+    if (begin < end) {
+      Worker& w = *workers[static_cast<size_t>(t)];
+      load_tile_config();
+      for (int64_t it = begin; it < end; ++it) {
+        const int64_t bh = it / qblocks;
+        run_item(w, pb, bh / pb.H, bh % pb.H, it % qblocks);
       }
+      _tile_release();
     }
   }
 }
 
 #else  // no AMX in this build
 
-void set_amx_enabled(bool) {}
 bool amx_available() { return false; }
 void attention_bf16_amx(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionOptions&, Tensor&) {
   throw Error("attention_bf16_amx: this build has no AMX support");
