@@ -32,7 +32,7 @@ constexpr int64_t kChunk = 32;                 // bf16 k values per A tile row
 constexpr int64_t kBlock = 32;                 // rows / columns of the 2 x 2 micro-kernel
 constexpr int64_t kTileElems = kTile * kChunk; // bf16 values per A or B tile (1 KiB)
 
-Blocking g_blocking{64, 256, 512};
+Blocking g_blocking{256, 256, 512};
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -95,7 +95,8 @@ void pack_a_strip(const uint16_t* x, int64_t lda, int64_t rows, int64_t K, int64
   }
 }
 
-// C[32 x 32] (fp32, row stride ldc floats) (+)= A strip x B block over `chunks` k chunks.
+// C[32 x 32] (fp32, row stride ldc floats) (+)= A strip x B block over `chunks`
+// k chunks; both operands packed: 2 KiB (two tiles) per chunk.
 template <bool kAccumulate>
 void micro_2x2(const uint16_t* a, const uint16_t* b, int64_t chunks, float* c, int64_t ldc) {
   const int64_t cs = ldc * 4;
@@ -126,6 +127,20 @@ void micro_2x2(const uint16_t* a, const uint16_t* b, int64_t chunks, float* c, i
   _tile_stored(1, c + kTile, cs);
   _tile_stored(2, c + kTile * ldc, cs);
   _tile_stored(3, c + kTile * ldc + kTile, cs);
+}
+
+// Scratch that lives as long as the calling thread and only grows (a fresh
+// multi-MiB allocation per call would pay its page faults every time).
+uint16_t* packed_a_scratch(size_t elems) {
+  struct alignas(64) Line { uint16_t v[32]; };
+  thread_local std::vector<Line> scratch;
+  const size_t lines = (elems + 31) / 32;
+  if (scratch.size() < lines) {
+    scratch.clear();
+    scratch.shrink_to_fit();
+    scratch.resize(lines);
+  }
+  return scratch.data()->v;
 }
 
 // bf16 of 16 floats, RNE, every NaN -> 0xffff (as f32_to_bf16 and torch).
@@ -164,41 +179,49 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
   if (M <= 0 || w.N == 0) return;
   const Blocking bl = g_blocking;
   const int64_t N = w.N, K = w.K, Kp = w.Kp, chunks_total = Kp / kChunk;
-  const int64_t mb = std::min(bl.mb, round_up(M, kBlock)), nc = std::min(bl.nc, w.Np), kc = std::min(bl.kc, Kp);
-  const int64_t m_units = (M + mb - 1) / mb, n_units = (w.Np + nc - 1) / nc;
-  const int64_t units = m_units * n_units;
+  const int64_t nc = std::min(bl.nc, w.Np), kc = std::min(bl.kc, Kp);
+  // A parallel region costs more than a small GEMM (~ 1 Mflop) computes.
+  const bool parallel = 2.0 * static_cast<double>(M) * static_cast<double>(w.Np) * static_cast<double>(Kp) >= 4e6;
+  const int64_t threads = parallel ? omp_get_max_threads() : 1;
+  // Row blocks: at most bl.mb rows, as many per thread as possible, evenly sized.
+  const int64_t per_thread = (M + threads - 1) / threads;
+  const int64_t blocks_per_thread = (per_thread + bl.mb - 1) / bl.mb;
+  const int64_t mb = std::min(bl.mb, round_up((per_thread + blocks_per_thread - 1) / blocks_per_thread, kBlock));
+  const int64_t m_blocks = (M + mb - 1) / mb;
   const int64_t osz = static_cast<int64_t>(dtype_size(out_dtype));
+  const int64_t ldc = nc + kTile;  // fp32 C rows padded off a power-of-two stride (L1 set conflicts)
   const uint16_t* B = w.tiles();
 
-  // A parallel region costs more than a small GEMM (~ 1 Mflop) computes.
-  const bool parallel = units > 1 && 2.0 * static_cast<double>(M) * static_cast<double>(w.Np) * static_cast<double>(Kp) >= 4e6;
 #pragma omp parallel if (parallel)
   {
+    // This thread's row block of x, packed into tiles once and reused by every column panel:
+    // strip s (32 rows), chunk c at Ablk + (s * chunks_total + c) * 2 tiles.
+    uint16_t* Ablk = packed_a_scratch(static_cast<size_t>(mb * Kp));
+    std::vector<float> Cbuf(static_cast<size_t>(mb * ldc));
     configure_full_tiles();
-    std::vector<float> Cbuf(static_cast<size_t>(mb * nc));
-    // A strip: 32 rows x kc, 64-byte aligned.
-    struct alignas(64) TileRow { uint16_t v[kChunk]; };
-    std::vector<TileRow> Abuf(static_cast<size_t>(kc / kChunk * kBlock));
-    uint16_t* A = Abuf.data()->v;
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t u = 0; u < units; ++u) {
-      // Column panels outer: consecutive units of one thread reuse the same B panel.
-      const int64_t n0 = (u / m_units) * nc, m0 = (u % m_units) * mb;
-      const int64_t ncols = std::min(nc, w.Np - n0), mrows = std::min(mb, M - m0);
-      for (int64_t k0 = 0; k0 < Kp; k0 += kc) {
-        const int64_t chunks = std::min(kc, Kp - k0) / kChunk;
-        for (int64_t s = 0; s < mrows; s += kBlock) {
-          pack_a_strip(x + (m0 + s) * lda, lda, std::min(kBlock, mrows - s), K, k0, chunks, A);
-          for (int64_t j = 0; j < ncols; j += kBlock) {
-            const uint16_t* b = B + (((n0 + j) / kBlock) * chunks_total + k0 / kChunk) * 2 * kTileElems;
-            float* c = Cbuf.data() + s * nc + j;
-            if (k0 == 0) micro_2x2<false>(A, b, chunks, c, nc);
-            else micro_2x2<true>(A, b, chunks, c, nc);
+    for (int64_t ib = 0; ib < m_blocks; ++ib) {
+      const int64_t m0 = ib * mb, mrows = std::min(mb, M - m0);
+      for (int64_t s = 0; s < mrows; s += kBlock)
+        pack_a_strip(x + (m0 + s) * lda, lda, std::min(kBlock, mrows - s), K, 0, chunks_total,
+                     Ablk + (s / kBlock) * chunks_total * 2 * kTileElems);
+      for (int64_t n0 = 0; n0 < w.Np; n0 += nc) {
+        const int64_t ncols = std::min(nc, w.Np - n0);
+        for (int64_t k0 = 0; k0 < Kp; k0 += kc) {  // k passes in order: C goes through fp32 memory between them
+          const int64_t chunks = std::min(kc, Kp - k0) / kChunk;
+          for (int64_t s = 0; s < mrows; s += kBlock) {
+            const uint16_t* a = Ablk + ((s / kBlock) * chunks_total + k0 / kChunk) * 2 * kTileElems;
+            for (int64_t j = 0; j < ncols; j += kBlock) {
+              const uint16_t* b = B + (((n0 + j) / kBlock) * chunks_total + k0 / kChunk) * 2 * kTileElems;
+              float* c = Cbuf.data() + s * ldc + j;
+              if (k0 == 0) micro_2x2<false>(a, b, chunks, c, ldc);
+              else micro_2x2<true>(a, b, chunks, c, ldc);
+            }
           }
         }
+        epilogue(Cbuf.data(), ldc, mrows, std::min(ncols, N - n0), bias ? bias + n0 : nullptr,
+                 static_cast<char*>(out) + (m0 * N + n0) * osz, N, out_dtype);
       }
-      epilogue(Cbuf.data(), nc, mrows, std::min(ncols, N - n0), bias ? bias + n0 : nullptr,
-               static_cast<char*>(out) + (m0 * N + n0) * osz, N, out_dtype);
     }
     release_tiles();
   }
