@@ -37,9 +37,11 @@ PackedWeight pack_weight(const Tensor& w);
 void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& w, const float* bias, void* out,
                  DType out_dtype);
 
-// Cache blocking (rows of x per work unit, weight columns per panel, k per
-// pass), all multiples of 32. Exposed for tuning and tests; set_blocking
-// rounds up and validates.
+// Cache blocking: mb = most rows of x per block (a thread packs its block once;
+// blocks are evened out over the threads), nc = weight columns per panel (the
+// packed panel kc x nc stays in L2), kc = k per pass (a 32 x kc A strip stays in
+// L1). Multiples of 32; set_blocking rounds up. The result does not depend on
+// them (only speed does). Exposed for tuning and tests.
 struct Blocking {
   int64_t mb = 0, nc = 0, kc = 0;
 };
