@@ -201,6 +201,14 @@ TEST(GemmAmx, BitIdenticalAcrossThreadsAndBlockings) {
     EXPECT_TRUE(same_bits(run_linear(x, w, b, DType::F32), y1)) << "blocking " << bl.mb << "," << bl.nc << "," << bl.kc;
   }
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(same_bits(run_linear(x, w, b, DType::F32), y1)) << "run " << i;
+  // Few rows: the two threads split the columns instead.
+  cpu::amx::set_blocking(restore.blocking);
+  Tensor xs = randn({3, 1100}, 44, DType::BF16), ws = randn({1000, 1100}, 45, DType::BF16);
+  omp_set_num_threads(1);
+  const Tensor s1 = run_linear(xs, ws, std::nullopt, DType::BF16);
+  omp_set_num_threads(2);
+  EXPECT_TRUE(same_bits(run_linear(xs, ws, std::nullopt, DType::BF16), s1)) << "few rows, 1 vs 2 threads";
+  expect_within_bound(s1, reference(xs, ws, std::nullopt), 1100, "few rows");
 }
 
 TEST(GemmAmx, PackCacheNeverServesStaleWeights) {

@@ -1,6 +1,7 @@
 // AMX bf16 GEMM (see gemm_amx.h for the packed weight layout).
 //
-// Structure (per thread, per block of mb rows of x; threads split the rows):
+// Structure (per thread, per block of mb rows of x; threads split the rows, and
+// the columns too when there are fewer row blocks than threads):
 //   pack the block's rows into A tiles once     [strip of 32 rows][k chunk][2 tiles]
 //   for each panel of nc weight columns:
 //     for each k pass of kc:                    B panel kc x nc (packed) stays in L2
@@ -196,6 +197,10 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
   const int64_t blocks_per_thread = (per_thread + bl.mb - 1) / bl.mb;
   const int64_t mb = std::min(bl.mb, round_up((per_thread + blocks_per_thread - 1) / blocks_per_thread, kBlock));
   const int64_t m_blocks = (M + mb - 1) / mb;
+  // Fewer row blocks than threads (few tokens, e.g. the time embedding): the
+  // columns are split too, in whole 32-column blocks.
+  const int64_t col_blocks = w.Np / kBlock;
+  const int64_t n_parts = m_blocks < threads ? std::min(col_blocks, threads / m_blocks) : 1;
   const int64_t osz = static_cast<int64_t>(dtype_size(out_dtype));
   const int64_t ldc = nc + kTile;  // fp32 C rows padded off a power-of-two stride (L1 set conflicts)
   const uint16_t* B = w.tiles();
@@ -208,13 +213,15 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
     std::vector<float> Cbuf(static_cast<size_t>(mb * ldc));
     configure_full_tiles();
 #pragma omp for schedule(dynamic, 1)
-    for (int64_t ib = 0; ib < m_blocks; ++ib) {
+    for (int64_t u = 0; u < m_blocks * n_parts; ++u) {
+      const int64_t ib = u / n_parts, part = u % n_parts;
       const int64_t m0 = ib * mb, mrows = std::min(mb, M - m0);
+      const int64_t n_begin = col_blocks * part / n_parts * kBlock, n_end = col_blocks * (part + 1) / n_parts * kBlock;
       for (int64_t s = 0; s < mrows; s += kBlock)
         pack_a_strip(x + (m0 + s) * lda, lda, std::min(kBlock, mrows - s), K, 0, chunks_total,
                      Ablk + (s / kBlock) * chunks_total * 2 * kTileElems);
-      for (int64_t n0 = 0; n0 < w.Np; n0 += nc) {
-        const int64_t ncols = std::min(nc, w.Np - n0);
+      for (int64_t n0 = n_begin; n0 < n_end; n0 += nc) {
+        const int64_t ncols = std::min(nc, n_end - n0);
         for (int64_t k0 = 0; k0 < Kp; k0 += kc) {  // k passes in order: C goes through fp32 memory between them
           const int64_t chunks = std::min(kc, Kp - k0) / kChunk;
           for (int64_t s = 0; s < mrows; s += kBlock) {
