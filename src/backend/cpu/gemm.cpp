@@ -165,8 +165,9 @@ std::shared_ptr<const amx::PackedWeight> amx_packed_weight(const Tensor& w) {
 
 bool use_amx_gemm() { return g_amx_gemm_enabled && amx::available(); }
 
-// linear for bf16 x and w on our AMX kernel; x rows are read in place when they
-// are evenly strided, out written in place when contiguous f32/bf16.
+// linear for bf16 x and w on our AMX kernel; the kernel packs x's rows itself
+// when they are evenly strided (else x is staged contiguous first), and writes
+// out in place when it is contiguous f32/bf16.
 void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
   const int64_t K = w.size(1), N = w.size(0), M = out.numel() / N;
   Tensor src = x;
