@@ -2,7 +2,11 @@
 // engine's own op set (ops::linear packs and caches weights on the first call,
 // as a model does at load), against the machine's measured peak.
 //
-//   bench_kernels [--quick] [--only gemm|attention|conv] [--reps N] [--clock wall|cpu]
+//   bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv] [--reps N] [--clock wall|cpu]
+//                 [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC]
+//
+// bf16 GEMM rows run twice when our AMX kernel is active: once on it ("amx")
+// and once on oneDNN ("onednn", via cpu::set_amx_gemm_enabled(false)).
 //
 // Each figure is the best of N timed runs after one warm-up run, with the peak
 // re-measured right before it (the machine is shared: a contemporaneous peak
@@ -20,6 +24,7 @@
 #include <string>
 
 #include "backend/cpu/gemm.h"
+#include "backend/cpu/gemm_amx.h"
 #include "backend/ops.h"
 #include "peak.h"
 
@@ -101,13 +106,20 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string only;
   int reps = 3;
+  std::string gemm_shapes;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--quick")) quick = true;
     else if (!std::strcmp(argv[i], "--only") && i + 1 < argc) only = argv[++i];
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--clock") && i + 1 < argc) g_cpu_clock = !std::strcmp(argv[++i], "cpu");
-    else {
-      std::printf("usage: bench_kernels [--quick] [--only gemm|attention|conv] [--reps N] [--clock wall|cpu]\n");
+    else if (!std::strcmp(argv[i], "--gemm-shapes") && i + 1 < argc) gemm_shapes = argv[++i];
+    else if (!std::strcmp(argv[i], "--amx-blocking") && i + 1 < argc) {
+      cpu::amx::Blocking b;
+      if (std::sscanf(argv[++i], "%ld,%ld,%ld", &b.mb, &b.nc, &b.kc) != 3) return 2;
+      cpu::amx::set_blocking(b);
+    } else {
+      std::printf("usage: bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv] [--reps N] [--clock wall|cpu]\n"
+                  "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC]\n");
       return 2;
     }
   }
@@ -126,25 +138,50 @@ int main(int argc, char** argv) {
   const auto amx_peak = [] { return bench::measured_peak_amx_bf16_gflops(1); };
   // GEMM figure at the attention comparison shape, per dtype (its ratio to its own peak).
   Figure gemm_ref[2];
-  if (only.empty() || only == "gemm") {
+  if (only.empty() || only == "gemm" || only == "gemm-bf16") {
     struct Shape3 { int64_t M, K, N; const char* what; };
     std::vector<Shape3> shapes = {{768, 1536, 1536, "1.3B qkvo, 768 tok"},  {3120, 1536, 1536, "1.3B qkvo, 3120 tok"},
                                   {7800, 1536, 1536, "1.3B qkvo, 7800 tok"}, {3120, 1536, 8960, "1.3B ffn up"},
                                   {3120, 8960, 1536, "1.3B ffn down"},      {768, 5120, 13824, "14B ffn up, 768 tok"},
                                   {768, 13824, 5120, "14B ffn down, 768 tok"}};
     if (quick) shapes = {{768, 1536, 1536, "1.3B qkvo, 768 tok"}, {3120, 1536, 1536, "1.3B qkvo, 3120 tok"}};
-    std::printf("%-6s %-24s %6s %6s %6s %10s %10s %8s\n", "dtype", "GEMM y = x W^T + b", "M", "K", "N", "GFLOP/s",
-                "peak", "ratio");
+    if (!gemm_shapes.empty()) {  // "M,K,N;M,K,N": ad-hoc shapes (tuning)
+      shapes.clear();
+      for (size_t pos = 0; pos < gemm_shapes.size();) {
+        size_t end = gemm_shapes.find(';', pos);
+        if (end == std::string::npos) end = gemm_shapes.size();
+        long M = 0, K = 0, N = 0;
+        if (std::sscanf(gemm_shapes.substr(pos, end - pos).c_str(), "%ld,%ld,%ld", &M, &K, &N) != 3) return 2;
+        shapes.push_back({M, K, N, "(--gemm-shapes)"});
+        pos = end + 1;
+      }
+    }
+    const bool amx = cpu::amx_gemm_active();
+    if (amx) {
+      const cpu::amx::Blocking bl = cpu::amx::blocking();
+      std::printf("AMX blocking: mb %ld, nc %ld, kc %ld\n", (long)bl.mb, (long)bl.nc, (long)bl.kc);
+    }
+    std::printf("%-6s %-7s %-24s %6s %6s %6s %10s %10s %8s\n", "dtype", "path", "GEMM y = x W^T + b", "M", "K", "N",
+                "GFLOP/s", "peak", "ratio");
     for (DType dt : {DType::F32, DType::BF16}) {
+      if (only == "gemm-bf16" && dt != DType::BF16) continue;
+      // bf16 on both paths when ours is active (ours last: it stays on for the attention rows).
+      std::vector<bool> amx_paths = dt == DType::BF16 && amx ? std::vector<bool>{false, true} : std::vector<bool>{amx};
       for (const Shape3& s : shapes) {
         Tensor x = random_tensor({s.M, s.K}, dt, 1), w = random_tensor({s.N, s.K}, dt, 2), b = random_tensor({s.N}, DType::F32, 3);
-        const Figure f = measure(reps, 2.0 * s.M * s.K * s.N, dt == DType::F32 ? fp32_peak : amx_peak,
-                                 [&] { ops::linear(x, w, b); });
-        std::printf("%-6s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", dtype_name(dt), s.what, (long)s.M, (long)s.K,
-                    (long)s.N, f.gflops, f.peak, 100.0 * f.ratio());
-        if (s.M == 3120 && s.K == 1536 && s.N == 1536) gemm_ref[dt == DType::F32 ? 0 : 1] = f;
-        std::fflush(stdout);
+        for (bool use_amx : amx_paths) {
+          cpu::set_amx_gemm_enabled(use_amx);
+          const Figure f = measure(reps, 2.0 * s.M * s.K * s.N, dt == DType::F32 ? fp32_peak : amx_peak,
+                                   [&] { ops::linear(x, w, b); });
+          const char* path = dt == DType::BF16 && use_amx ? "amx" : "onednn";
+          std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", dtype_name(dt), path, s.what, (long)s.M,
+                      (long)s.K, (long)s.N, f.gflops, f.peak, 100.0 * f.ratio());
+          if (s.M == 3120 && s.K == 1536 && s.N == 1536) gemm_ref[dt == DType::F32 ? 0 : 1] = f;
+          std::fflush(stdout);
+        }
+        cpu::clear_weight_pack_cache();  // the next shape's weights; keeps memory flat
       }
+      cpu::set_amx_gemm_enabled(true);
     }
     std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, measured right before each run)\n\n");
   }

@@ -1,8 +1,10 @@
 // GEMM: linear (y = x W^T + b) and batched matmul, fp32 accumulation.
 //
-// linear runs oneDNN's matmul primitive (brgemm kernels: AVX-512 for f32, AMX /
-// AVX512-BF16 for bf16) on weights reordered once into oneDNN's blocked layout
-// and cached. Compute dtype: bf16 x bf16 -> bf16 products, fp32 accumulation;
+// linear: bf16 x bf16 runs our AMX kernel (gemm_amx.cpp) when the CPU has AMX
+// and Linux grants it; everything else runs oneDNN's matmul primitive (brgemm
+// kernels: AVX-512 for f32, AMX / AVX512-BF16 for bf16). Either way the weight
+// is packed once (our AMX tile layout, or oneDNN's blocked layout) and cached.
+// Compute dtype: bf16 x bf16 -> bf16 products, fp32 accumulation;
 // every other combination widens to f32 exactly (f16/bf16 weights are packed
 // as f32, bf16 activations staged as f32), so no value is ever rounded on the
 // way in. The output is rounded once (RNE) into x's dtype.
@@ -11,13 +13,16 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <tuple>
 #include <unordered_map>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/common.h"
+#include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/kernels.h"
 
 #ifdef VIDAX_HAVE_DNNL
@@ -27,6 +32,8 @@
 namespace vidax::cpu {
 
 namespace {
+
+std::atomic<bool> g_amx_gemm_enabled{true};
 
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
 // stride when every leading dim steps evenly, else 0 (needs staging).
@@ -80,7 +87,8 @@ struct PackKey {
 struct Pack {
   std::weak_ptr<Buffer> owner;
   std::vector<uint8_t> sample;
-  std::vector<std::pair<memory::desc, memory>> layouts;  // one per blocked layout asked for
+  std::vector<std::pair<memory::desc, memory>> layouts;  // one per oneDNN blocked layout asked for
+  std::shared_ptr<const amx::PackedWeight> amx;          // our AMX tile layout (bf16 compute), when asked for
 };
 
 std::mutex g_pack_mu;
@@ -115,11 +123,10 @@ memory pack_weight(const Tensor& w, dt compute, const memory::desc& want) {
   return packed;
 }
 
-memory packed_weight(const Tensor& w, dt compute, const memory::desc& want) {
-  const PackKey key{w.buffer().get(), w.byte_offset(), w.dtype(), compute == dt::bf16 ? DType::BF16 : DType::F32,
+// The cache entry of w for `compute` (fresh when missing or stale). Call with g_pack_mu held.
+Pack& pack_entry_locked(const Tensor& w, DType compute, std::vector<uint8_t> sample) {
+  const PackKey key{w.buffer().get(), w.byte_offset(), w.dtype(), compute,
                     w.size(0), w.size(1), w.strides()[0], w.strides()[1]};
-  std::vector<uint8_t> sample = sample_bytes(w);
-  std::lock_guard<std::mutex> lock(g_pack_mu);
   auto it = g_packs.find(key);
   if (it != g_packs.end()) {
     auto owner = it->second.owner.lock();
@@ -131,13 +138,52 @@ memory packed_weight(const Tensor& w, dt compute, const memory::desc& want) {
   if (it == g_packs.end()) {
     // Drop packs of freed weights before adding one.
     for (auto e = g_packs.begin(); e != g_packs.end();) e = e->second.owner.expired() ? g_packs.erase(e) : std::next(e);
-    it = g_packs.emplace(key, Pack{w.buffer(), std::move(sample), {}}).first;
+    it = g_packs.emplace(key, Pack{w.buffer(), std::move(sample), {}, nullptr}).first;
   }
-  for (auto& [desc, mem] : it->second.layouts)
+  return it->second;
+}
+
+memory packed_weight(const Tensor& w, dt compute, const memory::desc& want) {
+  std::vector<uint8_t> sample = sample_bytes(w);
+  std::lock_guard<std::mutex> lock(g_pack_mu);
+  Pack& entry = pack_entry_locked(w, compute == dt::bf16 ? DType::BF16 : DType::F32, std::move(sample));
+  for (auto& [desc, mem] : entry.layouts)
     if (desc == want) return mem;
   memory m = pack_weight(w, compute, want);
-  it->second.layouts.emplace_back(want, m);
+  entry.layouts.emplace_back(want, m);
   return m;
+}
+
+// w (bf16) packed into AMX B tiles, cached with the same staleness rules.
+std::shared_ptr<const amx::PackedWeight> amx_packed_weight(const Tensor& w) {
+  std::vector<uint8_t> sample = sample_bytes(w);
+  std::lock_guard<std::mutex> lock(g_pack_mu);
+  Pack& entry = pack_entry_locked(w, DType::BF16, std::move(sample));
+  if (!entry.amx) entry.amx = std::make_shared<const amx::PackedWeight>(amx::pack_weight(w));
+  return entry.amx;
+}
+
+bool use_amx_gemm() { return g_amx_gemm_enabled && amx::available(); }
+
+// linear for bf16 x and w on our AMX kernel; the kernel packs x's rows itself
+// when they are evenly strided (else x is staged contiguous first), and writes
+// out in place when it is contiguous f32/bf16.
+void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+  const int64_t K = w.size(1), N = w.size(0), M = out.numel() / N;
+  Tensor src = x;
+  int64_t lda = even_row_stride(x);
+  if (lda == 0) {
+    src = Tensor::empty(x.shape(), DType::BF16);
+    copy_strided(x, src);
+    lda = K;
+  }
+  const bool direct = out.is_contiguous() && (out.dtype() == DType::F32 || out.dtype() == DType::BF16);
+  Tensor dst = direct ? out : Tensor::empty(out.shape(), DType::F32);
+  std::vector<float> bvec;
+  if (bias) bvec = bias->to_f32_vector();
+  const std::shared_ptr<const amx::PackedWeight> packed = amx_packed_weight(w);
+  amx::linear_bf16(M, src.data<uint16_t>(), lda, *packed, bias ? bvec.data() : nullptr, dst.data_ptr(), dst.dtype());
+  if (!direct) copy_strided(dst, out);
 }
 
 // ---- primitive cache ------------------------------------------------------------------
@@ -186,8 +232,13 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
 
 std::string gemm_library() {
   const dnnl_version_t* v = dnnl_version();
-  return "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  const std::string onednn =
+      "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+  return use_amx_gemm() ? "vidax-amx (bf16 linear) + " + onednn : onednn;
 }
+
+void set_amx_gemm_enabled(bool enabled) { g_amx_gemm_enabled = enabled; }
+bool amx_gemm_active() { return use_amx_gemm(); }
 
 void clear_weight_pack_cache() {
   std::lock_guard<std::mutex> lock(g_pack_mu);
@@ -210,6 +261,7 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
     return;
   }
   const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
+  if (bf16 && use_amx_gemm()) return linear_amx(x, w, bias, out);
   const dt compute = bf16 ? dt::bf16 : dt::f32;
   const DType cdtype = bf16 ? DType::BF16 : DType::F32;
 
@@ -257,6 +309,8 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
 }
 
 std::string gemm_library() { return "openblas"; }
+void set_amx_gemm_enabled(bool) {}
+bool amx_gemm_active() { return false; }
 void clear_weight_pack_cache() {}
 size_t weight_pack_cache_size() { return 0; }
 

@@ -1,6 +1,7 @@
 // CPU GEMM entry points shared by the kernels (linear, matmul, conv, attention
 // tiles). Implemented with oneDNN when the build has it (VIDAX_HAVE_DNNL; see
-// docs/dependencies.md for the measurements behind that choice), else OpenBLAS.
+// docs/dependencies.md for the measurements behind that choice), else OpenBLAS;
+// bf16 linear runs our own AMX kernel (gemm_amx.h) when the CPU has AMX.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -12,8 +13,15 @@ namespace vidax::cpu {
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb,
            bool b_transposed, float* C, int64_t ldc, bool accumulate = false);
 
-// The library that runs GEMMs in this build ("onednn 2.6.3" / "openblas").
+// The library that runs GEMMs in this build and on this CPU
+// ("vidax-amx (bf16 linear) + onednn 2.6.3" / "onednn 2.6.3" / "openblas").
 std::string gemm_library();
+
+// Internal switch (tests, benchmarks): false sends bf16 linear to oneDNN even
+// when AMX is there. amx_gemm_active(): the AMX kernel runs bf16 linear now
+// (switch on, CPU has AMX, Linux granted it; oneDNN builds only).
+void set_amx_gemm_enabled(bool enabled);
+bool amx_gemm_active();
 
 // Drops every cached packed weight (e.g. after weights were changed in place).
 // The cache also drops a pack on its own when the weight's buffer is freed or
