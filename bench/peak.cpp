@@ -3,6 +3,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include "peak.h"
 
+#include "backend/cpu/amx.h"
+
 #include <immintrin.h>
 #include <omp.h>
 #include <sys/syscall.h>
@@ -138,28 +140,14 @@ double measured_peak_bf16_gflops(int reps) {
 }
 
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
-namespace {
-struct TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-bool amx_permitted() {
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
-}  // namespace
 
 // TDPBF16PS on 16x64-byte tiles: 16 x 16 outputs x 32 bf16 products x 2 flops = 16384 flops per tile op.
 double measured_peak_amx_bf16_gflops(int reps) {
-  if (!amx_permitted()) return 0;
+  if (!cpu::amx::available()) return 0;
   alignas(64) static uint16_t src[16 * 32];
   for (auto& v : src) v = 0x3c00;
   return run_peak(4 * 16384.0 / 8, reps, [](long iters) {  // 4 tile ops per iteration, iters/8 iterations
-    if (!amx_permitted()) return 0.0f;
-    TileConfig cfg;
-    for (int t = 0; t < 6; ++t) { cfg.colsb[t] = 64; cfg.rows[t] = 16; }
-    _tile_loadconfig(&cfg);
+    cpu::amx::configure_full_tiles();  // static config (GCC 12 LDTILECFG, see amx.cpp)
     _tile_zero(0); _tile_zero(1); _tile_zero(2); _tile_zero(3);
     _tile_loadd(4, src, 64);
     _tile_loadd(5, src, 64);

@@ -27,8 +27,6 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #include <omp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -37,6 +35,7 @@
 #include <vector>
 #include <new>
 
+#include "backend/cpu/amx.h"
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/kernels.h"
 
@@ -65,21 +64,6 @@ constexpr float kMaskedLogit = -1e30f;
 constexpr float kMaxFloor = -1e20f;
 
 static_assert(kBK % 32 == 0 && kBQ % 32 == 0, "blocks are whole 2 x 2 micro-kernels");
-
-struct TileConfig {
-  uint8_t palette = 1, start_row = 0, reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-void load_tile_config() {
-  TileConfig cfg;
-  for (int t = 0; t < 8; ++t) {
-    cfg.colsb[t] = 64;
-    cfg.rows[t] = 16;
-  }
-  _tile_loadconfig(&cfg);
-}
 
 // 64-byte aligned scratch (AVX-512 rows, tiles).
 template <class T>
@@ -447,11 +431,8 @@ void run_item(Worker& w, const Problem& pb, int64_t b, int64_t h, int64_t qb) {
 
 bool amx_available() {
   if (!g_amx_enabled) return false;
-  static const bool ok = [] {
-    constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-    if (!__builtin_cpu_supports("avx512bf16")) return false;
-    return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-  }();
+  // AMX tiles for the products, AVX512-BF16 for rounding P (vcvtne2ps2bf16).
+  static const bool ok = amx::available() && __builtin_cpu_supports("avx512bf16");
   return ok;
 }
 
@@ -494,7 +475,7 @@ void attention_bf16_amx(const Tensor& q, const Tensor& k, const Tensor& v, const
     const int64_t begin = items * t / nt, end = items * (t + 1) / nt;
     if (begin < end) {
       Worker& w = *workers[static_cast<size_t>(t)];
-      load_tile_config();
+      amx::configure_full_tiles();  // a static config: see amx.cpp on GCC 12's LDTILECFG
       for (int64_t it = begin; it < end; ++it) {
         const int64_t bh = it / qblocks;
         run_item(w, pb, bh / pb.H, bh % pb.H, it % qblocks);
