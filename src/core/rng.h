@@ -60,6 +60,7 @@ class TorchGenerator {
   void randn_f32(float* out, int64_t n);
   void randn_f64(double* out, int64_t n);
   void randn_reduced(uint16_t* out, int64_t n, DType dtype);
+  void randn_reduced_v1_13(uint16_t* out, int64_t n, DType dtype);
 
   TorchGeneratorOptions opt_;
   uint64_t seed_ = kDefaultSeed;

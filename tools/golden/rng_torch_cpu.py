@@ -13,6 +13,10 @@ bf16 and f16 results are stored as F32 (exact).
 
 Usage: python tools/golden/rng_torch_cpu.py [out.safetensors]
        ATEN_CPU_CAPABILITY=default ... --kernel default   (the scalar libm kernel)
+Runs under torch 2.15 (/work/pyenv, requirements.txt) and torch 1.13.1 (its own
+env, requirements-torch113.txt), e.g.
+  /work/torch113env/bin/python tools/golden/rng_torch_cpu.py tests/golden/rng_torch_cpu_v1_13.safetensors
+config["torch_version"] records the torch that made the file.
 """
 import argparse
 import json
@@ -36,6 +40,20 @@ SEQUENCES = {
 }
 
 
+def cpu_capability():
+    """The CPU kernel build torch dispatches to: "DEFAULT", "AVX2", "AVX512", ..."""
+    cpu = getattr(torch.backends, "cpu", None)
+    if cpu is not None and hasattr(cpu, "get_cpu_capability"):
+        return cpu.get_cpu_capability()
+    # torch < 2.0 has no torch.backends.cpu; its build report names the capability
+    # ("CPU capability usage: AVX2", "NO AVX" for ATEN_CPU_CAPABILITY=default).
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            cap = line.split(":", 1)[1].strip()
+            return "DEFAULT" if cap == "NO AVX" else cap
+    raise SystemExit("cannot tell which CPU capability torch runs with")
+
+
 def shape_name(shape):
     return "x".join(str(s) for s in shape)
 
@@ -47,7 +65,7 @@ def main():
     ap.add_argument("--kernel", default="avx2", choices=["avx2", "default"],
                     help="which torch CPU kernel build this run used (set ATEN_CPU_CAPABILITY=default for 'default')")
     args = ap.parse_args()
-    cap = torch.backends.cpu.get_cpu_capability()
+    cap = cpu_capability()
     if (args.kernel == "default") != (cap == "DEFAULT"):
         raise SystemExit(f"--kernel {args.kernel} but torch runs with CPU capability {cap}")
 
