@@ -123,6 +123,29 @@ void TorchGenerator::randn_reduced(uint16_t* o, int64_t n, DType dtype) {
   if (n % 16 != 0) block(n - 16);
 }
 
+// normal_fill<Half/BFloat16> (torch 1.13): the float path's draw order (n
+// uniforms of numeric_limits<T>::digits bits = 11 / 8, then 16 more for a
+// ragged tail), with the transform run in the reduced type itself.
+void TorchGenerator::randn_reduced_v1_13(uint16_t* o, int64_t n, DType dtype) {
+  const bool bf16 = dtype == DType::BF16;
+  const int digits = bf16 ? 8 : 11;
+  const uint32_t mask = (1u << digits) - 1;
+  const float scale = 1.0f / static_cast<float>(1u << digits);
+  // (v & mask) * 2^-digits has at most `digits` significant bits: exact in the dtype.
+  auto uniform = [&] {
+    const float u = static_cast<float>(random() & mask) * scale;
+    return bf16 ? f32_to_bf16(u) : f32_to_f16(u);
+  };
+  auto fill16 = bf16 ? rng_kernels::fill16_bf16_v1_13 : rng_kernels::fill16_f16_v1_13;
+  for (int64_t i = 0; i < n; ++i) o[i] = uniform();
+  for (int64_t i = 0; i + 16 <= n; i += 16) fill16(o + i);
+  if (n % 16 != 0) {
+    uint16_t* tail = o + n - 16;
+    for (int i = 0; i < 16; ++i) tail[i] = uniform();
+    fill16(tail);
+  }
+}
+
 void TorchGenerator::randn_f64(double* d, int64_t n) {
   for (int64_t i = 0; i < n; ++i) d[i] = uniform_double(random64());
   for (int64_t i = 0; i + 16 <= n; i += 16) rng_kernels::fill16_f64(d + i);
@@ -149,15 +172,12 @@ Tensor TorchGenerator::randn(const Shape& shape, DType dtype) {
     case DType::F32: randn_f32(out.data<float>(), n); break;
     case DType::F64: randn_f64(out.data<double>(), n); break;
     case DType::F16:
-    case DType::BF16: {
-      // torch 1.13 ran these in the reduced type itself (8/11-bit uniforms, every
-      // step rounded); that path is not reproduced.
-      VIDAX_CHECK(opt_.version != TorchVersion::V1_13,
-                  "TorchGenerator::randn: torch 1.13's reduced-precision " << dtype_name(dtype)
-                      << " path (numel >= 16) is not reproduced; use torch_version 2.15 or F32");
-      randn_reduced(out.data<uint16_t>(), n, dtype);
+    case DType::BF16:
+      if (opt_.version == TorchVersion::V1_13)
+        randn_reduced_v1_13(out.data<uint16_t>(), n, dtype);
+      else
+        randn_reduced(out.data<uint16_t>(), n, dtype);
       break;
-    }
     default: break;
   }
   return out;

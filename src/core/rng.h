@@ -15,8 +15,11 @@ namespace vidax {
 
 // torch versions whose CPU randn differs in ways we reproduce.
 enum class TorchVersion {
-  V1_13,  // small tensors: r = sqrt(-2 log(1 - u)); bf16/f16 large path not supported
-  V2_15,  // small tensors: r = sqrt(-2 log1p(-u)); bf16/f16 = float kernel, rounded (verified on 2.15.0)
+  // Both verified bit for bit against the real torch (tests/golden/rng_torch_cpu*.safetensors).
+  V1_13,  // small tensors: r = sqrt(-2 log(1 - u)); bf16/f16 (numel >= 16): 11/8-bit uniforms drawn
+          // like the float path, transform run in c10::Half / c10::BFloat16 (verified on 1.13.1)
+  V2_15,  // small tensors: r = sqrt(-2 log1p(-u)); bf16/f16 = float kernel per 16-block, rounded
+          // once (verified on 2.15.0). f32/f64 with numel >= 16 are the same in both.
 };
 // Parses "1.13", "1.13.1", "2.15", "2.15.0+cpu", ... Throws on versions whose
 // behaviour is not known to equal one of the above.
@@ -60,6 +63,7 @@ class TorchGenerator {
   void randn_f32(float* out, int64_t n);
   void randn_f64(double* out, int64_t n);
   void randn_reduced(uint16_t* out, int64_t n, DType dtype);
+  void randn_reduced_v1_13(uint16_t* out, int64_t n, DType dtype);
 
   TorchGeneratorOptions opt_;
   uint64_t seed_ = kDefaultSeed;

@@ -11,6 +11,8 @@
 
 #include "core/rng_normal_kernels.h"
 
+#include "core/dtype.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -133,6 +135,40 @@ void fill16_f64(double* d) {
     const double theta = 2.0f * kPi * u2;
     d[j] = std::fma(radius * std::cos(theta), 1.0, 0.0);
     d[j + 8] = std::fma(radius * std::sin(theta), 1.0, 0.0);
+  }
+}
+
+void fill16_f16_v1_13(uint16_t* d) {
+  auto h = [](float v) { return f32_to_f16(v); };  // c10::Half(float): RNE
+  auto f = [](uint16_t v) { return f16_to_f32(v); };
+  const double two_pi = 2.0f * kPi;  // 2.0f * c10::pi<double>: a double
+  for (int j = 0; j < 8; ++j) {
+    const uint16_t u1 = h(1.0f - f(d[j]));  // int - Half -> Half
+    const uint16_t u2 = d[j + 8];
+    const uint16_t radius = h(std::sqrt(-2.0f * std::log(f(u1))));  // std::log(float) via Half's operator float
+    const uint16_t theta = h(static_cast<float>(two_pi * static_cast<double>(f(u2))));  // double * Half -> double
+    // radius * cos (Half * float -> float) * std (1) + mean (0): -0 becomes +0.
+    d[j] = h(f(radius) * std::cos(f(theta)) * 1.0f + 0.0f);
+    d[j + 8] = h(f(radius) * std::sin(f(theta)) * 1.0f + 0.0f);
+  }
+}
+
+void fill16_bf16_v1_13(uint16_t* d) {
+  auto b = [](float v) { return f32_to_bf16(v); };  // c10::BFloat16(float): RNE
+  auto f = [](uint16_t v) { return bf16_to_f32(v); };
+  const double two_pi = 2.0f * kPi;
+  for (int j = 0; j < 8; ++j) {
+    const uint16_t u1 = b(1.0f - f(d[j]));
+    const uint16_t u2 = d[j + 8];
+    const uint16_t log_u1 = b(std::log(f(u1)));            // std::log(BFloat16) -> BFloat16
+    const uint16_t minus_two_log = b(-2.0f * f(log_u1));   // int * BFloat16 -> BFloat16 (exact)
+    const uint16_t radius = b(std::sqrt(f(minus_two_log)));
+    const uint16_t theta = b(static_cast<float>(two_pi * static_cast<double>(f(u2))));
+    const uint16_t c = b(std::cos(f(theta)));
+    const uint16_t s = b(std::sin(f(theta)));
+    // BFloat16 * BFloat16 * std (1) + mean (0), each step rounded; -0 becomes +0.
+    d[j] = b(f(b(f(b(f(radius) * f(c))) * 1.0f)) + 0.0f);
+    d[j + 8] = b(f(b(f(b(f(radius) * f(s))) * 1.0f)) + 0.0f);
   }
 }
 

@@ -1,5 +1,6 @@
-// Bit-exactness of TorchGenerator against torch 2.15's CPU randn
-// (tests/golden/rng_torch_cpu*.safetensors, made by tools/golden/rng_torch_cpu.py).
+// Bit-exactness of TorchGenerator against torch 2.15's and torch 1.13.1's CPU randn
+// (tests/golden/rng_torch_cpu*.safetensors, made by tools/golden/rng_torch_cpu.py
+// under each torch).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -94,6 +95,16 @@ TEST(TorchGenerator, MatchesTorch215DefaultKernel) {
   check_golden("rng_torch_cpu_default.safetensors", TorchCpuKernel::Default);
 }
 
+// Made by the real torch 1.13.1 (CPU): its bf16/f16 path (numel >= 16) runs the
+// transform in the reduced type and draws like the float path.
+TEST(TorchGenerator, MatchesTorch113Avx2Kernel) {
+  check_golden("rng_torch_cpu_v1_13.safetensors", TorchCpuKernel::Avx2);
+}
+
+TEST(TorchGenerator, MatchesTorch113DefaultKernel) {
+  check_golden("rng_torch_cpu_v1_13_default.safetensors", TorchCpuKernel::Default);
+}
+
 TEST(TorchGenerator, RawDrawsEqualStdMt19937OnLow32Bits) {
   for (uint64_t seed : {uint64_t(0), uint64_t(42), (uint64_t(1) << 32) + 5}) {
     TorchGenerator gen(seed);
@@ -117,8 +128,22 @@ TEST(TorchGenerator, RejectsUnsupported) {
   EXPECT_THROW(parse_torch_version("banana"), Error);
   EXPECT_EQ(parse_torch_version("2.15.0+cu132"), TorchVersion::V2_15);
   EXPECT_EQ(parse_torch_version("1.13.1"), TorchVersion::V1_13);
-  TorchGenerator old(0, {TorchVersion::V1_13, TorchCpuKernel::Avx2});
-  EXPECT_THROW(old.randn({32}, DType::BF16), Error);
+}
+
+// How many 32-bit draws a ragged bf16/f16 randn consumes: torch 1.13 draws like
+// the float path (n, then 16 more for the tail), 2.15 one 16-block per block.
+TEST(TorchGenerator, ReducedPrecisionDrawCountPerVersion) {
+  const struct { TorchVersion version; DType dtype; int64_t n; int draws; } cases[] = {
+      {TorchVersion::V1_13, DType::BF16, 18, 18 + 16}, {TorchVersion::V1_13, DType::F16, 32, 32},
+      {TorchVersion::V2_15, DType::BF16, 18, 32},      {TorchVersion::V2_15, DType::F16, 32, 32},
+  };
+  for (const auto& c : cases) {
+    TorchGenerator gen(42, {c.version, TorchCpuKernel::Avx2});
+    gen.randn({c.n}, c.dtype);
+    std::mt19937 ref(42);
+    ref.discard(c.draws);
+    EXPECT_EQ(gen.random(), ref()) << torch_version_name(c.version) << " " << dtype_name(c.dtype) << " n=" << c.n;
+  }
 }
 
 }  // namespace

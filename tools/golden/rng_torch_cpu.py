@@ -13,6 +13,13 @@ bf16 and f16 results are stored as F32 (exact).
 
 Usage: python tools/golden/rng_torch_cpu.py [out.safetensors]
        ATEN_CPU_CAPABILITY=default ... --kernel default   (the scalar libm kernel)
+Runs under torch 2.15 (/work/pyenv, requirements.txt) and torch 1.13.1 (its own
+env, requirements-torch113.txt), e.g.
+  /work/torch113env/bin/python tools/golden/rng_torch_cpu.py tests/golden/rng_torch_cpu_v1_13.safetensors \
+      --extra-seed 3 --extra-seed 9
+  ATEN_CPU_CAPABILITY=default /work/torch113env/bin/python tools/golden/rng_torch_cpu.py \
+      tests/golden/rng_torch_cpu_v1_13_default.safetensors --kernel default --extra-seed 3 --extra-seed 9
+config["torch_version"] records the torch that made the file.
 """
 import argparse
 import json
@@ -36,6 +43,20 @@ SEQUENCES = {
 }
 
 
+def cpu_capability():
+    """The CPU kernel build torch dispatches to: "DEFAULT", "AVX2", "AVX512", ..."""
+    cpu = getattr(torch.backends, "cpu", None)
+    if cpu is not None and hasattr(cpu, "get_cpu_capability"):
+        return cpu.get_cpu_capability()
+    # torch < 2.0 has no torch.backends.cpu; its build report names the capability
+    # ("CPU capability usage: AVX2", "NO AVX" for ATEN_CPU_CAPABILITY=default).
+    for line in torch.__config__.show().splitlines():
+        if "CPU capability usage:" in line:
+            cap = line.split(":", 1)[1].strip()
+            return "DEFAULT" if cap == "NO AVX" else cap
+    raise SystemExit("cannot tell which CPU capability torch runs with")
+
+
 def shape_name(shape):
     return "x".join(str(s) for s in shape)
 
@@ -46,13 +67,17 @@ def main():
     ap.add_argument("out", nargs="?", default=os.path.join(here, "../../tests/golden/rng_torch_cpu.safetensors"))
     ap.add_argument("--kernel", default="avx2", choices=["avx2", "default"],
                     help="which torch CPU kernel build this run used (set ATEN_CPU_CAPABILITY=default for 'default')")
+    ap.add_argument("--extra-seed", type=int, action="append", default=[],
+                    help="seed added to SEEDS for this file (the v1_13 files add 3 and 9: their small float64 "
+                         "draws differ between 1.13's log(1 - u) and 2.15's log1p(-u), which SEEDS' draws do not)")
     args = ap.parse_args()
-    cap = torch.backends.cpu.get_cpu_capability()
+    seeds = SEEDS + [s for s in args.extra_seed if s not in SEEDS]
+    cap = cpu_capability()
     if (args.kernel == "default") != (cap == "DEFAULT"):
         raise SystemExit(f"--kernel {args.kernel} but torch runs with CPU capability {cap}")
 
     tensors = {}
-    for seed in SEEDS:
+    for seed in seeds:
         for shape in SHAPES:
             for dname, dt in DTYPES.items():
                 torch.manual_seed(seed)
@@ -67,7 +92,7 @@ def main():
             tensors[f"output.randn_seq.{seed}.{i}.{shape_name(shape)}.{dname}"] = store.contiguous()
 
     version = torch.__version__.split("+")[0]
-    config = {"torch_version": version, "cpu_kernel": args.kernel, "cpu_capability": cap,
+    config = {"torch_version": version, "cpu_kernel": args.kernel, "cpu_capability": cap, "seeds": seeds,
               "sequences": {str(s): [[list(sh), d] for sh, d in seq] for s, seq in SEQUENCES.items()}}
     save_file(tensors, args.out, metadata={"kind": "rng.torch_cpu", "config": json.dumps(config)})
     print(f"wrote {len(tensors)} tensors to {args.out} (torch {torch.__version__}, capability {cap})")
