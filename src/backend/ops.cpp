@@ -53,6 +53,12 @@ Device op_device(const char* op, const std::vector<Tensor>& inputs) {
 
 const Tensor* opt_ptr(const std::optional<Tensor>& t) { return t ? &*t : nullptr; }
 
+// An op's requested output dtype (norms that round on store): a float compute dtype.
+void check_out_dtype(const char* op, const std::optional<DType>& out_dtype) {
+  VIDAX_CHECK(!out_dtype || is_compute_float(*out_dtype),
+              op << ": output dtype " << dtype_name(*out_dtype) << " is not F32, BF16, F16 or F64");
+}
+
 int64_t norm_dim(const char* op, int64_t dim, const Tensor& x) {
   int64_t n = x.dim();
   int64_t d = dim < 0 ? dim + n : dim;
@@ -262,13 +268,14 @@ Tensor gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y) {
 // ---- reductions / norms ------------------------------------------------------------
 
 Tensor layer_norm(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
-                  double eps) {
+                  double eps, std::optional<DType> out_dtype) {
   check_float("layer_norm", "x", x);
   VIDAX_CHECK(x.dim() >= 1, "layer_norm: x is a scalar");
   check_vector("layer_norm", "weight", weight, x.size(-1));
   check_vector("layer_norm", "bias", bias, x.size(-1));
+  check_out_dtype("layer_norm", out_dtype);
   Device dev = op_device("layer_norm", {&x, opt_ptr(weight), opt_ptr(bias)});
-  Tensor out = alloc(x.shape(), x.dtype(), dev);
+  Tensor out = alloc(x.shape(), out_dtype.value_or(x.dtype()), dev);
   backend_for(dev).layer_norm(x, weight, bias, eps, out);
   return out;
 }
@@ -300,15 +307,17 @@ Tensor rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count
   return out;
 }
 
-Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps) {
+Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
+                           std::optional<DType> out_dtype) {
   check_float("layer_norm_modulate", "x", x);
   check_float("layer_norm_modulate", "shift", shift);
   check_float("layer_norm_modulate", "scale", scale);
   VIDAX_CHECK(x.dim() >= 1, "layer_norm_modulate: x is a scalar");
   check_broadcasts_to("layer_norm_modulate", "shift", shift, x.shape());
   check_broadcasts_to("layer_norm_modulate", "scale", scale, x.shape());
+  check_out_dtype("layer_norm_modulate", out_dtype);
   Device dev = op_device("layer_norm_modulate", {&x, &shift, &scale});
-  Tensor out = alloc(x.shape(), x.dtype(), dev);
+  Tensor out = alloc(x.shape(), out_dtype.value_or(x.dtype()), dev);
   backend_for(dev).layer_norm_modulate(x, shift, scale, eps, out);
   return out;
 }

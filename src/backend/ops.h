@@ -54,17 +54,19 @@ Tensor modulate(const Tensor& x, const Tensor& shift, const Tensor& scale);
 Tensor gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y);
 
 // ---- reductions / norms (fp32 statistics) -------------------------------------
-// Over the last dim. weight/bias optional ([D]).
+// Over the last dim. weight/bias optional ([D]). out_dtype (default x's): the result is
+// rounded to it on store, the same values as the op followed by cast(out_dtype).
 Tensor layer_norm(const Tensor& x, const std::optional<Tensor>& weight,
-                  const std::optional<Tensor>& bias, double eps);
+                  const std::optional<Tensor>& bias, double eps, std::optional<DType> out_dtype = std::nullopt);
 Tensor rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps);
 // rms_norm with the sum of squares given: x * rsqrt(sum_sq / count + eps) * weight, sum_sq [..., 1]
 // (F64 or F32, one per row of x). Tensor parallelism: x is this rank's slice of a longer vector,
 // sum_sq the all-reduced sum over the whole vector and count its full length (DESIGN.md principle 6).
 Tensor rms_norm_with_sum_sq(const Tensor& x, const Tensor& sum_sq, int64_t count,
                             const std::optional<Tensor>& weight, double eps);
-// layer_norm (no affine) fused with modulate: LN(x) * (1 + scale) + shift.
-Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps);
+// layer_norm (no affine) fused with modulate: LN(x) * (1 + scale) + shift; out_dtype as layer_norm's.
+Tensor layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
+                           std::optional<DType> out_dtype = std::nullopt);
 // x / max(||x||_2 over dim, eps)   (torch.nn.functional.normalize)
 Tensor l2_normalize(const Tensor& x, int64_t dim, double eps = 1e-12);
 // x [N, C, *spatial]; weight/bias [C] optional.

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <cmath>
+#include <cstring>
 #include <functional>
 
 #include "backend/ops.h"
@@ -153,6 +156,7 @@ TEST(Elementwise, TranscendentalsAccurateOverTheRange) {
       {"silu", ops::silu(x), [](double v) { return v / (1 + std::exp(-v)); }},
       {"gelu_tanh", ops::gelu(x, ops::GeluMode::Tanh),
        [&](double v) { return 0.5 * v * (1 + std::tanh(kBeta * (v + 0.044715 * v * v * v))); }},
+      {"gelu_erf", ops::gelu(x, ops::GeluMode::Erf), [](double v) { return 0.5 * v * (1 + std::erf(v * M_SQRT1_2)); }},
   };
   for (const Case& c : cases) {
     const auto g = c.got.to_f64_vector();
@@ -168,7 +172,7 @@ TEST(Elementwise, TranscendentalsAccurateOverTheRange) {
         continue;
       }
       // gelu: 1 + tanh(u) is formed in f32 as torch does, so its absolute error is ulp(1), times x/2.
-      const double slack = std::string(c.name) == "gelu_tanh" ? 6e-8 * std::fabs(xs[i]) : 0.0;
+      const double slack = std::string(c.name).starts_with("gelu") ? 6e-8 * std::fabs(xs[i]) : 0.0;
       if (std::fabs(g[i] - r) > 4e-7 * std::fabs(r) + slack + 1e-30 && ++bad <= 3)
         ADD_FAILURE() << c.name << "(" << xs[i] << ") = " << g[i] << ", want " << r;
     }
@@ -176,4 +180,125 @@ TEST(Elementwise, TranscendentalsAccurateOverTheRange) {
   }
   EXPECT_TRUE(std::isnan(ops::tanh(Tensor::from_f32({NAN}, {1})).to_f32_vector()[0]));
   EXPECT_TRUE(std::isnan(ops::sigmoid(Tensor::from_f32({NAN}, {1})).to_f32_vector()[0]));
+}
+
+// ---- vector paths: bf16 conversion, fused DiT ops, row tails, threads ------------------
+
+namespace {
+
+struct ThreadCount {
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  int saved;
+};
+
+Tensor from_bits32(const std::vector<uint32_t>& bits) {
+  Tensor t = Tensor::empty({static_cast<int64_t>(bits.size())}, DType::F32);
+  std::memcpy(t.data_ptr(), bits.data(), bits.size() * 4);
+  return t;
+}
+
+}  // namespace
+
+// The vector f32 <-> bf16 conversions give the scalar conversions' bits (core/dtype.h): RNE with
+// ties to even, denormals kept (not flushed), overflow to inf, every NaN -> 0xffff; widening exact.
+TEST(Elementwise, Bf16VectorConversionsMatchScalar) {
+  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x00000001u, 0x807fffffu, 0x00008000u, 0x00018000u,
+                                0x3f808000u, 0x3f818000u, 0x3f7fffffu, 0x7f7fffffu, 0xff7f8000u, 0x7f800000u,
+                                0xff800000u, 0x7f800001u, 0xffc00000u, 0x7fbfffffu, 0x3f800000u, 0x00800000u};
+  uint32_t s = 12345;
+  for (int i = 0; i < 100000; ++i) bits.push_back(s = s * 1664525u + 1013904223u);  // every class of f32
+  for (size_t n : {bits.size(), size_t{1}, size_t{17}}) {
+    const std::vector<uint32_t> part(bits.begin(), bits.begin() + static_cast<int64_t>(n));
+    const Tensor h = ops::cast(from_bits32(part), DType::BF16);
+    const uint16_t* hp = static_cast<const uint16_t*>(h.data_ptr());
+    int bad = 0;
+    for (size_t i = 0; i < n; ++i) {
+      float f;
+      std::memcpy(&f, &part[i], 4);
+      if (hp[i] != f32_to_bf16(f) && ++bad <= 3)
+        ADD_FAILURE() << std::hex << "f32 bits 0x" << part[i] << " -> 0x" << hp[i] << ", want 0x" << f32_to_bf16(f);
+    }
+    EXPECT_EQ(bad, 0);
+  }
+  Tensor all = Tensor::empty({65536}, DType::BF16);
+  for (uint32_t i = 0; i < 65536; ++i) static_cast<uint16_t*>(all.data_ptr())[i] = static_cast<uint16_t>(i);
+  const Tensor wide = ops::cast(all, DType::F32);
+  for (uint32_t i = 0; i < 65536; ++i) {
+    uint32_t w;
+    std::memcpy(&w, static_cast<const char*>(wide.data_ptr()) + 4 * i, 4);
+    ASSERT_EQ(w, i << 16) << "bf16 0x" << std::hex << i;
+  }
+}
+
+// gated_residual and modulate round like the reference's separate f32 ops (no FMA): bit-exact
+// against an f32 emulation, with a bf16 y read directly (= casting it first), broadcast
+// [B, 1, D] operands and row lengths that are not multiples of 16.
+TEST(Elementwise, FusedDiTOpsRoundLikeSeparateF32Ops) {
+  for (int64_t D : {1, 17, 33, 1536}) {
+    const Tensor x = randn({2, 11, D}, 20), gate = randn({2, 1, D}, 21), y = randn({2, 11, D}, 22, DType::BF16);
+    const Tensor sh = randn({2, 1, D}, 23), sc = randn({2, 1, D}, 24);
+    const Tensor zero = Tensor::zeros(x.shape(), DType::F32);
+    const auto xv = x.to_f32_vector(), yv = y.to_f32_vector();
+    const auto gv = ops::add(zero, gate).to_f32_vector(), shv = ops::add(zero, sh).to_f32_vector(),
+               scv = ops::add(zero, sc).to_f32_vector();
+    const Tensor gr = ops::gated_residual(x, gate, y), md = ops::modulate(x, sh, sc);
+    EXPECT_TRUE(same_bits(gr, ops::gated_residual(x, gate, ops::cast(y, DType::F32)))) << D;
+    const auto grv = gr.to_f32_vector(), mdv = md.to_f32_vector();
+    int bad = 0;
+    for (size_t i = 0; i < xv.size(); ++i) {
+      volatile float p = gv[i] * yv[i];
+      const float want_gr = xv[i] + p;
+      volatile float onep = 1.0f + scv[i];
+      volatile float q = xv[i] * onep;
+      const float want_md = q + shv[i];
+      if ((grv[i] != want_gr || mdv[i] != want_md) && ++bad <= 3)
+        ADD_FAILURE() << "D=" << D << " element " << i << ": gated_residual " << grv[i] << " want " << want_gr
+                      << ", modulate " << mdv[i] << " want " << want_md;
+    }
+    EXPECT_EQ(bad, 0) << D;
+    // bf16 output: one rounding of the f32 result.
+    EXPECT_TRUE(same_bits(ops::modulate(ops::cast(x, DType::BF16), sh, sc),
+                          ops::cast(ops::modulate(ops::cast(ops::cast(x, DType::BF16), DType::F32), sh, sc), DType::BF16)));
+  }
+}
+
+// bf16 in and out through the vector loads/stores: every row tail length (1..17, kChunk + 1).
+TEST(Elementwise, Bf16RowsOfEveryTailLength) {
+  const double kBeta = std::sqrt(2.0 / M_PI);
+  for (int64_t n : {1, 2, 7, 15, 16, 17, 31, 4097}) {
+    const Tensor x = randn({3, n}, static_cast<uint32_t>(30 + n), DType::BF16, 3.0);
+    const Tensor g = ops::gelu(x, ops::GeluMode::Tanh), e = ops::gelu(x, ops::GeluMode::Erf), s = ops::silu(x);
+    ASSERT_EQ(g.dtype(), DType::BF16);
+    const std::string what = " n=" + std::to_string(n);
+    expect_close(g, ref_map(x.shape(), {&x}, [&](auto& v) {
+                   return 0.5 * v[0] * (1 + std::tanh(kBeta * (v[0] + 0.044715 * v[0] * v[0] * v[0])));
+                 }), 1e-6, 1.0 / 256, "gelu tanh" + what);
+    expect_close(e, ref_map(x.shape(), {&x}, [](auto& v) { return 0.5 * v[0] * (1 + std::erf(v[0] * M_SQRT1_2)); }),
+                 1e-6, 1.0 / 256, "gelu erf" + what);
+    expect_close(s, ref_map(x.shape(), {&x}, [](auto& v) { return v[0] / (1 + std::exp(-v[0])); }), 1e-6, 1.0 / 256,
+                 "silu" + what);
+    const Tensor y = randn({3, n}, 40, DType::BF16);
+    expect_close(ops::add(x, y), ref_map(x.shape(), {&x, &y}, [](auto& v) { return v[0] + v[1]; }), 1e-6, 1.0 / 256,
+                 "add" + what);
+  }
+}
+
+// Elementwise chunks are independent: the same bits on 1, 2 and 3 threads.
+TEST(Elementwise, BitIdenticalAcrossThreadCounts) {
+  const Tensor x = randn({4, 300, 97}, 50, DType::BF16, 3.0), gate = randn({4, 1, 97}, 51), y = randn({4, 300, 97}, 52);
+  auto run = [&] {
+    return std::vector<Tensor>{ops::gelu(x, ops::GeluMode::Tanh), ops::gelu(x, ops::GeluMode::Erf), ops::silu(x),
+                               ops::gated_residual(y, gate, x), ops::modulate(x, gate, gate), ops::add(y, x)};
+  };
+  std::vector<Tensor> ref;
+  {
+    ThreadCount one(1);
+    ref = run();
+  }
+  for (int n : {2, 3}) {
+    ThreadCount t(n);
+    const std::vector<Tensor> got = run();
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "op " << i << ", " << n << " threads";
+  }
 }

@@ -63,3 +63,22 @@ TEST(Recording, ShapeErrorsStillRaiseAndNoScopeRecordsNothing) {
   EXPECT_EQ(s.shape(), (Shape{4}));
   EXPECT_EQ(trace.ops.size(), 1u);
 }
+
+// A norm's output dtype (the fused cast) is recorded as the op's output; no cast op appears.
+TEST(Recording, NormOutputDtypeIsTheRecordedOutput) {
+  Tensor x = Tensor::empty({2, 16, 32}, DType::F32, Device::Meta);
+  Tensor shift = Tensor::empty({2, 1, 32}, DType::F32, Device::Meta);
+  Trace trace;
+  {
+    RecordingScope rec(trace);
+    EXPECT_EQ(ops::layer_norm_modulate(x, shift, shift, 1e-6, DType::BF16).dtype(), DType::BF16);
+    EXPECT_EQ(ops::layer_norm(x, randn({32}, 1), std::nullopt, 1e-6, DType::BF16).dtype(), DType::BF16);
+    EXPECT_EQ(ops::layer_norm(x, std::nullopt, std::nullopt, 1e-6).dtype(), DType::F32);
+  }
+  ASSERT_EQ(trace.ops.size(), 3u) << trace.str();
+  EXPECT_EQ(trace.ops[0].str(),
+            "layer_norm_modulate(x=F32[2, 16, 32], shift=F32[2, 1, 32], scale=F32[2, 1, 32], eps=9.9999999999999995e-07) "
+            "-> BF16[2, 16, 32]");
+  EXPECT_EQ(trace.ops[1].output.str(), "BF16[2, 16, 32]");
+  EXPECT_EQ(trace.ops[2].output.str(), "F32[2, 16, 32]");
+}

@@ -11,9 +11,87 @@
 
 #include "core/tensor.h"
 
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12 false positive in its AVX-512 headers
+#include <immintrin.h>
+#define VIDAX_CPU_AVX512 1
+#endif
+
 namespace vidax::cpu {
 
 // ---- element loads / stores ----------------------------------------------------
+
+#if defined(VIDAX_CPU_AVX512)
+// Mask of the first n (< 16) lanes.
+inline __mmask16 lanes16(int64_t n) { return static_cast<__mmask16>((1u << n) - 1u); }
+// 16 bf16 -> 16 f32 (exact: the bf16 bits are the f32's high half).
+inline __m512 bf16x16_to_f32(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+// 16 f32 -> 16 bf16, RNE with every NaN -> 0xffff: the same bits as f32_to_bf16 (core/dtype.h).
+// (VCVTNEPS2BF16 is not used: it flushes denormals, torch does not.)
+inline __m256i f32x16_to_bf16(__m512 v) {
+  const __m512i u = _mm512_castps_si512(v);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7fff))), 16);
+  r = _mm512_mask_mov_epi32(r, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q), _mm512_set1_epi32(0xffff));
+  return _mm512_cvtepi32_epi16(r);
+}
+// Loads 16 (or the first n < 16, rest 0) contiguous F32/BF16 values as f32.
+inline __m512 load16_f32(const void* p, DType dt) {
+  if (dt == DType::F32) return _mm512_loadu_ps(p);
+  return bf16x16_to_f32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+}
+inline __m512 load16_f32(const void* p, DType dt, int64_t n) {
+  const __mmask16 k = lanes16(n);
+  if (dt == DType::F32) return _mm512_maskz_loadu_ps(k, p);
+  return bf16x16_to_f32(_mm256_maskz_loadu_epi16(k, p));
+}
+// Stores 16 (or the first n < 16) f32 values into contiguous F32/BF16 memory.
+inline void store16_f32(void* p, DType dt, __m512 v) {
+  if (dt == DType::F32) _mm512_storeu_ps(p, v);
+  else _mm256_storeu_si256(static_cast<__m256i*>(p), f32x16_to_bf16(v));
+}
+inline void store16_f32(void* p, DType dt, __m512 v, int64_t n) {
+  const __mmask16 k = lanes16(n);
+  if (dt == DType::F32) _mm512_mask_storeu_ps(p, k, v);
+  else _mm256_mask_storeu_epi16(p, k, f32x16_to_bf16(v));
+}
+#endif
+
+// dst[i] = (float) src[i], src contiguous F32 or BF16 (vector path).
+inline void widen_row_f32(const void* src, DType dt, int64_t n, float* dst) {
+#if defined(VIDAX_CPU_AVX512)
+  const char* s = static_cast<const char*>(src);
+  const int64_t es = dt == DType::F32 ? 4 : 2;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(dst + i, load16_f32(s + i * es, dt));
+  if (i < n) _mm512_mask_storeu_ps(dst + i, lanes16(n - i), load16_f32(s + i * es, dt, n - i));
+#else
+  if (dt == DType::F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+  } else {
+    const uint16_t* s = static_cast<const uint16_t*>(src);
+    for (int64_t i = 0; i < n; ++i) dst[i] = bf16_to_f32(s[i]);
+  }
+#endif
+}
+
+// dst[i] = src[i] rounded to dt (F32 or BF16), dst contiguous (vector path).
+inline void narrow_row_f32(const float* src, int64_t n, void* dst, DType dt) {
+#if defined(VIDAX_CPU_AVX512)
+  char* d = static_cast<char*>(dst);
+  const int64_t es = dt == DType::F32 ? 4 : 2;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) store16_f32(d + i * es, dt, _mm512_loadu_ps(src + i));
+  if (i < n) store16_f32(d + i * es, dt, _mm512_maskz_loadu_ps(lanes16(n - i), src + i), n - i);
+#else
+  if (dt == DType::F32) {
+    std::memcpy(dst, src, static_cast<size_t>(n) * 4);
+  } else {
+    uint16_t* d = static_cast<uint16_t*>(dst);
+    for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(src[i]);
+  }
+#endif
+}
 
 // dst[i] = (T) src[i * stride] for i < n; src in dtype dt (any float dtype; ints via convert()).
 template <class T>
@@ -33,6 +111,9 @@ void load_row(const void* src, DType dt, int64_t stride, int64_t n, T* dst) {
     }
     case DType::BF16: {
       const uint16_t* s = static_cast<const uint16_t*>(src);
+      if constexpr (std::is_same_v<T, float>) {
+        if (stride == 1) { widen_row_f32(src, dt, n, dst); return; }
+      }
       for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<T>(bf16_to_f32(s[i * stride]));
       return;
     }
@@ -69,6 +150,7 @@ void store_row(const T* src, int64_t n, void* dst, DType dt) {
       return;
     }
     case DType::BF16: {
+      if constexpr (std::is_same_v<T, float>) { narrow_row_f32(src, n, dst, dt); return; }
       uint16_t* d = static_cast<uint16_t*>(dst);
       for (int64_t i = 0; i < n; ++i) d[i] = f32_to_bf16(static_cast<float>(src[i]));
       return;

@@ -107,7 +107,7 @@ void unary_rows(Unary op, T p0, T p1, const T* x, T* o, int64_t n) {
       const T beta = static_cast<T>(M_SQRT2 * M_2_SQRTPI * 0.5), kappa = T(0.044715);
       for (int64_t i = 0; i < n; ++i) {
         const T v = x[i], cube = v * v * v;
-        o[i] = T(0.5) * v * (T(1) + std::tanh(beta * (v + kappa * cube)));
+        o[i] = v / (T(1) + std::exp(T(-2) * (beta * (v + kappa * cube))));  // = 0.5 v (1 + tanh(...))
       }
       break;
     }
@@ -120,28 +120,46 @@ void unary_rows(Unary op, T p0, T p1, const T* x, T* o, int64_t n) {
   }
 }
 
-#if defined(__AVX512F__)
+#if defined(VIDAX_CPU_AVX512)
+// f32 mul/add rounded once each: the explicit rounding form keeps the compiler from
+// contracting a*b + c into an FMA (the reference rounds the product).
+constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+inline __m512 mul_rn(__m512 a, __m512 b) { return _mm512_mul_round_ps(a, b, kRn); }
+inline __m512 add_rn(__m512 a, __m512 b) { return _mm512_add_round_ps(a, b, kRn); }
+
+// o[i..i+16) = f(i, mask) over n elements, the tail under a mask.
+template <class F>
+void map16(int64_t n, float* o, F&& f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(i, static_cast<__mmask16>(0xffff)));
+  if (i < n) _mm512_mask_storeu_ps(o + i, lanes16(n - i), f(i, lanes16(n - i)));
+}
+#endif
+
+#if defined(VIDAX_CPU_AVX512)
 // Vector paths of the transcendental float ops (torch's CPU kernels are vectorized
 // too; these follow the same formulas and operation order).
-bool unary_rows_avx512(Unary op, const float* x, float* o, int64_t n) {
+// Calls run(f) with the op's 16-lane function f(__m512) -> __m512; false when the op has none.
+template <class Run>
+bool with_vector_op(Unary op, Run&& run) {
   using namespace vmath;
   const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
-  auto run = [&](auto f) {
-    int64_t i = 0;
-    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(_mm512_loadu_ps(x + i)));
-    if (i < n) {
-      const __mmask16 k = static_cast<__mmask16>((1u << (n - i)) - 1u);
-      _mm512_mask_storeu_ps(o + i, k, f(_mm512_maskz_loadu_ps(k, x + i)));
-    }
-  };
   switch (op) {
     case Unary::GeluTanh: {
       const __m512 beta = _mm512_set1_ps(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)), kappa = _mm512_set1_ps(0.044715f);
       run([&](__m512 v) {
         const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
         const __m512 inner = _mm512_mul_ps(beta, _mm512_add_ps(v, _mm512_mul_ps(kappa, cube)));
-        return _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, tanh512(inner)));
+        // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): one exp, no 1 + tanh cancellation for x < 0
+        // (within 3 ulp of the exact value where torch's own form loses digits).
+        return _mm512_div_ps(v, _mm512_add_ps(one, exp512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), inner))));
       });
+      return true;
+    }
+    case Unary::GeluErf: {
+      // torch: 0.5 * x * (1 + erf(x / sqrt(2)))
+      const __m512 r2 = _mm512_set1_ps(static_cast<float>(M_SQRT1_2));
+      run([&](__m512 v) { return _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, erf512(_mm512_mul_ps(v, r2)))); });
       return true;
     }
     case Unary::Silu:
@@ -157,6 +175,36 @@ bool unary_rows_avx512(Unary op, const float* x, float* o, int64_t n) {
       return false;
   }
 }
+
+bool unary_rows_avx512(Unary op, const float* x, float* o, int64_t n) {
+  return with_vector_op(op, [&](auto f) {
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) _mm512_storeu_ps(o + i, f(_mm512_loadu_ps(x + i)));
+    if (i < n) _mm512_mask_storeu_ps(o + i, lanes16(n - i), f(_mm512_maskz_loadu_ps(lanes16(n - i), x + i)));
+  });
+}
+
+// Contiguous F32/BF16 x into F32/BF16 out: the vector op loads and stores the tensors' own
+// dtypes directly (no staging buffers). Elements are independent: any thread count, same bits.
+bool unary_contiguous_avx512(Unary op, const Tensor& x, Tensor& out) {
+  const auto fast = [](DType t) { return t == DType::F32 || t == DType::BF16; };
+  if (!x.is_contiguous() || !fast(x.dtype()) || !fast(out.dtype())) return false;
+  const int64_t n = x.numel();
+  const DType xd = x.dtype(), od = out.dtype();
+  const int64_t xes = static_cast<int64_t>(dtype_size(xd)), oes = static_cast<int64_t>(dtype_size(od));
+  const char* xb = byte_ptr(x);
+  char* ob = byte_ptr_mut(out);
+  const int64_t items = (n + kChunk - 1) / kChunk;
+  return with_vector_op(op, [&](auto f) {
+#pragma omp parallel for schedule(static) if (n > 16384)
+    for (int64_t item = 0; item < items; ++item) {
+      const int64_t end = std::min(n, (item + 1) * kChunk);
+      int64_t i = item * kChunk;
+      for (; i + 16 <= end; i += 16) store16_f32(ob + i * oes, od, f(load16_f32(xb + i * xes, xd)));
+      if (i < end) store16_f32(ob + i * oes, od, f(load16_f32(xb + i * xes, xd, end - i)), end - i);
+    }
+  });
+}
 #endif
 
 }  // namespace
@@ -167,10 +215,14 @@ void binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out) {
 }
 
 void unary(Unary op, const Tensor& x, double p0, double p1, Tensor& out) {
+  if (out.numel() == 0) return;
+#if defined(VIDAX_CPU_AVX512)
+  if (unary_contiguous_avx512(op, x, out)) return;
+#endif
   // Scalars enter the f32 path as f32, as torch wraps a Python scalar for a float tensor.
   dispatch({&x}, out,
            [=](const float* const* in, float* o, int64_t n) {
-#if defined(__AVX512F__)
+#if defined(VIDAX_CPU_AVX512)
              if (unary_rows_avx512(op, in[0], o, n)) return;
 #endif
              unary_rows<float>(op, static_cast<float>(p0), static_cast<float>(p1), in[0], o, n);
@@ -194,7 +246,21 @@ void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor&
     using T = std::remove_pointer_t<decltype(o)>;
     for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] * (T(1) + in[2][i]) + in[1][i];
   };
-  dispatch({&x, &shift, &scale}, out, [&](const float* const* in, float* o, int64_t n) { f(in, o, n); },
+  dispatch({&x, &shift, &scale}, out,
+           [&](const float* const* in, float* o, int64_t n) {
+#if defined(VIDAX_CPU_AVX512)
+             // x * (1 + scale) + shift with three f32 roundings, as the reference's separate ops.
+             map16(n, o, [&](int64_t i, __mmask16 k) {
+               const __m512 onep = add_rn(_mm512_set1_ps(1.0f), _mm512_maskz_loadu_ps(k, in[2] + i));
+               return add_rn(mul_rn(_mm512_maskz_loadu_ps(k, in[0] + i), onep), _mm512_maskz_loadu_ps(k, in[1] + i));
+             });
+#else
+             for (int64_t i = 0; i < n; ++i) {
+               volatile float p = in[0][i] * (1.0f + in[2][i]);  // volatile: no FMA contraction
+               o[i] = p + in[1][i];
+             }
+#endif
+           },
            [&](const double* const* in, double* o, int64_t n) { f(in, o, n); });
 }
 
@@ -202,7 +268,21 @@ void gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y, Tensor
   auto f = [](const auto* const* in, auto* o, int64_t n) {
     for (int64_t i = 0; i < n; ++i) o[i] = in[0][i] + in[1][i] * in[2][i];
   };
-  dispatch({&x, &gate, &y}, out, [&](const float* const* in, float* o, int64_t n) { f(in, o, n); },
+  dispatch({&x, &gate, &y}, out,
+           [&](const float* const* in, float* o, int64_t n) {
+#if defined(VIDAX_CPU_AVX512)
+             // x + gate * y with two f32 roundings (the reference's mul, then add; no FMA).
+             map16(n, o, [&](int64_t i, __mmask16 k) {
+               return add_rn(_mm512_maskz_loadu_ps(k, in[0] + i),
+                             mul_rn(_mm512_maskz_loadu_ps(k, in[1] + i), _mm512_maskz_loadu_ps(k, in[2] + i)));
+             });
+#else
+             for (int64_t i = 0; i < n; ++i) {
+               volatile float p = in[1][i] * in[2][i];  // volatile: no FMA contraction
+               o[i] = in[0][i] + p;
+             }
+#endif
+           },
            [&](const double* const* in, double* o, int64_t n) { f(in, o, n); });
 }
 

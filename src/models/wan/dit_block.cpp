@@ -75,10 +75,13 @@ Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV
 
 }  // namespace
 
-Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps) {
-  if (x.dtype() == DType::F32) return ops::layer_norm_modulate(x, shift, scale, eps);
-  Tensor n = ops::layer_norm(x, std::nullopt, std::nullopt, eps);  // fp32 statistics, rounded to x's dtype
-  return ops::modulate(nn::to_dtype(n, DType::F32), shift, scale);
+Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, DType out_dtype) {
+  if (x.dtype() == DType::F32) return ops::layer_norm_modulate(x, shift, scale, eps, out_dtype);
+  const Tensor n = ops::layer_norm(x, std::nullopt, std::nullopt, eps);  // fp32 statistics, rounded to x's dtype
+  // modulate widens n exactly and computes in fp32; its store rounds to n's dtype, so when that is
+  // out_dtype no cast is needed on either side.
+  if (n.dtype() == out_dtype) return ops::modulate(n, shift, scale);
+  return nn::to_dtype(ops::modulate(nn::to_dtype(n, DType::F32), shift, scale), out_dtype);
 }
 
 CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const DiTConfig& cfg) const {
@@ -103,17 +106,21 @@ Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& ro
   const Tensor m = ops::add(modulation, e0);  // [B, 6, dim]
   auto chunk = [&m](int64_t i) { return m.slice(1, i, i + 1); };  // [B, 1, dim] views
 
-  const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps);
+  // Rounded to the q/k/v GEMMs' compute dtype on store (their autocast cast, fused).
+  const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps, self_attn.q.compute);
   const Tensor y = self_attention(self_attn, a, rope, cfg, sp);
-  // x + y * gate under autocast(fp32): the residual stream is fp32 from here on.
-  Tensor h = ops::gated_residual(nn::to_dtype(x, DType::F32), chunk(2), nn::to_dtype(y, DType::F32));
+  // x + y * gate under autocast(fp32): the residual stream is fp32 from here on. The op reads
+  // a bf16 y widened exactly to fp32 (the same values as casting it first).
+  Tensor h = ops::gated_residual(nn::to_dtype(x, DType::F32), chunk(2), y);
 
-  const Tensor n = cfg.cross_attn_norm ? ops::layer_norm(h, norm3_weight, norm3_bias, cfg.eps) : h;
-  h = ops::add(h, nn::to_dtype(cross_attention(cross_attn, n, text, cfg), DType::F32));
+  // norm3 in fp32, rounded on store to the q GEMM's compute dtype (its autocast cast, fused).
+  const Tensor n =
+      cfg.cross_attn_norm ? ops::layer_norm(h, norm3_weight, norm3_bias, cfg.eps, cross_attn.q.compute) : h;
+  h = ops::add(h, cross_attention(cross_attn, n, text, cfg));  // fp32 h + bf16 output widened: fp32
 
-  const Tensor f = norm_modulate(h, chunk(3), chunk(4), cfg.eps);
+  const Tensor f = norm_modulate(h, chunk(3), chunk(4), cfg.eps, ffn_in.compute);
   const Tensor g = ffn_out(ops::gelu(ffn_in(f), ops::GeluMode::Tanh));
-  return ops::gated_residual(h, chunk(5), nn::to_dtype(g, DType::F32));
+  return ops::gated_residual(h, chunk(5), g);
 }
 
 }  // namespace vidax::wan

@@ -66,7 +66,9 @@ struct DiTBlock {
 };
 
 // LN(x; no affine)*(1 + scale) + shift in fp32. LN rounds to x's dtype first
-// (WanLayerNorm's .type_as(x)), as the reference does for a bf16 x.
-Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps);
+// (WanLayerNorm's .type_as(x)), as the reference does for a bf16 x. The fp32 result is
+// rounded to out_dtype: the consuming Linear's compute dtype (autocast's cast, fused).
+Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
+                     DType out_dtype = DType::F32);
 
 }  // namespace vidax::wan
