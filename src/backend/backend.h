@@ -73,6 +73,10 @@ class Backend {
   // ---- convolution / resampling ----
   virtual void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                       std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) = 0;
+  // ops::causal_conv3d. The default concatenates and pads, then calls conv3d (backends that can
+  // read the segments in place override it).
+  virtual void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                             std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out);
   virtual void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                       std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, Tensor& out) = 0;
   virtual void upsample_nearest(const Tensor& x, const std::vector<int64_t>& factors, Tensor& out) = 0;

@@ -107,6 +107,12 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeMode mode
 // {pT, pH, pW} (asymmetric/causal padding: call pad() first).
 Tensor conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
               std::array<int64_t, 3> stride, std::array<int64_t, 3> padding);
+// conv3d over the time concatenation of xs (each [N, C, T_i, H, W], one N, C, H, W) with padding[0]
+// zero frames in FRONT only (a causal conv) and {pH, pW} on both spatial sides: the value of
+// conv3d(pad(concat(xs, 2), front padding[0]), w, bias, stride, {0, pH, pW}) without materializing
+// the concatenation or the padding (a causal conv over cached frames + the current chunk).
+Tensor causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding);
 // x [N, C, H, W], w [O, C, kH, kW].
 Tensor conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
               std::array<int64_t, 2> stride, std::array<int64_t, 2> padding);

@@ -84,6 +84,10 @@ class CpuBackend final : public Backend {
               std::array<int64_t, 3> padding, Tensor& o) override {
     conv_nd(x, w, b, {stride.begin(), stride.end()}, {padding.begin(), padding.end()}, o);
   }
+  void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& b,
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& o) override {
+    cpu::causal_conv3d(xs, w, b, stride, padding, o);
+  }
   void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, std::array<int64_t, 2> stride,
               std::array<int64_t, 2> padding, Tensor& o) override {
     conv_nd(x, w, b, {stride.begin(), stride.end()}, {padding.begin(), padding.end()}, o);

@@ -56,5 +56,8 @@ void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode m
 void set_conv_column_budget(int64_t bytes);
 void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, Tensor& out);
+// ops::causal_conv3d: reads the time segments in place.
+void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                   std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out);
 
 }  // namespace vidax::cpu
