@@ -58,8 +58,9 @@ inline void gather_row(const float* xr, int64_t W, int64_t ow, int64_t run, int6
   std::fill(d + hi, d + run, 0.0f);
 }
 
+// out = conv + bias, then + residual (when given; out's shape) as its own rounding, like add().
 void conv_frames(const Frames& xf, const ConvGeometry& g, const Tensor& w, const std::optional<Tensor>& bias,
-                 Tensor& out) {
+                 const std::optional<Tensor>& residual, Tensor& out) {
   const int64_t P = g.To * g.Ho * g.Wo, kvol = g.kT * g.kH * g.kW, Kg = g.Cg * kvol;
   Staged<float> ws = stage_f32(w);
   const bool direct = out.dtype() == DType::F32;
@@ -104,6 +105,12 @@ void conv_frames(const Frames& xf, const ConvGeometry& g, const Tensor& w, const
     for (int64_t no = 0; no < g.N * g.O; ++no)
       for (int64_t p = 0; p < P; ++p) y[no * P + p] += b[static_cast<size_t>(no % g.O)];
   }
+  if (residual) {
+    Staged<float> rs = stage_f32(*residual);
+#pragma omp parallel for schedule(static)
+    for (int64_t no = 0; no < g.N * g.O; ++no)
+      for (int64_t p = 0; p < P; ++p) y[no * P + p] += rs.ptr[no * P + p];
+  }
   if (!direct) {
     const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
 #pragma omp parallel for schedule(static)
@@ -130,11 +137,12 @@ void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias
   Frames xf;
   xf.C = g.C;
   xf.add(x, sp(x, 0), g.H * g.W);
-  conv_frames(xf, g, w, bias, out);
+  conv_frames(xf, g, w, bias, std::nullopt, out);
 }
 
 void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
-                   std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) {
+                   std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, const std::optional<Tensor>& residual,
+                   Tensor& out) {
   if (out.numel() == 0) return;
   const Tensor& x0 = xs.front();
   ConvGeometry g{};
@@ -147,7 +155,7 @@ void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::op
   Frames xf;
   xf.C = g.C;
   for (const Tensor& x : xs) xf.add(x, x.size(2), g.H * g.W);
-  conv_frames(xf, g, w, bias, out);
+  conv_frames(xf, g, w, bias, residual, out);
 }
 
 }  // namespace vidax::cpu

@@ -197,9 +197,11 @@ struct CausalConv3d {
     return front;
   }
 
-  // One output frame from its window: `zeros` zero frames (the causal padding) then `window`.
-  Tensor frame(const std::vector<Tensor>& window, int64_t zeros) const {
-    return ops::causal_conv3d(window, weight, bias, stride, {zeros, padding[1], padding[2]});
+  // One output frame from its window: `zeros` zero frames (the causal padding) then `window`; plus
+  // `residual` when defined.
+  Tensor frame(const std::vector<Tensor>& window, int64_t zeros, const Tensor& residual = {}) const {
+    return ops::causal_conv3d(window, weight, bias, stride, {zeros, padding[1], padding[2]},
+                              residual.defined() ? std::optional<Tensor>(residual) : std::nullopt);
   }
 
   // Frame-wise (kernel 1x1x1, the ResidualBlock shortcut).
@@ -207,16 +209,16 @@ struct CausalConv3d {
 };
 
 using FrameSource = std::function<Tensor(int64_t)>;
-using FrameSink = std::function<Tensor(int64_t, Tensor)>;
+
 
 // A causal conv over the sequence [`zeros` zero frames, history, n chunk frames]; chunk frame i is
 // made by input(i) when first read. Output frames are computed from the last to the first, so a
 // chunk frame is released as soon as no remaining output reads it: the conv holds its window plus
-// its outputs, never its whole input and output at once. finish(j, y) post-processes output j right
-// away (the residual add). `tail`, when given, receives the last tail_len frames of history + chunk
-// (what a cache slot keeps); without it those frames are released too.
+// its outputs, never its whole input and output at once. residual(j), when given, is added to output
+// j inside the conv (the ResidualBlock's skip). `tail`, when given, receives the last tail_len frames
+// of history + chunk (what a cache slot keeps); without it those frames are released too.
 Frames conv_sequence(const CausalConv3d& conv, int64_t zeros, const Frames& history, int64_t n,
-                     const FrameSource& input, int64_t tail_len, Frames* tail, const FrameSink& finish = {}) {
+                     const FrameSource& input, int64_t tail_len, Frames* tail, const FrameSource& residual = {}) {
   const int64_t k = conv.weight.size(2), s = conv.stride[0];
   const int64_t h = static_cast<int64_t>(history.size()), len = zeros + h + n;
   VIDAX_CHECK(len >= k, "Wan VAE CausalConv3d: " << len << " frames (with padding) for a " << k << "-frame kernel");
@@ -243,12 +245,11 @@ Frames conv_sequence(const CausalConv3d& conv, int64_t zeros, const Frames& hist
     const int64_t q0 = j * s, z = std::clamp<int64_t>(zeros - q0, 0, k);
     std::vector<Tensor> window;
     for (int64_t q = q0 + z; q < q0 + k; ++q) window.push_back(at(q));
-    Tensor y = conv.frame(window, z);
+    out[static_cast<size_t>(j)] = conv.frame(window, z, residual ? residual(j) : Tensor());
     window.clear();
     // Outputs before j read frames below (j - 1) s + k only.
     const int64_t still_read = j == 0 ? 0 : (j - 1) * s + k;
     for (int64_t q = std::max(still_read, zeros + h); q < q0 + k; ++q) made[static_cast<size_t>(q - zeros - h)] = Tensor();
-    out[static_cast<size_t>(j)] = finish ? finish(j, std::move(y)) : std::move(y);
   }
   return out;
 }
@@ -258,11 +259,11 @@ Frames conv_sequence(const CausalConv3d& conv, int64_t zeros, const Frames& hist
 // CACHE_T input frames (topped up in front with the slot's last frame when the chunk has a single
 // frame: the last CACHE_T frames of history + chunk).
 Frames cached_conv(const CausalConv3d& conv, FeatCache& cache, size_t slot, int64_t n, const FrameSource& input,
-                   const FrameSink& finish = {}) {
+                   const FrameSource& residual = {}) {
   CacheSlot& s = cache[slot];
   Frames tail;
   Frames y = conv_sequence(conv, conv.front_zeros(static_cast<int64_t>(s.frames.size())), s.frames, n, input, kCacheT,
-                           cache.keep ? &tail : nullptr, finish);
+                           cache.keep ? &tail : nullptr, residual);
   s.frames = std::move(tail);
   return y;
 }
@@ -287,14 +288,8 @@ struct RMSNorm {
     y = ops::scale(y, scale);
     return ops::mul(y, gamma);
   }
-  // norm then SiLU, releasing x first (it may be the last handle on its frame).
-  Tensor silu(Tensor x) const {
-    Tensor y = ops::l2_normalize(x, 1, 1e-12);
-    x = Tensor();
-    y = ops::scale(y, scale);
-    y = ops::mul(y, gamma);
-    return ops::silu(y);
-  }
+  // norm then SiLU in one pass; written over x's frame when the caller hands over its last handle.
+  Tensor silu(Tensor x) const { return ops::l2_norm_scale_silu(std::move(x), gamma, scale, 1e-12); }
 };
 
 // ============================================================================ blocks
@@ -321,16 +316,16 @@ struct ResidualBlock {
   }
 
   // The chunk's input frames stay alive for the residual; the normalized frames are made as conv1
-  // first reads them and conv1's output frames are released as conv2's normalized inputs are made;
-  // each output frame takes its residual at once, releasing that input frame.
+  // first reads them and conv1's output frames are normalized in place as conv2 first reads them;
+  // conv2 adds each output frame's residual itself, releasing that input frame.
   Frames forward(Frames x, FeatCache& cache) const {
     const int64_t n = static_cast<int64_t>(x.size());
     Frames y = cached_conv(conv1, cache, slot1, n, [&](int64_t i) { return norm1.silu(x[static_cast<size_t>(i)]); });
     return cached_conv(
         conv2, cache, slot2, n, [&](int64_t i) { return norm2.silu(std::move(y[static_cast<size_t>(i)])); },
-        [&](int64_t j, Tensor r) {
+        [&](int64_t j) {
           Tensor in = std::move(x[static_cast<size_t>(j)]);
-          return ops::add(r, shortcut ? shortcut->pointwise(in) : in);
+          return shortcut ? shortcut->pointwise(in) : in;
         });
   }
 };

@@ -1,5 +1,5 @@
-// ops::causal_conv3d: validation, output shape, dispatch; and the Backend default (concat + pad +
-// conv3d) for backends that do not read the time segments in place.
+// Fused ops the Wan VAE's memory budget relies on (ops::causal_conv3d, ops::l2_norm_scale_silu):
+// validation, output shape, dispatch, and the Backend defaults built from the plain ops.
 #include "backend/backend.h"
 #include "backend/ops.h"
 
@@ -8,7 +8,8 @@ namespace vidax {
 namespace ops {
 
 Tensor causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
-                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding) {
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                     const std::optional<Tensor>& residual) {
   VIDAX_CHECK(!xs.empty(), "causal_conv3d: no input segments");
   VIDAX_CHECK(w.defined() && w.dim() == 5, "causal_conv3d: weight must be [O, C/groups, kT, kH, kW], found "
                                                << (w.defined() ? w.str() : std::string("undefined")));
@@ -43,19 +44,51 @@ Tensor causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::
                                                     << "x" << in[2] << ")");
     out_shape.push_back(span / stride[i] + 1);
   }
+  VIDAX_CHECK(!residual || residual->shape() == out_shape,
+              "causal_conv3d: residual " << residual->str() << " must have the output's shape " << shape_str(out_shape));
+  meta = meta || (residual && residual->device() == Device::Meta);
   const Device dev = meta ? Device::Meta : x0.device();
   Tensor out = Tensor::empty(out_shape, x0.dtype(), dev);
-  backend_for(dev).causal_conv3d(xs, w, bias, stride, padding, out);
+  backend_for(dev).causal_conv3d(xs, w, bias, stride, padding, residual, out);
+  return out;
+}
+
+Tensor l2_norm_scale_silu(Tensor x, const Tensor& gamma, double scale, double eps) {
+  VIDAX_CHECK(x.defined() && x.dim() >= 2, "l2_norm_scale_silu: x must be [N, C, ...], found "
+                                               << (x.defined() ? x.str() : std::string("undefined")));
+  VIDAX_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16 || x.dtype() == DType::F16,
+              "l2_norm_scale_silu: x " << x.str() << " is not a float tensor");
+  VIDAX_CHECK(gamma.defined() && gamma.numel() == x.size(1),
+              "l2_norm_scale_silu: gamma " << (gamma.defined() ? gamma.str() : std::string("undefined"))
+                                           << " must hold one value per channel of " << x.str());
+  const Device dev = x.device() == Device::Meta || gamma.device() == Device::Meta ? Device::Meta : x.device();
+  // The caller's handle is the buffer's only owner: nothing else can observe an in-place write.
+  const bool in_place = dev != Device::Meta && x.is_contiguous() && x.byte_offset() == 0 &&
+                        x.buffer() && x.buffer().use_count() == 1;
+  Tensor out = in_place ? x : Tensor::empty(x.shape(), x.dtype(), dev);
+  backend_for(dev).l2_norm_scale_silu(x, gamma, scale, eps, out);
   return out;
 }
 
 }  // namespace ops
 
+void Backend::l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out) {
+  Shape g(static_cast<size_t>(x.dim()) - 1, 1);
+  g[0] = x.size(1);
+  Tensor y = ops::l2_normalize(x, 1, eps);
+  y = ops::scale(y, scale);
+  y = ops::mul(y, gamma.reshape(g));
+  y = ops::silu(y);
+  copy(y, out);
+}
+
 void Backend::causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
-                            std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) {
+                            std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                            const std::optional<Tensor>& residual, Tensor& out) {
   Tensor x = xs.size() == 1 ? xs.front() : ops::concat(xs, 2);
   if (padding[0] > 0) x = ops::pad(x, {0, 0, 0, 0, padding[0], 0});
-  conv3d(x, w, bias, stride, {0, padding[1], padding[2]}, out);
+  if (!residual) return conv3d(x, w, bias, stride, {0, padding[1], padding[2]}, out);
+  copy(ops::add(ops::conv3d(x, w, bias, stride, {0, padding[1], padding[2]}), *residual), out);
 }
 
 }  // namespace vidax
