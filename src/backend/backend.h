@@ -53,6 +53,8 @@ class Backend {
   virtual void l2_normalize(const Tensor& x, int64_t dim, double eps, Tensor& out) = 0;
   virtual void group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& weight,
                           const std::optional<Tensor>& bias, double eps, Tensor& out) = 0;
+  // ops::l2_norm_scale_silu; `out` may be x itself. The default runs the four ops and copies.
+  virtual void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out);
   virtual void softmax(const Tensor& x, int64_t dim, Tensor& out) = 0;
   virtual void sum(const Tensor& x, int64_t dim, Tensor& out) = 0;   // out keeps dim as size 1
   virtual void mean(const Tensor& x, int64_t dim, Tensor& out) = 0;  // out keeps dim as size 1
@@ -73,6 +75,11 @@ class Backend {
   // ---- convolution / resampling ----
   virtual void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                       std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) = 0;
+  // ops::causal_conv3d. The default concatenates and pads, then calls conv3d (backends that can
+  // read the segments in place override it).
+  virtual void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                             std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                             const std::optional<Tensor>& residual, Tensor& out);
   virtual void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                       std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, Tensor& out) = 0;
   virtual void upsample_nearest(const Tensor& x, const std::vector<int64_t>& factors, Tensor& out) = 0;

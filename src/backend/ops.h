@@ -72,6 +72,10 @@ Tensor l2_normalize(const Tensor& x, int64_t dim, double eps = 1e-12);
 // x [N, C, *spatial]; weight/bias [C] optional.
 Tensor group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& weight,
                   const std::optional<Tensor>& bias, double eps);
+// silu(l2_normalize(x, 1, eps) * scale * gamma) in one pass, rounding as those four ops do (the Wan
+// VAE's RMS_norm + SiLU). x [N, C, ...], gamma [C]. x is taken by value: when the caller hands over
+// the only reference to its buffer, the result is written over it (nothing else can see that).
+Tensor l2_norm_scale_silu(Tensor x, const Tensor& gamma, double scale, double eps = 1e-12);
 Tensor softmax(const Tensor& x, int64_t dim);
 Tensor sum(const Tensor& x, int64_t dim, bool keepdim = false);  // fp32 accumulation
 Tensor mean(const Tensor& x, int64_t dim, bool keepdim = false);
@@ -109,6 +113,14 @@ Tensor rope(const Tensor& x, const Tensor& cos, const Tensor& sin, RopeMode mode
 // {pT, pH, pW} (asymmetric/causal padding: call pad() first).
 Tensor conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
               std::array<int64_t, 3> stride, std::array<int64_t, 3> padding);
+// conv3d over the time concatenation of xs (each [N, C, T_i, H, W], one N, C, H, W) with padding[0]
+// zero frames in FRONT only (a causal conv) and {pH, pW} on both spatial sides: the value of
+// conv3d(pad(concat(xs, 2), front padding[0]), w, bias, stride, {0, pH, pW}) without materializing
+// the concatenation or the padding (a causal conv over cached frames + the current chunk).
+// residual, when given (the output's shape), is added after the bias: add(conv3d(...), residual).
+Tensor causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                     const std::optional<Tensor>& residual = std::nullopt);
 // x [N, C, H, W], w [O, C, kH, kW].
 Tensor conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
               std::array<int64_t, 2> stride, std::array<int64_t, 2> padding);

@@ -154,6 +154,16 @@ class RecordingBackend final : public Backend {
               std::array<int64_t, 3> padding, Tensor& o) override {
     Rec("conv3d").in("x", x).in("w", w).in("bias", b).list("stride", stride).list("padding", padding).out(o);
   }
+  void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& o) override {
+    Rec("l2_norm_scale_silu").in("x", x).in("gamma", gamma).attr("scale", scale).attr("eps", eps).out(o);
+  }
+  void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& b,
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                     const std::optional<Tensor>& residual, Tensor& o) override {
+    Rec r("causal_conv3d");
+    for (const Tensor& x : xs) r.in("x", x);
+    r.in("w", w).in("bias", b).in("residual", residual).list("stride", stride).list("padding", padding).out(o);
+  }
   void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, std::array<int64_t, 2> stride,
               std::array<int64_t, 2> padding, Tensor& o) override {
     Rec("conv2d").in("x", x).in("w", w).in("bias", b).list("stride", stride).list("padding", padding).out(o);

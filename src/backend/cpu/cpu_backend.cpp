@@ -84,6 +84,19 @@ class CpuBackend final : public Backend {
               std::array<int64_t, 3> padding, Tensor& o) override {
     conv_nd(x, w, b, {stride.begin(), stride.end()}, {padding.begin(), padding.end()}, o);
   }
+  void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& o) override {
+    if (x.dtype() == DType::F32 && o.dtype() == DType::F32 && x.is_contiguous())
+      cpu::l2_norm_scale_silu(x, gamma, scale, eps, o);
+    else
+      Backend::l2_norm_scale_silu(x, gamma, scale, eps, o);
+  }
+  void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& b,
+                     std::array<int64_t, 3> stride, std::array<int64_t, 3> padding,
+                     const std::optional<Tensor>& residual, Tensor& o) override {
+    // The fused residual add is fp32; other dtypes round the conv first (the default's two ops).
+    if (residual && o.dtype() != DType::F32) return Backend::causal_conv3d(xs, w, b, stride, padding, residual, o);
+    cpu::causal_conv3d(xs, w, b, stride, padding, residual, o);
+  }
   void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, std::array<int64_t, 2> stride,
               std::array<int64_t, 2> padding, Tensor& o) override {
     conv_nd(x, w, b, {stride.begin(), stride.end()}, {padding.begin(), padding.end()}, o);

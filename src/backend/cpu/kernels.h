@@ -50,11 +50,18 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
 // rope.cpp
 void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& out);
 
+// norm_silu.cpp: ops::l2_norm_scale_silu for contiguous F32 (out may be x).
+void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out);
+
 // conv.cpp
 // Bytes of im2col columns per GEMM call (default 8 MiB); tests shrink it to
 // exercise output tiles that start mid-row.
 void set_conv_column_budget(int64_t bytes);
 void conv_nd(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const std::vector<int64_t>& stride,
              const std::vector<int64_t>& padding, Tensor& out);
+// ops::causal_conv3d: reads the time segments in place.
+void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,
+                   std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, const std::optional<Tensor>& residual,
+                   Tensor& out);
 
 }  // namespace vidax::cpu

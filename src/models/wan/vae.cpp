@@ -9,6 +9,10 @@
 #include <optional>
 #include <variant>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "backend/ops.h"
 
 namespace vidax::wan {
@@ -128,23 +132,46 @@ class ParamReader {
   std::vector<std::string>& names_;
 };
 
-// ============================================================================ feature cache
+// ============================================================================ frames and the feature cache
 
 constexpr int64_t kCacheT = 2;  // CACHE_T: frames each causal conv remembers across chunks
+
+// Activations travel as one contiguous [B, C, 1, H, W] tensor per frame, in time order. Every op of
+// the VAE is per frame except the causal convs, which read a window of kT frames; so a frame can be
+// released the moment nothing reads it any more, and a cache slot keeps its frames by handle
+// instead of copying them out of a chunk-sized buffer.
+using Frames = std::vector<Tensor>;
+
+Frames split_frames(const Tensor& x) {
+  Frames f;
+  for (int64_t t = 0; t < x.size(2); ++t) f.push_back(ops::copy(x.slice(2, t, t + 1)));
+  return f;
+}
+
+Tensor join_frames(const Frames& f) { return f.size() == 1 ? f.front() : ops::concat(f, 2); }
+
+// Applies `op` to every frame, releasing each input frame as its output is made.
+template <class Op>
+Frames map_frames(Frames x, const Op& op) {
+  for (Tensor& t : x) t = op(std::move(t));
+  return x;
+}
 
 // One entry of the reference's feat_cache list. Each cached call site owns a fixed slot index
 // (the reference's feat_idx counter visits the same sites in the same order every chunk).
 struct CacheSlot {
-  Tensor frames;     // undefined = None
+  Frames frames;     // empty = None
   bool rep = false;  // the 'Rep' marker Resample(upsample3d) leaves after the first chunk
 };
-using FeatCache = std::vector<CacheSlot>;
 
-// A deep copy of the last n frames (at most): a view would pin the whole chunk's buffer.
-Tensor last_frames(const Tensor& x, int64_t n) {
-  const int64_t t = x.size(2);
-  return ops::copy(x.slice(2, std::max<int64_t>(0, t - n), t));
-}
+struct FeatCache {
+  std::vector<CacheSlot> slots;
+  // False for the last chunk: the reference still refills feat_cache then, but nothing reads it
+  // again, so slots are emptied as they are consumed instead (same values, less memory).
+  bool keep = true;
+  explicit FeatCache(size_t n) : slots(n) {}
+  CacheSlot& operator[](size_t i) { return slots[i]; }
+};
 
 // ============================================================================ primitives
 
@@ -166,34 +193,82 @@ struct CausalConv3d {
     return c;
   }
 
-  Tensor operator()(const Tensor& x, const Tensor& cache = {}) const {
-    int64_t front = 2 * padding[0];
-    Tensor in = x;
-    if (cache.defined() && front > 0) {
-      in = ops::concat({cache, x}, 2);
-      front -= cache.size(2);
-    }
-    VIDAX_CHECK(front >= 0, "Wan VAE CausalConv3d: " << cache.size(2) << " cached frames exceed the "
-                                                     << 2 * padding[0] << "-frame causal padding");
-    if (front > 0) in = ops::pad(in, {0, 0, 0, 0, front, 0});
-    // Spatial zero padding is symmetric: the conv's own padding does it.
-    return ops::conv3d(in, weight, bias, stride, {0, padding[1], padding[2]});
+  // Leading zero frames left once `cached` frames of history stand in for the causal padding.
+  int64_t front_zeros(int64_t cached) const {
+    const int64_t front = 2 * padding[0] - cached;
+    VIDAX_CHECK(front >= 0, "Wan VAE CausalConv3d: " << cached << " cached frames exceed the " << 2 * padding[0]
+                                                     << "-frame causal padding");
+    return front;
   }
+
+  // One output frame from its window: `zeros` zero frames (the causal padding) then `window`; plus
+  // `residual` when defined.
+  Tensor frame(const std::vector<Tensor>& window, int64_t zeros, const Tensor& residual = {}) const {
+    return ops::causal_conv3d(window, weight, bias, stride, {zeros, padding[1], padding[2]},
+                              residual.defined() ? std::optional<Tensor>(residual) : std::nullopt);
+  }
+
+  // Frame-wise (kernel 1x1x1, the ResidualBlock shortcut).
+  Tensor pointwise(const Tensor& x) const { return ops::conv3d(x, weight, bias, stride, {0, 0, 0}); }
 };
 
-// The reference's pattern around every cached CausalConv3d call (ResidualBlock, Encoder3d and
-// Decoder3d conv1/head): remember this conv's last CACHE_T input frames, topped up in front with
-// the previous slot's last frame when the chunk has a single frame; run with the old slot.
-Tensor cached_conv(const CausalConv3d& conv, const Tensor& x, CacheSlot& slot) {
-  Tensor keep;
-  if (x.size(2) < kCacheT && slot.frames.defined()) {
-    const int64_t t = slot.frames.size(2);
-    keep = ops::concat({slot.frames.slice(2, t - 1, t), x.slice(2, 0, x.size(2))}, 2);
-  } else {
-    keep = last_frames(x, kCacheT);
+using FrameSource = std::function<Tensor(int64_t)>;
+
+
+// A causal conv over the sequence [`zeros` zero frames, history, n chunk frames]; chunk frame i is
+// made by input(i) when first read. Output frames are computed from the last to the first, so a
+// chunk frame is released as soon as no remaining output reads it: the conv holds its window plus
+// its outputs, never its whole input and output at once. residual(j), when given, is added to output
+// j inside the conv (the ResidualBlock's skip). `tail`, when given, receives the last tail_len frames
+// of history + chunk (what a cache slot keeps); without it those frames are released too.
+Frames conv_sequence(const CausalConv3d& conv, int64_t zeros, const Frames& history, int64_t n,
+                     const FrameSource& input, int64_t tail_len, Frames* tail, const FrameSource& residual = {}) {
+  const int64_t k = conv.weight.size(2), s = conv.stride[0];
+  const int64_t h = static_cast<int64_t>(history.size()), len = zeros + h + n;
+  VIDAX_CHECK(len >= k, "Wan VAE CausalConv3d: " << len << " frames (with padding) for a " << k << "-frame kernel");
+  Frames made(static_cast<size_t>(n));
+  std::vector<bool> was_made(static_cast<size_t>(n), false);
+  auto at = [&](int64_t q) -> Tensor {  // frame q of the sequence, q >= zeros
+    const int64_t i = q - zeros;
+    if (i < h) return history[static_cast<size_t>(i)];
+    const size_t c = static_cast<size_t>(i - h);
+    if (!was_made[c]) {
+      made[c] = input(static_cast<int64_t>(c));
+      was_made[c] = true;
+    }
+    VIDAX_CHECK(made[c].defined(), "Wan VAE: chunk frame " << c << " read after its release");
+    return made[c];
+  };
+  if (tail) {
+    tail->clear();
+    for (int64_t q = std::max(zeros, len - tail_len); q < len; ++q) tail->push_back(at(q));
   }
-  Tensor y = conv(x, slot.frames);
-  slot.frames = keep;
+  const int64_t n_out = (len - k) / s + 1;
+  Frames out(static_cast<size_t>(n_out));
+  for (int64_t j = n_out - 1; j >= 0; --j) {
+    const int64_t q0 = j * s, z = std::clamp<int64_t>(zeros - q0, 0, k);
+    std::vector<Tensor> window;
+    for (int64_t q = q0 + z; q < q0 + k; ++q) window.push_back(at(q));
+    out[static_cast<size_t>(j)] = conv.frame(window, z, residual ? residual(j) : Tensor());
+    window.clear();
+    // Outputs before j read frames below (j - 1) s + k only.
+    const int64_t still_read = j == 0 ? 0 : (j - 1) * s + k;
+    for (int64_t q = std::max(still_read, zeros + h); q < q0 + k; ++q) made[static_cast<size_t>(q - zeros - h)] = Tensor();
+  }
+  return out;
+}
+
+// The reference's pattern around every cached CausalConv3d call (ResidualBlock, Encoder3d and
+// Decoder3d conv1/head): run with the slot's frames as history, then remember this conv's last
+// CACHE_T input frames (topped up in front with the slot's last frame when the chunk has a single
+// frame: the last CACHE_T frames of history + chunk).
+Frames cached_conv(const CausalConv3d& conv, FeatCache& cache, size_t slot, int64_t n, const FrameSource& input,
+                   const FrameSource& residual = {}) {
+  CacheSlot& s = cache[slot];
+  Frames tail;
+  Frames y = conv_sequence(conv, conv.front_zeros(static_cast<int64_t>(s.frames.size())), s.frames, n, input, kCacheT,
+                           cache.keep ? &tail : nullptr, residual);
+  s.frames = std::move(tail);
   return y;
 }
 
@@ -217,6 +292,8 @@ struct RMSNorm {
     y = ops::scale(y, scale);
     return ops::mul(y, gamma);
   }
+  // norm then SiLU in one pass; written over x's frame when the caller hands over its last handle.
+  Tensor silu(Tensor x) const { return ops::l2_norm_scale_silu(std::move(x), gamma, scale, 1e-12); }
 };
 
 // ============================================================================ blocks
@@ -242,14 +319,18 @@ struct ResidualBlock {
     return b;
   }
 
-  // One op per statement so each intermediate is freed as soon as it is consumed (at full
-  // resolution one activation of the last decoder level is ~0.6 GB per 4-frame chunk).
-  Tensor forward(const Tensor& x, FeatCache& cache) const {
-    Tensor y = ops::silu(norm1(x));
-    y = cached_conv(conv1, y, cache[slot1]);
-    y = ops::silu(norm2(y));
-    y = cached_conv(conv2, y, cache[slot2]);
-    return ops::add(y, shortcut ? (*shortcut)(x) : x);
+  // The chunk's input frames stay alive for the residual; the normalized frames are made as conv1
+  // first reads them and conv1's output frames are normalized in place as conv2 first reads them;
+  // conv2 adds each output frame's residual itself, releasing that input frame.
+  Frames forward(Frames x, FeatCache& cache) const {
+    const int64_t n = static_cast<int64_t>(x.size());
+    Frames y = cached_conv(conv1, cache, slot1, n, [&](int64_t i) { return norm1.silu(x[static_cast<size_t>(i)]); });
+    return cached_conv(
+        conv2, cache, slot2, n, [&](int64_t i) { return norm2.silu(std::move(y[static_cast<size_t>(i)])); },
+        [&](int64_t j) {
+          Tensor in = std::move(x[static_cast<size_t>(j)]);
+          return shortcut ? shortcut->pointwise(in) : in;
+        });
   }
 };
 
@@ -283,6 +364,10 @@ struct AttentionBlock {
     Tensor out = ops::linear(o, proj_w, proj_b);                 // [B, T, H, W, C]
     return ops::add(out.permute({0, 4, 1, 2, 3}), x);
   }
+
+  Frames forward(Frames x) const {
+    return map_frames(std::move(x), [&](const Tensor& f) { return forward(f); });
+  }
 };
 
 // Resample: spatial 2x down (ZeroPad2d(0,1,0,1) + 3x3 stride-2 conv) or up (nearest-exact 2x, which
@@ -312,65 +397,84 @@ struct Resample {
     return r;
   }
 
-  Tensor forward(const Tensor& in, FeatCache& cache) const {
-    Tensor x = in;
-    if (mode == Mode::Upsample3d) x = time_upsample(x, cache[slot]);
-    if (mode == Mode::Upsample2d || mode == Mode::Upsample3d) {
-      x = ops::upsample_nearest(x, {2, 2});
-      x = ops::conv3d(x, conv_w, conv_b, {1, 1, 1}, {0, 1, 1});
-    } else {
-      x = ops::pad(x, {0, 1, 0, 1});
-      x = ops::conv3d(x, conv_w, conv_b, {1, 2, 2}, {0, 0, 0});
-    }
-    if (mode == Mode::Downsample3d) x = time_downsample(x, cache[slot]);
+  Frames forward(Frames x, FeatCache& cache) const {
+    if (mode == Mode::Upsample3d) x = time_upsample(std::move(x), cache);
+    const bool up = mode == Mode::Upsample2d || mode == Mode::Upsample3d;
+    x = map_frames(std::move(x), [&](Tensor f) {
+      if (up) {
+        f = ops::upsample_nearest(f, {2, 2});
+        return ops::conv3d(f, conv_w, conv_b, {1, 1, 1}, {0, 1, 1});
+      }
+      f = ops::pad(f, {0, 1, 0, 1});
+      return ops::conv3d(f, conv_w, conv_b, {1, 2, 2}, {0, 0, 0});
+    });
+    if (mode == Mode::Downsample3d) x = time_downsample(std::move(x), cache);
     return x;
   }
 
   // upsample3d: chunk 0 only leaves the 'Rep' marker (its frame is not time-upsampled). From chunk
   // 1 on, time_conv (C -> 2C) runs causally (chunk 1 with plain zero padding) and channel halves
-  // [0:C] / [C:2C] become frames 2j / 2j+1.
-  Tensor time_upsample(const Tensor& x, CacheSlot& s) const {
-    if (!s.rep && !s.frames.defined()) {
+  // [0:C] / [C:2C] become frames 2j / 2j+1. After the 'Rep' chunk the reference caches
+  // [zeros, x[-1]] for a 1-frame chunk; keeping [x[-1]] instead leaves that zero frame to the
+  // causal padding, which reads the same zeros.
+  Frames time_upsample(Frames x, FeatCache& cache) const {
+    CacheSlot& s = cache[slot];
+    if (!s.rep && s.frames.empty()) {
       s.rep = true;
       return x;
     }
-    Tensor keep = last_frames(x, kCacheT);
-    if (keep.size(2) < kCacheT) {
-      const int64_t t = s.rep ? 0 : s.frames.size(2);
-      keep = s.rep ? ops::pad(keep, {0, 0, 0, 0, 1, 0})  // zeros_like frame in front
-                   : ops::concat({s.frames.slice(2, t - 1, t), keep}, 2);
-    }
-    Tensor y = s.rep ? (*time_conv)(x) : (*time_conv)(x, s.frames);
-    s.frames = keep;
+    const Frames history = s.rep ? Frames{} : s.frames;
+    Frames tail;
+    Frames y = conv_sequence(
+        *time_conv, time_conv->front_zeros(static_cast<int64_t>(history.size())), history,
+        static_cast<int64_t>(x.size()), [&](int64_t i) { return std::move(x[static_cast<size_t>(i)]); }, kCacheT,
+        cache.keep ? &tail : nullptr);
+    s.frames = std::move(tail);
     s.rep = false;
-    const int64_t B = x.size(0), C = x.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
-    // [B, 2C, T, H, W] -> [B, 2, C, T, H, W] -> [B, C, T, 2, H, W] -> [B, C, 2T, H, W]
-    return ops::copy(y.view({B, 2, C, T, H, W}).permute({0, 2, 3, 1, 4, 5})).view({B, C, 2 * T, H, W});
+    Frames out;
+    for (Tensor& f : y) {
+      const int64_t C = f.size(1) / 2;
+      out.push_back(ops::copy(f.slice(1, 0, C)));
+      out.push_back(ops::copy(f.slice(1, C, 2 * C)));
+      f = Tensor();
+    }
+    return out;
   }
 
   // downsample3d: chunk 0 keeps its (spatially downsampled) frames and skips time_conv; later
   // chunks run time_conv (kernel 3, stride 2, no padding) over [previous chunk's last frame, x].
-  Tensor time_downsample(const Tensor& x, CacheSlot& s) const {
-    if (!s.frames.defined()) {
-      s.frames = last_frames(x, 1);  // the reference clones all of x but only ever reads [-1:]
+  Frames time_downsample(Frames x, FeatCache& cache) const {
+    CacheSlot& s = cache[slot];
+    if (s.frames.empty()) {
+      s.frames = {x.back()};  // the reference clones all of x but only ever reads [-1:]
       return x;
     }
-    Tensor keep = last_frames(x, 1);
-    const int64_t t = s.frames.size(2);
-    Tensor y = (*time_conv)(ops::concat({s.frames.slice(2, t - 1, t), x}, 2));
-    s.frames = keep;
+    Frames tail;
+    Frames y = conv_sequence(
+        *time_conv, 0, {s.frames.back()}, static_cast<int64_t>(x.size()),
+        [&](int64_t i) { return std::move(x[static_cast<size_t>(i)]); }, 1, cache.keep ? &tail : nullptr);
+    s.frames = std::move(tail);
     return y;
   }
 };
 
 using Block = std::variant<ResidualBlock, Resample>;
 
-Tensor run_block(const Block& b, const Tensor& x, FeatCache& cache) {
-  return std::visit([&](const auto& blk) { return blk.forward(x, cache); }, b);
+Frames run_block(const Block& b, Frames x, FeatCache& cache) {
+  return std::visit([&](const auto& blk) { return blk.forward(std::move(x), cache); }, b);
 }
 
-void tap_if(const Tap& tap, const std::string& name, const Tensor& x) {
-  if (tap) tap(name, x);
+// Hands the allocator's free heap pages back to the OS. Frames of the low-resolution levels are
+// small enough for glibc to serve from its heap, and once freed they would stay resident while the
+// full-resolution levels (whose frames are mmapped) run: ~0.1-0.3 GB at 832x480.
+void release_free_heap() {
+#if defined(__GLIBC__)
+  malloc_trim(0);
+#endif
+}
+
+void tap_if(const Tap& tap, const std::string& name, const Frames& x) {
+  if (tap) tap(name, join_frames(x));
 }
 
 // Encoder3d / Decoder3d middle: ResidualBlock, AttentionBlock, ResidualBlock.
@@ -386,12 +490,12 @@ struct Middle {
     return m;
   }
 
-  Tensor forward(const Tensor& x0, FeatCache& cache, const std::string& prefix, const Tap& tap) const {
-    Tensor x = res0.forward(x0, cache);
+  Frames forward(Frames x, FeatCache& cache, const std::string& prefix, const Tap& tap) const {
+    x = res0.forward(std::move(x), cache);
     tap_if(tap, prefix + ".0", x);
-    x = attn.forward(x);
+    x = attn.forward(std::move(x));
     tap_if(tap, prefix + ".1", x);
-    x = res2.forward(x, cache);
+    x = res2.forward(std::move(x), cache);
     tap_if(tap, prefix + ".2", x);
     return x;
   }
@@ -411,9 +515,9 @@ struct Head {
     return h;
   }
 
-  Tensor forward(const Tensor& x, FeatCache& cache) const {
-    Tensor y = ops::silu(norm(x));
-    return cached_conv(conv, y, cache[slot]);
+  Frames forward(Frames x, FeatCache& cache) const {
+    return cached_conv(conv, cache, slot, static_cast<int64_t>(x.size()),
+                       [&](int64_t i) { return norm.silu(std::move(x[static_cast<size_t>(i)])); });
   }
 };
 
@@ -456,15 +560,16 @@ struct WanVAE::Encoder {
 
   static std::string name(size_t i) { return "encoder.downsamples." + std::to_string(i); }
 
-  Tensor forward(const Tensor& chunk, FeatCache& cache, const Tap& tap) const {
-    Tensor x = cached_conv(conv1, chunk, cache[conv1_slot]);
+  Frames forward(Frames chunk, FeatCache& cache, const Tap& tap) const {
+    Frames x = cached_conv(conv1, cache, conv1_slot, static_cast<int64_t>(chunk.size()),
+                           [&](int64_t i) { return std::move(chunk[static_cast<size_t>(i)]); });
     tap_if(tap, "encoder.conv1", x);
     for (size_t i = 0; i < downsamples.size(); ++i) {
-      x = run_block(downsamples[i], x, cache);
+      x = run_block(downsamples[i], std::move(x), cache);
       tap_if(tap, name(i), x);
     }
-    x = middle.forward(x, cache, "encoder.middle", tap);
-    x = head.forward(x, cache);
+    x = middle.forward(std::move(x), cache, "encoder.middle", tap);
+    x = head.forward(std::move(x), cache);
     tap_if(tap, "encoder.head.2", x);
     return x;
   }
@@ -510,15 +615,17 @@ struct WanVAE::Decoder {
 
   static std::string name(size_t i) { return "decoder.upsamples." + std::to_string(i); }
 
-  Tensor forward(const Tensor& chunk, FeatCache& cache, const Tap& tap) const {
-    Tensor x = cached_conv(conv1, chunk, cache[conv1_slot]);
+  Frames forward(Frames chunk, FeatCache& cache, const Tap& tap) const {
+    Frames x = cached_conv(conv1, cache, conv1_slot, static_cast<int64_t>(chunk.size()),
+                           [&](int64_t i) { return std::move(chunk[static_cast<size_t>(i)]); });
     tap_if(tap, "decoder.conv1", x);
-    x = middle.forward(x, cache, "decoder.middle", tap);
+    x = middle.forward(std::move(x), cache, "decoder.middle", tap);
     for (size_t i = 0; i < upsamples.size(); ++i) {
-      x = run_block(upsamples[i], x, cache);
+      x = run_block(upsamples[i], std::move(x), cache);
       tap_if(tap, name(i), x);
+      if (std::holds_alternative<Resample>(upsamples[i])) release_free_heap();
     }
-    x = head.forward(x, cache);
+    x = head.forward(std::move(x), cache);
     tap_if(tap, "decoder.head.2", x);
     return x;
   }
@@ -560,15 +667,17 @@ Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
               "Wan VAE encode: the frame count must be 4k+1 (1, 5, 9, ...), found " << frames);
   Tensor video = video_in.dtype() == compute_ ? video_in : ops::cast(video_in, compute_);
 
+  const int64_t num_chunks = 1 + (frames - 1) / 4;
   FeatCache cache(encoder_->num_slots);
-  std::vector<Tensor> chunks;
-  for (int64_t i = 0; i < 1 + (frames - 1) / 4; ++i) {
+  Frames latents;
+  for (int64_t i = 0; i < num_chunks; ++i) {
+    cache.keep = i + 1 < num_chunks;
     Tensor chunk = i == 0 ? video.slice(2, 0, 1) : video.slice(2, 1 + 4 * (i - 1), 1 + 4 * i);
-    chunks.push_back(encoder_->forward(chunk, cache, tap));
+    for (Tensor& f : encoder_->forward(split_frames(chunk), cache, tap)) latents.push_back(std::move(f));
   }
-  Tensor out = chunks.size() == 1 ? chunks[0] : ops::concat(chunks, 2);
+  Tensor out = join_frames(latents);
   Tensor h = ops::conv3d(out, conv1_w_, conv1_b_, {1, 1, 1}, {0, 0, 0});  // conv1
-  tap_if(tap, "conv1", h);
+  if (tap) tap("conv1", h);
   return ops::copy(h.slice(1, 0, config_.z_dim));  // mu; log_var = the other half, unused
 }
 
@@ -578,11 +687,16 @@ Tensor WanVAE::decode(const Tensor& mu_in, const Tap& tap) const {
               "Wan VAE decode: expected a latent [B, " << config_.z_dim << ", F, H, W], found " << mu_in.str());
   Tensor mu = mu_in.dtype() == compute_ ? mu_in : ops::cast(mu_in, compute_);
   Tensor x = ops::conv3d(mu, conv2_w_, conv2_b_, {1, 1, 1}, {0, 0, 0});  // conv2, all frames
-  tap_if(tap, "conv2", x);
+  if (tap) tap("conv2", x);
+  // One latent frame per chunk, as the reference.
+  const int64_t num_chunks = x.size(2);
   FeatCache cache(decoder_->num_slots);
-  std::vector<Tensor> frames;
-  for (int64_t i = 0; i < x.size(2); ++i) frames.push_back(decoder_->forward(x.slice(2, i, i + 1), cache, tap));
-  return frames.size() == 1 ? frames[0] : ops::concat(frames, 2);
+  Frames video;
+  for (int64_t i = 0; i < num_chunks; ++i) {
+    cache.keep = i + 1 < num_chunks;
+    for (Tensor& f : decoder_->forward({ops::copy(x.slice(2, i, i + 1))}, cache, tap)) video.push_back(std::move(f));
+  }
+  return join_frames(video);
 }
 
 namespace {

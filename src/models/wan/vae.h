@@ -3,8 +3,10 @@
 //
 // It only runs the way the reference runs it: chunked, with a per-conv feature cache (CACHE_T = 2
 // frames). The temporal down/up-sampling convs exist only in that mode, so the chunked path IS the
-// model. Encode takes the video in chunks of 1, 4, 4, ... frames; decode one latent frame at a time,
-// so no stage ever holds more than one chunk's activations plus each causal conv's 2 cached frames.
+// model. Encode takes the video in chunks of 1, 4, 4, ... frames; decode one latent frame at a time.
+// Activations are held frame by frame and released as soon as no conv window reads them, so a stage
+// holds at most one chunk plus a few frames, and each causal conv's 2 cached frames
+// (docs/models/wan-vae.md, Memory).
 //
 // Parameters are looked up by the official state_dict names (`encoder.conv1.weight`,
 // `decoder.upsamples.3.time_conv.bias`, `conv2.weight`, ...); other layouts are translated into these.
