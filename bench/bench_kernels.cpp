@@ -181,7 +181,7 @@ int main(int argc, char** argv) {
         }
         cpu::clear_weight_pack_cache();  // the next shape's weights; keeps memory flat
       }
-      cpu::set_amx_gemm_enabled(true);
+      cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);  // the default dispatch
     }
     std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, measured right before each run)\n\n");
   }

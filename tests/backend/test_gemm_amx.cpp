@@ -21,7 +21,8 @@ using namespace vidax::test;
 
 namespace {
 
-#define REQUIRE_AMX() \
+#define REQUIRE_AMX()                                                                         \
+  cpu::set_amx_gemm_enabled(true); /* every shape on the AMX kernel (default: by size) */ \
   if (!cpu::amx_gemm_active()) GTEST_SKIP() << "no AMX on this CPU/build: the AMX GEMM is not used"
 
 // y = x W^T + b in double from the (bf16) inputs, and sum_k |x w| + |b| per
@@ -89,7 +90,7 @@ struct Restore {
   cpu::amx::Blocking blocking = cpu::amx::blocking();
   ~Restore() {
     omp_set_num_threads(threads);
-    cpu::set_amx_gemm_enabled(true);
+    cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);
     cpu::amx::set_blocking(blocking);
   }
 };
@@ -183,6 +184,24 @@ TEST(GemmAmx, AgreesWithOneDnnPath) {
     const Reference ref = reference(x, w, b);
     expect_close(y_amx, y_onednn.to_f64_vector(), 1e-6 * K, 1.0 / 128, name_of(M, K, N, true, DType::BF16) + " vs oneDNN");
     expect_within_bound(y_onednn, ref, K, "oneDNN " + name_of(M, K, N, true, DType::BF16));
+  }
+}
+
+// The default policy sends small K and N to oneDNN and K or N >= 4096 to ours
+// (measured crossover, gemm.cpp); the result is bit-identical to the forced path.
+TEST(GemmAmx, DefaultPolicyPicksTheKernelBySize) {
+  REQUIRE_AMX();
+  Restore restore;
+  for (auto [M, K, N, ours] : {std::tuple<int64_t, int64_t, int64_t, bool>{33, 256, 520, false},
+                               {33, 4096, 40, true}, {20, 96, 4100, true}}) {
+    Tensor x = randn({M, K}, 51, DType::BF16), w = randn({N, K}, 52, DType::BF16), b = randn({N}, 53);
+    cpu::set_amx_gemm_enabled(ours);
+    const Tensor forced = run_linear(x, w, b, DType::F32);
+    cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);
+    const uint64_t before = cpu::amx_gemm_calls();
+    const Tensor by_size = run_linear(x, w, b, DType::F32);
+    EXPECT_EQ(cpu::amx_gemm_calls() - before, ours ? 1u : 0u) << name_of(M, K, N, true, DType::F32);
+    EXPECT_TRUE(same_bits(by_size, forced)) << name_of(M, K, N, true, DType::F32);
   }
 }
 

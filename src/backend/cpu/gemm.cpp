@@ -33,7 +33,8 @@ namespace vidax::cpu {
 
 namespace {
 
-std::atomic<bool> g_amx_gemm_enabled{true};
+std::atomic<AmxGemmPolicy> g_amx_gemm_policy{AmxGemmPolicy::BySize};
+std::atomic<uint64_t> g_amx_gemm_calls{0};
 
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
 // stride when every leading dim steps evenly, else 0 (needs staging).
@@ -163,12 +164,24 @@ std::shared_ptr<const amx::PackedWeight> amx_packed_weight(const Tensor& w) {
   return entry.amx;
 }
 
-bool use_amx_gemm() { return g_amx_gemm_enabled && amx::available(); }
+bool use_amx_gemm() { return g_amx_gemm_policy != AmxGemmPolicy::Never && amx::available(); }
+
+// Measured on this machine (docs/benchmarks.md, bench_kernels, 1 thread, idle):
+// oneDNN 2.6's AMX matmul is ~10% ahead of ours at K = N = 1536 (889 vs 798
+// GFLOP/s) and falls to 350-520 GFLOP/s once K or N reaches 5120-8960, where
+// ours holds 800-880. Both round once from fp32 sums, so the choice changes no
+// value beyond the summation order (tested within one bf16 ulp of each other).
+constexpr int64_t kAmxGemmMinDim = 4096;
+bool amx_gemm_for(int64_t K, int64_t N) {
+  if (!use_amx_gemm()) return false;
+  return g_amx_gemm_policy == AmxGemmPolicy::Always || std::max(K, N) >= kAmxGemmMinDim;
+}
 
 // linear for bf16 x and w on our AMX kernel; the kernel packs x's rows itself
 // when they are evenly strided (else x is staged contiguous first), and writes
 // out in place when it is contiguous f32/bf16.
 void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+  g_amx_gemm_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t K = w.size(1), N = w.size(0), M = out.numel() / N;
   Tensor src = x;
   int64_t lda = even_row_stride(x);
@@ -234,10 +247,14 @@ std::string gemm_library() {
   const dnnl_version_t* v = dnnl_version();
   const std::string onednn =
       "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
-  return use_amx_gemm() ? "vidax-amx (bf16 linear) + " + onednn : onednn;
+  if (!use_amx_gemm()) return onednn;
+  return g_amx_gemm_policy == AmxGemmPolicy::Always ? "vidax-amx (bf16 linear) + " + onednn
+                                                     : "vidax-amx (bf16 linear, K or N >= 4096) + " + onednn;
 }
 
-void set_amx_gemm_enabled(bool enabled) { g_amx_gemm_enabled = enabled; }
+void set_amx_gemm_enabled(bool enabled) { g_amx_gemm_policy = enabled ? AmxGemmPolicy::Always : AmxGemmPolicy::Never; }
+void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy = policy; }
+uint64_t amx_gemm_calls() { return g_amx_gemm_calls.load(); }
 bool amx_gemm_active() { return use_amx_gemm(); }
 
 void clear_weight_pack_cache() {
@@ -261,7 +278,7 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
     return;
   }
   const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
-  if (bf16 && use_amx_gemm()) return linear_amx(x, w, bias, out);
+  if (bf16 && amx_gemm_for(K, N)) return linear_amx(x, w, bias, out);
   const dt compute = bf16 ? dt::bf16 : dt::f32;
   const DType cdtype = bf16 ? DType::BF16 : DType::F32;
 
@@ -310,6 +327,8 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
 
 std::string gemm_library() { return "openblas"; }
 void set_amx_gemm_enabled(bool) {}
+void set_amx_gemm_policy(AmxGemmPolicy) {}
+uint64_t amx_gemm_calls() { return 0; }
 bool amx_gemm_active() { return false; }
 void clear_weight_pack_cache() {}
 size_t weight_pack_cache_size() { return 0; }

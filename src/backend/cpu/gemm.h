@@ -17,9 +17,15 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
 // ("vidax-amx (bf16 linear) + onednn 2.6.3" / "onednn 2.6.3" / "openblas").
 std::string gemm_library();
 
-// Internal switch (tests, benchmarks): false sends bf16 linear to oneDNN even
-// when AMX is there. amx_gemm_active(): the AMX kernel runs bf16 linear now
-// (switch on, CPU has AMX, Linux granted it; oneDNN builds only).
+// Which kernel runs bf16 x bf16 linear when the CPU has AMX (oneDNN builds):
+// BySize (default): ours when K or N >= 4096, oneDNN below (by measurement,
+// see gemm.cpp); Always / Never: ours / oneDNN for every shape.
+enum class AmxGemmPolicy { BySize, Always, Never };
+void set_amx_gemm_policy(AmxGemmPolicy policy);
+// Number of linear calls the AMX kernel has run in this process (tests).
+uint64_t amx_gemm_calls();
+// Tests and benchmarks: true = Always, false = Never. amx_gemm_active(): the
+// AMX kernel can run now (policy not Never, CPU has AMX, Linux granted it).
 void set_amx_gemm_enabled(bool enabled);
 bool amx_gemm_active();
 
