@@ -13,6 +13,7 @@
 #include <cblas.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <atomic>
 #include <map>
 #include <memory>
@@ -33,7 +34,24 @@ namespace vidax::cpu {
 
 namespace {
 
-std::atomic<AmxGemmPolicy> g_amx_gemm_policy{AmxGemmPolicy::BySize};
+// Initial policy: VIDAX_AMX_GEMM=bysize|always|never (default bysize), for A/B
+// measurements without a rebuild; anything else is refused when first read.
+AmxGemmPolicy initial_amx_gemm_policy() {
+  const char* v = std::getenv("VIDAX_AMX_GEMM");
+  if (!v || !*v || std::string(v) == "bysize") return AmxGemmPolicy::BySize;
+  if (std::string(v) == "always") return AmxGemmPolicy::Always;
+  if (std::string(v) == "never") return AmxGemmPolicy::Never;
+  throw Error(msg() << "VIDAX_AMX_GEMM='" << v << "': expected bysize, always or never");
+}
+std::atomic<int> g_amx_gemm_policy_set{-1};  // -1: not read from the environment yet
+AmxGemmPolicy amx_gemm_policy() {
+  int p = g_amx_gemm_policy_set.load();
+  if (p < 0) {
+    p = static_cast<int>(initial_amx_gemm_policy());
+    g_amx_gemm_policy_set.store(p);
+  }
+  return static_cast<AmxGemmPolicy>(p);
+}
 std::atomic<uint64_t> g_amx_gemm_calls{0};
 
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
@@ -164,7 +182,7 @@ std::shared_ptr<const amx::PackedWeight> amx_packed_weight(const Tensor& w) {
   return entry.amx;
 }
 
-bool use_amx_gemm() { return g_amx_gemm_policy != AmxGemmPolicy::Never && amx::available(); }
+bool use_amx_gemm() { return amx_gemm_policy() != AmxGemmPolicy::Never && amx::available(); }
 
 // Measured on this machine (docs/benchmarks.md, bench_kernels, 1 thread, idle):
 // oneDNN 2.6's AMX matmul is ~10% ahead of ours at K = N = 1536 (889 vs 798
@@ -174,7 +192,7 @@ bool use_amx_gemm() { return g_amx_gemm_policy != AmxGemmPolicy::Never && amx::a
 constexpr int64_t kAmxGemmMinDim = 4096;
 bool amx_gemm_for(int64_t K, int64_t N) {
   if (!use_amx_gemm()) return false;
-  return g_amx_gemm_policy == AmxGemmPolicy::Always || std::max(K, N) >= kAmxGemmMinDim;
+  return amx_gemm_policy() == AmxGemmPolicy::Always || std::max(K, N) >= kAmxGemmMinDim;
 }
 
 // linear for bf16 x and w on our AMX kernel; the kernel packs x's rows itself
@@ -248,12 +266,14 @@ std::string gemm_library() {
   const std::string onednn =
       "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   if (!use_amx_gemm()) return onednn;
-  return g_amx_gemm_policy == AmxGemmPolicy::Always ? "vidax-amx (bf16 linear) + " + onednn
+  return amx_gemm_policy() == AmxGemmPolicy::Always ? "vidax-amx (bf16 linear) + " + onednn
                                                      : "vidax-amx (bf16 linear, K or N >= 4096) + " + onednn;
 }
 
-void set_amx_gemm_enabled(bool enabled) { g_amx_gemm_policy = enabled ? AmxGemmPolicy::Always : AmxGemmPolicy::Never; }
-void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy = policy; }
+void set_amx_gemm_enabled(bool enabled) {
+  g_amx_gemm_policy_set = static_cast<int>(enabled ? AmxGemmPolicy::Always : AmxGemmPolicy::Never);
+}
+void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy_set = static_cast<int>(policy); }
 uint64_t amx_gemm_calls() { return g_amx_gemm_calls.load(); }
 bool amx_gemm_active() { return use_amx_gemm(); }
 

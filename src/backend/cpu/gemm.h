@@ -19,7 +19,8 @@ std::string gemm_library();
 
 // Which kernel runs bf16 x bf16 linear when the CPU has AMX (oneDNN builds):
 // BySize (default): ours when K or N >= 4096, oneDNN below (by measurement,
-// see gemm.cpp); Always / Never: ours / oneDNN for every shape.
+// see gemm.cpp); Always / Never: ours / oneDNN for every shape. The initial
+// policy comes from VIDAX_AMX_GEMM=bysize|always|never (A/B runs without a rebuild).
 enum class AmxGemmPolicy { BySize, Always, Never };
 void set_amx_gemm_policy(AmxGemmPolicy policy);
 // Number of linear calls the AMX kernel has run in this process (tests).
