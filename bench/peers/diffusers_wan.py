@@ -23,15 +23,15 @@ import os
 import resource
 import sys
 import time
-import types
 
 import torch
+
+from official_wan import import_official
 
 CONFIGS = {
     "wan2.1-t2v-1.3b": dict(dim=1536, ffn=8960, heads=12, layers=30),
     "wan2.1-t2v-14b": dict(dim=5120, ffn=13824, heads=40, layers=40),
 }
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 
 
 def step_flops(tokens, text_len, dim, ffn, layers, in_ch=16, out_ch=16, patch=4, freq=256):
@@ -47,13 +47,7 @@ def load_avg():
 
 
 def official_model_module():
-    sys.path.insert(0, WAN21_REPO)
-    for pkg, sub in (("wan", "wan"), ("wan.modules", "wan/modules")):
-        if pkg not in sys.modules:
-            m = types.ModuleType(pkg)
-            m.__path__ = [os.path.join(WAN21_REPO, sub)]
-            sys.modules[pkg] = m
-    import wan.modules.model as model
+    model = import_official("wan.modules.model")
 
     def sdpa_attention(q, k, v, q_lens=None, k_lens=None, window_size=(-1, -1), **kw):
         b, lq, n, d = q.shape

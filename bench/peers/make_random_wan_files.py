@@ -18,25 +18,16 @@ Values: normal * 0.02 (norm weights 1).
 """
 import argparse
 import os
-import sys
-import types
 
 import torch
 from safetensors.torch import save_file
 
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
+from official_wan import import_official
+
 
 
 def official_modules():
-    sys.path.insert(0, WAN21_REPO)
-    for pkg, sub in (("wan", "wan"), ("wan.modules", "wan/modules")):
-        if pkg not in sys.modules:
-            m = types.ModuleType(pkg)
-            m.__path__ = [os.path.join(WAN21_REPO, sub)]
-            sys.modules[pkg] = m
-    import wan.modules.model as model
-    import wan.modules.vae as vae
-    return model, vae
+    return import_official("wan.modules.model"), import_official("wan.modules.vae")
 
 
 def randomize(shapes, dtype, gen):

@@ -2,6 +2,7 @@
 // precision references.
 #pragma once
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <random>
@@ -67,6 +68,32 @@ inline double eps_of(DType t) {
     case DType::BF16: return 1.0 / 128;
     case DType::F16: return 1.0 / 1024;
     default: return 2e-6;
+  }
+}
+
+// Sets the OpenMP thread count for a scope.
+struct ThreadCount {
+  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
+  ~ThreadCount() { omp_set_num_threads(saved); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+  int saved;
+};
+
+// Runs `run` (returning std::vector<Tensor>) on one thread, then on each thread
+// count in `counts`, and expects the same bits for every output every time.
+template <class Run>
+void expect_bit_identical_across_threads(Run run, std::initializer_list<int> counts = {2, 3}) {
+  std::vector<Tensor> ref;
+  {
+    ThreadCount one(1);
+    ref = run();
+  }
+  for (int n : counts) {
+    ThreadCount t(n);
+    const std::vector<Tensor> got = run();
+    ASSERT_EQ(got.size(), ref.size());
+    for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "output " << i << ", " << n << " threads";
   }
 }
 

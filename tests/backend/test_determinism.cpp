@@ -10,16 +10,6 @@
 using namespace vidax;
 using namespace vidax::test;
 
-namespace {
-
-struct ThreadCount {
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-  int saved;
-};
-
-}  // namespace
-
 TEST(Determinism, RunToRunAndAcrossThreadCounts) {
   Tensor q = randn({1, 300, 2, 64}, 1), k = randn({1, 300, 2, 64}, 2), v = randn({1, 300, 2, 64}, 3);
   Tensor x = randn({4, 50, 96}, 4), sh = randn({4, 1, 96}, 5), sc = randn({4, 1, 96}, 6);

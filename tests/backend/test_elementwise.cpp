@@ -186,12 +186,6 @@ TEST(Elementwise, TranscendentalsAccurateOverTheRange) {
 
 namespace {
 
-struct ThreadCount {
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-  int saved;
-};
-
 Tensor from_bits32(const std::vector<uint32_t>& bits) {
   Tensor t = Tensor::empty({static_cast<int64_t>(bits.size())}, DType::F32);
   std::memcpy(t.data_ptr(), bits.data(), bits.size() * 4);
@@ -291,14 +285,5 @@ TEST(Elementwise, BitIdenticalAcrossThreadCounts) {
     return std::vector<Tensor>{ops::gelu(x, ops::GeluMode::Tanh), ops::gelu(x, ops::GeluMode::Erf), ops::silu(x),
                                ops::gated_residual(y, gate, x), ops::modulate(x, gate, gate), ops::add(y, x)};
   };
-  std::vector<Tensor> ref;
-  {
-    ThreadCount one(1);
-    ref = run();
-  }
-  for (int n : {2, 3}) {
-    ThreadCount t(n);
-    const std::vector<Tensor> got = run();
-    for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "op " << i << ", " << n << " threads";
-  }
+  expect_bit_identical_across_threads(run);
 }

@@ -150,12 +150,6 @@ TEST(Norms, DimReductions) {
 
 namespace {
 
-struct ThreadCount {
-  explicit ThreadCount(int n) : saved(omp_get_max_threads()) { omp_set_num_threads(n); }
-  ~ThreadCount() { omp_set_num_threads(saved); }
-  int saved;
-};
-
 // The reference's layer_norm_modulate in f32: LN(x) (double, rounded to f32), then
 // n * (1 + scale) + shift with each op rounded to f32 (volatile: no FMA contraction here).
 // Returns the values and, per element, |n * (1 + scale)| + |shift| (the scale of one f32 rounding).
@@ -274,14 +268,5 @@ TEST(Norms, FastPathBitIdenticalAcrossThreadCounts) {
                                ops::layer_norm_modulate(ops::cast(xb, DType::F32), sh, sc, 1e-6),
                                ops::rms_norm(ops::concat({x, x, x, x, x}, 0), std::nullopt, 1e-6)};
   };
-  std::vector<Tensor> ref;
-  {
-    ThreadCount one(1);
-    ref = run();
-  }
-  for (int n : {2, 3}) {
-    ThreadCount t(n);
-    const std::vector<Tensor> got = run();
-    for (size_t i = 0; i < ref.size(); ++i) EXPECT_TRUE(same_bits(got[i], ref[i])) << "op " << i << ", " << n << " threads";
-  }
+  expect_bit_identical_across_threads(run);
 }
