@@ -63,6 +63,11 @@ class Backend {
   // ---- matrix products ----
   // x viewed as [M, K], out as [M, N].
   virtual void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) = 0;
+  // ops::linear_gelu / ops::linear_gated_residual. The defaults run linear, then the second op.
+  virtual void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode,
+                           Tensor& out);
+  virtual void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                                     const Tensor& residual, const Tensor& gate, Tensor& out);
   // a [..., M, K], b [..., K, N]; their batch dims broadcast to out's [..., M, N].
   virtual void matmul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
 

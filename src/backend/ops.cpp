@@ -382,23 +382,55 @@ bool all_finite(const Tensor& x) {
 
 // ---- matrix products ------------------------------------------------------------------
 
-Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
-  check_defined("linear", "x", x);
-  check_defined("linear", "w", w);
+namespace {
+
+// linear's checks; returns the output shape (x's with the last dim N).
+Shape check_linear(const char* op, const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
+  check_defined(op, "x", x);
+  check_defined(op, "w", w);
   VIDAX_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,
-              "linear: x is " << x.str() << ", expected F32 or BF16 activations");
+              op << ": x is " << x.str() << ", expected F32 or BF16 activations");
   VIDAX_CHECK(w.dtype() == DType::F32 || w.dtype() == DType::BF16 || w.dtype() == DType::F16,
-              "linear: weight is " << w.str() << ", expected F32, BF16 or F16");
-  VIDAX_CHECK(x.dim() >= 1, "linear: x is a scalar");
-  VIDAX_CHECK(w.dim() == 2, "linear: weight is " << w.str() << ", expected [N, K]");
-  VIDAX_CHECK(x.size(-1) == w.size(1), "linear: x " << x.str() << " has K = " << x.size(-1) << " but weight "
-                                                    << w.str() << " expects K = " << w.size(1));
-  check_vector("linear", "bias", bias, w.size(0));
+              op << ": weight is " << w.str() << ", expected F32, BF16 or F16");
+  VIDAX_CHECK(x.dim() >= 1, op << ": x is a scalar");
+  VIDAX_CHECK(w.dim() == 2, op << ": weight is " << w.str() << ", expected [N, K]");
+  VIDAX_CHECK(x.size(-1) == w.size(1), op << ": x " << x.str() << " has K = " << x.size(-1) << " but weight "
+                                          << w.str() << " expects K = " << w.size(1));
+  check_vector(op, "bias", bias, w.size(0));
   Shape out_shape = x.shape();
   out_shape.back() = w.size(0);
+  return out_shape;
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias) {
+  const Shape out_shape = check_linear("linear", x, w, bias);
   Device dev = op_device("linear", {&x, &w, opt_ptr(bias)});
   Tensor out = alloc(out_shape, x.dtype(), dev);
   backend_for(dev).linear(x, w, bias, out);
+  return out;
+}
+
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, GeluMode mode) {
+  const Shape out_shape = check_linear("linear_gelu", x, w, bias);
+  Device dev = op_device("linear_gelu", {&x, &w, opt_ptr(bias)});
+  Tensor out = alloc(out_shape, x.dtype(), dev);
+  backend_for(dev).linear_gelu(x, w, bias, mode, out);
+  return out;
+}
+
+Tensor linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                             const Tensor& residual, const Tensor& gate) {
+  const Shape out_shape = check_linear("linear_gated_residual", x, w, bias);
+  check_float("linear_gated_residual", "residual", residual);
+  check_float("linear_gated_residual", "gate", gate);
+  VIDAX_CHECK(residual.shape() == out_shape, "linear_gated_residual: residual " << residual.str()
+                                                 << " must have the product's shape " << shape_str(out_shape));
+  check_broadcasts_to("linear_gated_residual", "gate", gate, out_shape);
+  Device dev = op_device("linear_gated_residual", {&x, &w, opt_ptr(bias), &residual, &gate});
+  Tensor out = alloc(out_shape, residual.dtype(), dev);
+  backend_for(dev).linear_gated_residual(x, w, bias, residual, gate, out);
   return out;
 }
 

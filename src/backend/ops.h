@@ -87,6 +87,15 @@ bool all_finite(const Tensor& x);
 // bias [N] optional. Output dtype = x's. fp32 accumulation. Backends may pack W
 // once and cache the pack (keyed by W's buffer and offset).
 Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias = std::nullopt);
+// Fused forms of linear and the op that reads its result, with the same values:
+// the product is rounded to x's dtype first, exactly as linear's output, then
+// gelu(y, mode) (output x's dtype), or residual + gate * y (gated_residual;
+// gate broadcast to the product's shape, output residual's dtype). Backends
+// that can apply the second op as the GEMM writes its output save a pass over
+// memory; the others run the two ops.
+Tensor linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, GeluMode mode);
+Tensor linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                             const Tensor& residual, const Tensor& gate);
 // Batched a [..., M, K] @ b [..., K, N] with broadcast batch dims.
 Tensor matmul(const Tensor& a, const Tensor& b);
 

@@ -1,5 +1,7 @@
 // Fused ops the Wan VAE's memory budget relies on (ops::causal_conv3d, ops::l2_norm_scale_silu):
-// validation, output shape, dispatch, and the Backend defaults built from the plain ops.
+// validation, output shape, dispatch; and the Backend defaults of every fused op (these two, and
+// linear_gelu / linear_gated_residual, whose ops live next to linear in ops.cpp), built from the
+// plain ops.
 #include "backend/backend.h"
 #include "backend/ops.h"
 
@@ -80,6 +82,16 @@ void Backend::l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double sc
   y = ops::mul(y, gamma.reshape(g));
   y = ops::silu(y);
   copy(y, out);
+}
+
+void Backend::linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode,
+                          Tensor& out) {
+  gelu(ops::linear(x, w, bias), mode, out);
+}
+
+void Backend::linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
+                                    const Tensor& residual, const Tensor& gate, Tensor& out) {
+  gated_residual(residual, gate, ops::linear(x, w, bias), out);
 }
 
 void Backend::causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias,

@@ -135,6 +135,15 @@ class RecordingBackend final : public Backend {
   void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Tensor& o) override {
     Rec("linear").in("x", x).in("w", w).in("bias", b).out(o);
   }
+  void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ops::GeluMode mode,
+                   Tensor& o) override {
+    Rec("linear_gelu").in("x", x).in("w", w).in("bias", b)
+        .attr("mode", std::string(mode == ops::GeluMode::Erf ? "erf" : "tanh")).out(o);
+  }
+  void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b,
+                             const Tensor& residual, const Tensor& gate, Tensor& o) override {
+    Rec("linear_gated_residual").in("x", x).in("w", w).in("bias", b).in("residual", residual).in("gate", gate).out(o);
+  }
   void matmul(const Tensor& a, const Tensor& b, Tensor& o) override { Rec("matmul").in("a", a).in("b", b).out(o); }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt,

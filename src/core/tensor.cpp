@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include "core/host_memory.h"
+
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -42,15 +44,15 @@ Strides contiguous_strides(const Shape& s) {
 }
 
 Buffer::~Buffer() {
-  if (owned_) std::free(data_);
+  if (owned_) host_memory::release(data_, block_bytes_);
 }
 
 std::shared_ptr<Buffer> Buffer::allocate_host(size_t bytes) {
-  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
-  void* p = std::aligned_alloc(64, rounded);
-  VIDAX_CHECK(p != nullptr, "out of host memory allocating " << bytes << " bytes");
+  size_t block_bytes = 0;
+  void* p = host_memory::allocate(bytes, &block_bytes);  // 64-byte aligned; large blocks come from its cache
   auto b = std::shared_ptr<Buffer>(new Buffer(p, bytes, Device::CPU));
   b->owned_ = true;
+  b->block_bytes_ = block_bytes;
   return b;
 }
 

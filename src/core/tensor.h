@@ -48,6 +48,7 @@ class Buffer {
   Device device_;
   std::shared_ptr<void> keepalive_;
   bool owned_ = false;
+  size_t block_bytes_ = 0;  // owned: the host_memory block's size
 };
 
 class Tensor {

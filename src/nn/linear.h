@@ -31,6 +31,12 @@ struct Linear {
   int64_t out_features() const { return weight.size(0); }
   // x [..., in] (any float dtype) -> [..., out] in the compute dtype.
   Tensor operator()(const Tensor& x) const;
+  // ops::gelu(this(x), mode) and ops::gated_residual(residual, gate, this(x)), the second op
+  // fused into the GEMM's output stage where the backend can (ops::linear_gelu /
+  // linear_gated_residual); the same values as the two steps. A row-parallel Linear sums its
+  // partial products first, so it runs the two steps.
+  Tensor gelu(const Tensor& x, ops::GeluMode mode) const;
+  Tensor gated_residual(const Tensor& x, const Tensor& residual, const Tensor& gate) const;
 };
 
 }  // namespace vidax::nn

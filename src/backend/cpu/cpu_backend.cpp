@@ -70,6 +70,14 @@ class CpuBackend final : public Backend {
   void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Tensor& o) override {
     cpu::linear(x, w, b, o);
   }
+  void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ops::GeluMode mode,
+                   Tensor& o) override {
+    if (!cpu::linear_gelu(x, w, b, mode, o)) Backend::linear_gelu(x, w, b, mode, o);
+  }
+  void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b,
+                             const Tensor& residual, const Tensor& gate, Tensor& o) override {
+    if (!cpu::linear_gated_residual(x, w, b, residual, gate, o)) Backend::linear_gated_residual(x, w, b, residual, gate, o);
+  }
   void matmul(const Tensor& a, const Tensor& b, Tensor& o) override { cpu::matmul(a, b, o); }
 
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt,

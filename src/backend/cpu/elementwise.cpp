@@ -143,25 +143,14 @@ void map16(int64_t n, float* o, F&& f) {
 template <class Run>
 bool with_vector_op(Unary op, Run&& run) {
   using namespace vmath;
-  const __m512 one = _mm512_set1_ps(1.0f), half = _mm512_set1_ps(0.5f);
+  const __m512 one = _mm512_set1_ps(1.0f);
   switch (op) {
-    case Unary::GeluTanh: {
-      const __m512 beta = _mm512_set1_ps(static_cast<float>(M_SQRT2 * M_2_SQRTPI * 0.5)), kappa = _mm512_set1_ps(0.044715f);
-      run([&](__m512 v) {
-        const __m512 cube = _mm512_mul_ps(_mm512_mul_ps(v, v), v);
-        const __m512 inner = _mm512_mul_ps(beta, _mm512_add_ps(v, _mm512_mul_ps(kappa, cube)));
-        // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): one exp, no 1 + tanh cancellation for x < 0
-        // (within 3 ulp of the exact value where torch's own form loses digits).
-        return _mm512_div_ps(v, _mm512_add_ps(one, exp512(_mm512_mul_ps(_mm512_set1_ps(-2.0f), inner))));
-      });
+    case Unary::GeluTanh:
+      run([](__m512 v) { return gelu_tanh_ps(v); });
       return true;
-    }
-    case Unary::GeluErf: {
-      // torch: 0.5 * x * (1 + erf(x / sqrt(2)))
-      const __m512 r2 = _mm512_set1_ps(static_cast<float>(M_SQRT1_2));
-      run([&](__m512 v) { return _mm512_mul_ps(_mm512_mul_ps(half, v), _mm512_add_ps(one, erf512(_mm512_mul_ps(v, r2)))); });
+    case Unary::GeluErf:
+      run([](__m512 v) { return gelu_erf_ps(v); });
       return true;
-    }
     case Unary::Silu:
       run([&](__m512 v) { return _mm512_div_ps(v, _mm512_add_ps(one, exp512(_mm512_sub_ps(_mm512_setzero_ps(), v)))); });
       return true;

@@ -53,6 +53,7 @@ AmxGemmPolicy amx_gemm_policy() {
   return static_cast<AmxGemmPolicy>(p);
 }
 std::atomic<uint64_t> g_amx_gemm_calls{0};
+std::atomic<uint64_t> g_amx_fused_calls{0};
 
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
 // stride when every leading dim steps evenly, else 0 (needs staging).
@@ -198,8 +199,10 @@ bool amx_gemm_for(int64_t K, int64_t N) {
 // linear for bf16 x and w on our AMX kernel; the kernel packs x's rows itself
 // when they are evenly strided (else x is staged contiguous first), and writes
 // out in place when it is contiguous f32/bf16.
-void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out,
+                const amx::Epilogue& ep = {}) {
   g_amx_gemm_calls.fetch_add(1, std::memory_order_relaxed);
+  if (ep.op != amx::Epilogue::Op::None) g_amx_fused_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t K = w.size(1), N = w.size(0), M = out.numel() / N;
   Tensor src = x;
   int64_t lda = even_row_stride(x);
@@ -209,12 +212,35 @@ void linear_amx(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b
     lda = K;
   }
   const bool direct = out.is_contiguous() && (out.dtype() == DType::F32 || out.dtype() == DType::BF16);
+  VIDAX_CHECK(direct || ep.op == amx::Epilogue::Op::None, "linear_amx: a fused epilogue needs a contiguous f32/bf16 out");
   Tensor dst = direct ? out : Tensor::empty(out.shape(), DType::F32);
   std::vector<float> bvec;
   if (bias) bvec = bias->to_f32_vector();
   const std::shared_ptr<const amx::PackedWeight> packed = amx_packed_weight(w);
-  amx::linear_bf16(M, src.data<uint16_t>(), lda, *packed, bias ? bvec.data() : nullptr, dst.data_ptr(), dst.dtype());
+  amx::linear_bf16(M, src.data<uint16_t>(), lda, *packed, bias ? bvec.data() : nullptr, dst.data_ptr(), dst.dtype(),
+                   ep);
   if (!direct) copy_strided(dst, out);
+}
+
+// The gate of a fused gated residual as rows of N floats, one row per gate_rows
+// output rows: gate broadcast to out [d0, ..., N] must vary at most along d0 and
+// N. Returns false (no fused path) for any other broadcast.
+bool gate_rows_of(const Tensor& gate, const Tensor& out, Tensor& rows, int64_t& gate_rows) {
+  const int64_t r = out.dim(), N = out.size(-1), M = out.numel() / N;
+  if (gate.dim() > r || gate.size(-1) != N) return false;
+  const int64_t pad = r - gate.dim();
+  int64_t lead = 1;
+  for (int64_t i = 0; i + 1 < r; ++i) {
+    const int64_t g = i < pad ? 1 : gate.size(i - pad);
+    if (g == 1) continue;
+    if (i != 0) return false;
+    lead = g;
+  }
+  rows = Tensor::empty({lead, N}, DType::F32);
+  Tensor view = rows.reshape(gate.shape());
+  copy_strided(gate, view);
+  gate_rows = M / lead;
+  return true;
 }
 
 // ---- primitive cache ------------------------------------------------------------------
@@ -275,6 +301,7 @@ void set_amx_gemm_enabled(bool enabled) {
 }
 void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy_set = static_cast<int>(policy); }
 uint64_t amx_gemm_calls() { return g_amx_gemm_calls.load(); }
+uint64_t amx_fused_epilogue_calls() { return g_amx_fused_calls.load(); }
 bool amx_gemm_active() { return use_amx_gemm(); }
 
 void clear_weight_pack_cache() {
@@ -330,6 +357,33 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
   if (!direct) copy_strided(dst, out);
 }
 
+bool linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode, Tensor& out) {
+  const int64_t K = w.size(1), N = w.size(0);
+  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
+  if (!bf16 || K == 0 || out.numel() == 0 || !amx_gemm_for(K, N) || !out.is_contiguous()) return false;
+  amx::Epilogue ep;
+  ep.op = mode == ops::GeluMode::Tanh ? amx::Epilogue::Op::GeluTanh : amx::Epilogue::Op::GeluErf;
+  linear_amx(x, w, bias, out, ep);
+  return true;
+}
+
+bool linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const Tensor& residual,
+                           const Tensor& gate, Tensor& out) {
+  const int64_t K = w.size(1), N = w.size(0);
+  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
+  if (!bf16 || K == 0 || out.numel() == 0 || !amx_gemm_for(K, N) || out.dtype() != DType::F32 ||
+      residual.dtype() != DType::F32 || !residual.is_contiguous() || !out.is_contiguous())
+    return false;
+  amx::Epilogue ep;
+  Tensor gate_rows;
+  if (!gate_rows_of(gate, out, gate_rows, ep.gate_rows)) return false;
+  ep.op = amx::Epilogue::Op::GatedResidual;
+  ep.residual = residual.data<float>();
+  ep.gate = gate_rows.data<float>();
+  linear_amx(x, w, bias, out, ep);
+  return true;
+}
+
 #else  // OpenBLAS only
 
 void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B, int64_t ldb, bool b_transposed,
@@ -349,9 +403,15 @@ std::string gemm_library() { return "openblas"; }
 void set_amx_gemm_enabled(bool) {}
 void set_amx_gemm_policy(AmxGemmPolicy) {}
 uint64_t amx_gemm_calls() { return 0; }
+uint64_t amx_fused_epilogue_calls() { return 0; }
 bool amx_gemm_active() { return false; }
 void clear_weight_pack_cache() {}
 size_t weight_pack_cache_size() { return 0; }
+bool linear_gelu(const Tensor&, const Tensor&, const std::optional<Tensor>&, ops::GeluMode, Tensor&) { return false; }
+bool linear_gated_residual(const Tensor&, const Tensor&, const std::optional<Tensor>&, const Tensor&, const Tensor&,
+                           Tensor&) {
+  return false;
+}
 
 void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
   const int64_t K = w.size(1), N = w.size(0), M = out.numel() / std::max<int64_t>(N, 1);

@@ -23,8 +23,10 @@ std::string gemm_library();
 // policy comes from VIDAX_AMX_GEMM=bysize|always|never (A/B runs without a rebuild).
 enum class AmxGemmPolicy { BySize, Always, Never };
 void set_amx_gemm_policy(AmxGemmPolicy policy);
-// Number of linear calls the AMX kernel has run in this process (tests).
+// Number of linear calls the AMX kernel has run in this process (tests), and how
+// many of them applied a fused GELU or gated residual in their output stage.
 uint64_t amx_gemm_calls();
+uint64_t amx_fused_epilogue_calls();
 // Tests and benchmarks: true = Always, false = Never. amx_gemm_active(): the
 // AMX kernel can run now (policy not Never, CPU has AMX, Linux granted it).
 void set_amx_gemm_enabled(bool enabled);

@@ -9,7 +9,8 @@
 //         for each 32 columns of the panel:     micro-kernel: 2 x 2 C tiles (32 x 32 fp32),
 //                                               2 A + 2 B tile loads per 32 k; C kept in an
 //                                               fp32 buffer between k passes
-//     epilogue: C + bias, rounded once into the output dtype.
+//     epilogue: C + bias, rounded once into the output dtype (then GELU or a
+//     gated residual when the caller fuses one, gemm_amx.h's Epilogue).
 // Every output element sums its k chunks in the same order whatever the
 // blocking of M/N or the thread count; C goes through fp32 memory between k
 // passes exactly, so the result depends on neither (tested bit for bit).
@@ -30,6 +31,7 @@
 #include <cstring>
 
 #include "backend/cpu/amx.h"
+#include "backend/cpu/vmath.h"
 #include "core/error.h"
 
 namespace vidax::cpu::amx {
@@ -161,16 +163,38 @@ __m256i to_bf16_rne(__m512 v) {
   return _mm512_cvtepi32_epi16(r);
 }
 
-// out rows [0, rows), columns [0, cols) of the block = C + bias, rounded once.
+// f32 -> bf16 (RNE) -> f32: the value a bf16 store and a reload would give.
+__m512 round_bf16_ps(__m512 v) {
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(to_bf16_rne(v)), 16));
+}
+
+// out rows [0, rows), columns [0, cols) of the block = C + bias, rounded once, then ep (whose
+// row index is m0 + r and column index n0 + j; N = out's row length).
 void epilogue(const float* C, int64_t ldc, int64_t rows, int64_t cols, const float* bias, void* out, int64_t ldo,
-              DType out_dtype) {
+              DType out_dtype, const Epilogue& ep, int64_t m0, int64_t n0) {
+  constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
   for (int64_t r = 0; r < rows; ++r) {
     const float* cr = C + r * ldc;
+    const float* res = ep.residual ? ep.residual + (m0 + r) * ldo + n0 : nullptr;
+    const float* gate = ep.gate ? ep.gate + ((m0 + r) / ep.gate_rows) * ldo + n0 : nullptr;
     for (int64_t j = 0; j < cols; j += 16) {
       const int64_t n = std::min<int64_t>(16, cols - j);
       const __mmask16 m = n == 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
       __m512 v = _mm512_loadu_ps(cr + j);
       if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
+      switch (ep.op) {
+        case Epilogue::Op::None: break;
+        case Epilogue::Op::GeluTanh:
+          v = vmath::gelu_tanh_ps(out_dtype == DType::BF16 ? round_bf16_ps(v) : v);
+          break;
+        case Epilogue::Op::GeluErf:
+          v = vmath::gelu_erf_ps(out_dtype == DType::BF16 ? round_bf16_ps(v) : v);
+          break;
+        case Epilogue::Op::GatedResidual:
+          v = _mm512_add_round_ps(_mm512_maskz_loadu_ps(m, res + j),
+                                  _mm512_mul_round_ps(_mm512_maskz_loadu_ps(m, gate + j), round_bf16_ps(v), kRn), kRn);
+          break;
+      }
       if (out_dtype == DType::F32)
         _mm512_mask_storeu_ps(static_cast<float*>(out) + r * ldo + j, m, v);
       else
@@ -182,9 +206,12 @@ void epilogue(const float* C, int64_t ldc, int64_t rows, int64_t cols, const flo
 }  // namespace
 
 void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& w, const float* bias, void* out,
-                 DType out_dtype) {
+                 DType out_dtype, const Epilogue& ep) {
   VIDAX_CHECK(out_dtype == DType::F32 || out_dtype == DType::BF16,
               "amx::linear_bf16: output dtype must be f32 or bf16, got " << dtype_name(out_dtype));
+  VIDAX_CHECK(ep.op != Epilogue::Op::GatedResidual || (out_dtype == DType::F32 && ep.residual && ep.gate &&
+                                                       ep.gate_rows > 0),
+              "amx::linear_bf16: the gated residual needs f32 output, a residual, a gate and gate_rows > 0");
   if (M <= 0 || w.N == 0) return;
   const Blocking bl = g_blocking;
   const int64_t N = w.N, K = w.K, Kp = w.Kp, chunks_total = Kp / kChunk;
@@ -235,7 +262,7 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
           }
         }
         epilogue(Cbuf.data(), ldc, mrows, std::min(ncols, N - n0), bias ? bias + n0 : nullptr,
-                 static_cast<char*>(out) + (m0 * N + n0) * osz, N, out_dtype);
+                 static_cast<char*>(out) + (m0 * N + n0) * osz, N, out_dtype, ep, m0, n0);
       }
     }
     release_tiles();
@@ -244,7 +271,7 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
 
 #else  // no AMX in this build
 
-void linear_bf16(int64_t, const uint16_t*, int64_t, const PackedWeight&, const float*, void*, DType) {
+void linear_bf16(int64_t, const uint16_t*, int64_t, const PackedWeight&, const float*, void*, DType, const Epilogue&) {
   throw Error("amx::linear_bf16: this build has no AMX support (compile with -march=native on an AMX CPU)");
 }
 

@@ -29,13 +29,28 @@ struct PackedWeight {
 // Packs w [N, K] (bf16, any strides).
 PackedWeight pack_weight(const Tensor& w);
 
-// out[m, n] = round(sum_k x[m, k] W[n, k] + bias[n]) for m < M, n < N.
+// What the kernel applies to each product y[m, n] = round(sum_k x W + bias) as it
+// writes it (ops::linear_gelu, ops::linear_gated_residual), with the values of the
+// unfused ops: y is rounded first, then
+//   GeluTanh / GeluErf: out = round(gelu(y)) (y and out in out_dtype);
+//   GatedResidual: out[m, n] = residual[m * N + n] + gate[(m / gate_rows) * N + n] * y[m, n],
+//     y rounded to bf16 (the plain linear's output dtype), the product and the sum
+//     rounded to f32 separately (no FMA); out_dtype must be F32.
+struct Epilogue {
+  enum class Op { None, GeluTanh, GeluErf, GatedResidual };
+  Op op = Op::None;
+  const float* residual = nullptr;  // [M, N]
+  const float* gate = nullptr;      // [M / gate_rows, N]
+  int64_t gate_rows = 1;
+};
+
+// out[m, n] = round(sum_k x[m, k] W[n, k] + bias[n]) for m < M, n < N, then `ep`.
 // x: M rows of K bf16 values with row stride lda (elements, unit column stride).
 // bias: N floats or null. out: M x N contiguous, F32 or BF16.
 // Threads split M and N only (never K): results are bit-identical for any
 // thread count.
 void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& w, const float* bias, void* out,
-                 DType out_dtype);
+                 DType out_dtype, const Epilogue& ep = {});
 
 // Cache blocking: mb = most rows of x per block (a thread packs its block once;
 // blocks are evened out over the threads), nc = weight columns per panel (the

@@ -43,6 +43,12 @@ void reduce_dim(DimReduce op, const Tensor& x, int64_t dim, double eps, Tensor& 
 // gemm.cpp
 void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out);
 void matmul(const Tensor& a, const Tensor& b, Tensor& out);
+// ops::linear_gelu / ops::linear_gated_residual with the second op in the GEMM's
+// output stage (the AMX kernel: bf16 x and w on the shapes it runs); false when
+// this call has no fused path, and the caller runs the two ops instead.
+bool linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode, Tensor& out);
+bool linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const Tensor& residual,
+                           const Tensor& gate, Tensor& out);
 
 // attention.cpp
 void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt, Tensor& out);

@@ -7,6 +7,8 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
+#include <cstdint>
+
 #if defined(__AVX512F__)
 
 namespace vidax::cpu::vmath {
@@ -91,6 +93,12 @@ inline __m512 erf512(__m512 x) {
   const __mmask16 use_big = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(1.25f), _CMP_GT_OQ);
   return _mm512_mask_blend_ps(use_big, small, big);
 }
+
+// GELU on 16 lanes, out of line (vmath.cpp) so that every caller (the elementwise op and the
+// GEMM epilogue of ops::linear_gelu) runs the same instructions and gets the same bits.
+// tanh form, torch: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))); erf form: 0.5 x (1 + erf(x / sqrt(2))).
+__m512 gelu_tanh_ps(__m512 x);
+__m512 gelu_erf_ps(__m512 x);
 
 }  // namespace vidax::cpu::vmath
 

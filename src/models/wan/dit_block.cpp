@@ -119,8 +119,9 @@ Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& ro
   h = ops::add(h, cross_attention(cross_attn, n, text, cfg));  // fp32 h + bf16 output widened: fp32
 
   const Tensor f = norm_modulate(h, chunk(3), chunk(4), cfg.eps, ffn_in.compute);
-  const Tensor g = ffn_out(ops::gelu(ffn_in(f), ops::GeluMode::Tanh));
-  return ops::gated_residual(h, chunk(5), g);
+  // ffn = Linear, GELU(tanh), Linear; then h + ffn * gate. The GELU and the gated residual run in
+  // the GEMMs' output stage where the backend fuses them (same values as the separate ops).
+  return ffn_out.gated_residual(ffn_in.gelu(f, ops::GeluMode::Tanh), h, chunk(5));
 }
 
 }  // namespace vidax::wan

@@ -14,6 +14,7 @@
 #endif
 
 #include "backend/ops.h"
+#include "core/host_memory.h"
 
 namespace vidax::wan {
 
@@ -659,6 +660,10 @@ WanVAE& WanVAE::operator=(WanVAE&&) noexcept = default;
 
 Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
   VIDAX_CHECK(encoder_, "Wan VAE: encode called on an instance built without the encoder");
+  // The frames are freed and re-made per chunk at many sizes; cached blocks would add to the
+  // decode's peak memory (issue 5 budget: <= 3 GB at 832x480x5), so the block cache is emptied
+  // (the DiT's activations go back to the system) and kept off while the VAE runs.
+  const host_memory::ScopedLimit no_block_cache(0);
   VIDAX_CHECK(video_in.dim() == 5 && video_in.size(1) == 3,
               "Wan VAE encode: expected a video [B, 3, F, H, W], found " << video_in.str());
   const int64_t frames = video_in.size(2);
@@ -683,6 +688,10 @@ Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
 
 Tensor WanVAE::decode(const Tensor& mu_in, const Tap& tap) const {
   VIDAX_CHECK(decoder_, "Wan VAE: decode called on an instance built without the decoder");
+  // The frames are freed and re-made per chunk at many sizes; cached blocks would add to the
+  // decode's peak memory (issue 5 budget: <= 3 GB at 832x480x5), so the block cache is emptied
+  // (the DiT's activations go back to the system) and kept off while the VAE runs.
+  const host_memory::ScopedLimit no_block_cache(0);
   VIDAX_CHECK(mu_in.dim() == 5 && mu_in.size(1) == config_.z_dim,
               "Wan VAE decode: expected a latent [B, " << config_.z_dim << ", F, H, W], found " << mu_in.str());
   Tensor mu = mu_in.dtype() == compute_ ? mu_in : ops::cast(mu_in, compute_);
