@@ -14,6 +14,7 @@
 #include <omp.h>
 #include <sys/utsname.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <cstdio>
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
       if (std::sscanf(argv[++i], "%ld,%ld,%ld", &b.mb, &b.nc, &b.kc) != 3) return 2;
       cpu::amx::set_blocking(b);
     } else {
-      std::printf("usage: bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv] [--reps N] [--clock wall|cpu]\n"
+      std::printf("usage: bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv|elementwise] [--reps N] [--clock wall|cpu]\n"
                   "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC]\n");
       return 2;
     }
@@ -183,6 +184,25 @@ int main(int argc, char** argv) {
       }
       cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);  // the default dispatch
     }
+    // The fused output stages (ops::linear_gelu, ops::linear_gated_residual) at the FFN shapes,
+    // next to the plain linear above: what the GELU / gated residual add inside the GEMM.
+    if (amx && gemm_shapes.empty()) {
+      cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);
+      const int64_t M = 3120, D = 1536, F = 8960;
+      Tensor x = random_tensor({M, D}, DType::BF16, 1), w_up = random_tensor({F, D}, DType::BF16, 2);
+      Tensor h = random_tensor({M, F}, DType::BF16, 4), w_down = random_tensor({D, F}, DType::BF16, 5);
+      Tensor residual = random_tensor({1, M, D}, DType::F32, 6), gate = random_tensor({1, 1, D}, DType::F32, 7);
+      const Tensor h3 = h.reshape({1, M, F});
+      const Figure up = measure(reps, 2.0 * M * D * F, amx_peak,
+                                [&] { ops::linear_gelu(x, w_up, std::nullopt, ops::GeluMode::Tanh); });
+      std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn up + GELU (fused)",
+                  (long)M, (long)D, (long)F, up.gflops, up.peak, 100.0 * up.ratio());
+      const Figure down = measure(reps, 2.0 * M * D * F, amx_peak,
+                                  [&] { ops::linear_gated_residual(h3, w_down, std::nullopt, residual, gate); });
+      std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn down + gated res.",
+                  (long)M, (long)F, (long)D, down.gflops, down.peak, 100.0 * down.ratio());
+      cpu::clear_weight_pack_cache();
+    }
     std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, measured right before each run)\n\n");
   }
 
@@ -230,6 +250,29 @@ int main(int argc, char** argv) {
                              [&] { ops::conv3d(x, w, std::nullopt, {1, 1, 1}, {0, 0, 0}); });
     std::printf("\n%-6s %-28s %10s %10s %8s\n", "dtype", "conv3d (im2col + GEMM)", "GFLOP/s", "peak", "ratio");
     std::printf("%-6s %-28s %10.1f %10.1f %7.0f%%\n", "F32", "96->96 k3 5x60x104", f.gflops, f.peak, 100.0 * f.ratio());
+  }
+  if (only.empty() || only == "elementwise") {
+    // The DiT's largest elementwise passes at 7800 tokens (832x480x17, 1.3B), as separate ops:
+    // what fusing them into a GEMM's output stage saves per call. ns per element, best of reps.
+    const int64_t L = 7800, D = 1536, F = 8960;
+    Tensor hidden = random_tensor({1, L, F}, DType::BF16, 9);
+    Tensor residual = random_tensor({1, L, D}, DType::F32, 10), y = random_tensor({1, L, D}, DType::BF16, 11);
+    Tensor gate = random_tensor({1, 1, D}, DType::F32, 12);
+    const auto best_seconds = [&](const std::function<void()>& f) {
+      f();
+      double best = 1e30;
+      for (int r = 0; r < std::max(reps, 1); ++r) {
+        const double t0 = now_seconds();
+        f();
+        best = std::min(best, now_seconds() - t0);
+      }
+      return best;
+    };
+    const double g = best_seconds([&] { ops::gelu(hidden, ops::GeluMode::Tanh); });
+    const double r = best_seconds([&] { ops::gated_residual(residual, gate, y); });
+    std::printf("\n%-44s %10s %12s\n", "elementwise pass (7800 tokens, 1.3B)", "ms/call", "ns/element");
+    std::printf("%-44s %10.2f %12.3f\n", "gelu tanh [7800, 8960] bf16 -> bf16", g * 1e3, g * 1e9 / (L * F));
+    std::printf("%-44s %10.2f %12.3f\n", "gated_residual [7800, 1536] f32 + f32 * bf16", r * 1e3, r * 1e9 / (L * D));
   }
   std::printf("\nload average at end: %.2f\n", loadavg());
   return 0;

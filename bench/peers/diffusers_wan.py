@@ -92,7 +92,8 @@ def main():
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--text-len", type=int, default=512)
     p.add_argument("--steps", type=int, default=1, help="DiT forwards per repeat (0: no DiT)")
-    p.add_argument("--vae", action="store_true", help="also time the VAE decode (diffusers, fp32)")
+    p.add_argument("--vae", action="store_true",
+                   help="also time the VAE decode (fp32): diffusers' AutoencoderKLWan or the official WanVAE_")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
@@ -132,15 +133,27 @@ def main():
         }), flush=True)
         del model, run
     if a.vae:
-        from diffusers import AutoencoderKLWan
-        vae = AutoencoderKLWan().eval()
         z = torch.randn(1, 16, lf, lh, lw)
+        if a.impl == "diffusers":
+            from diffusers import AutoencoderKLWan
+            vae = AutoencoderKLWan().eval()
+            decode = lambda: vae.decode(z, return_dict=False)
+            vae_peer = f"diffusers {__import__('diffusers').__version__}"
+        else:
+            # The official WanVAE_ with _video_vae's configuration (random weights: no checkpoint),
+            # decoded as WanVAE.decode does in fp32 (scale = latent mean and 1 / std).
+            vae_mod = import_official("wan.modules.vae")
+            vae = vae_mod.WanVAE_(dim=96, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
+                                  temperal_downsample=[False, True, True], dropout=0.0).eval()
+            scale = [torch.zeros(16), torch.ones(16)]
+            decode = lambda: vae.decode(z, scale)
+            vae_peer = "official WanVAE_"
         with torch.inference_mode():
             w0, c0 = time.perf_counter(), time.process_time()
-            vae.decode(z, return_dict=False)
+            decode()
             dw, dc = time.perf_counter() - w0, time.process_time() - c0
         print(json.dumps({
-            "peer": f"diffusers {__import__('diffusers').__version__}", "stage": "vae_decode",
+            "peer": f"{vae_peer} / torch {torch.__version__}", "stage": "vae_decode",
             "shape": f"{a.width}x{a.height}x{a.frames}", "threads": a.threads, "vae_seconds": dw,
             "vae_cpu_seconds": dc, "load_average": load_avg(),
             "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,

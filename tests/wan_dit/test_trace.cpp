@@ -178,6 +178,7 @@ TEST(WanDiTTrace, OneStepOfThe14BModel) {
   EXPECT_EQ(count_by_name(trace), expected_ops(40, true));
   EXPECT_EQ(out.shape(), (Shape{1, 16, 21, 90, 160}));
   for (const OpRecord& r : trace.ops) {
-    if (r.name == "attention") EXPECT_EQ(r.inputs[0].shape, (Shape{1, 75600, 40, 128})) << r.str();
+    if (r.name != "attention") continue;
+    EXPECT_EQ(r.inputs[0].shape, (Shape{1, 75600, 40, 128})) << r.str();
   }
 }

@@ -55,6 +55,18 @@ AmxGemmPolicy amx_gemm_policy() {
 std::atomic<uint64_t> g_amx_gemm_calls{0};
 std::atomic<uint64_t> g_amx_fused_calls{0};
 
+// VIDAX_FUSED_EPILOGUE=0 runs linear_gelu / linear_gated_residual as two ops (same values),
+// for A/B timing without a rebuild; 1 or unset: fused where the AMX kernel runs.
+bool fused_epilogues_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("VIDAX_FUSED_EPILOGUE");
+    if (!v || !*v || std::string(v) == "1") return true;
+    if (std::string(v) == "0") return false;
+    throw Error(msg() << "VIDAX_FUSED_EPILOGUE='" << v << "': expected 0 or 1");
+  }();
+  return on;
+}
+
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
 // stride when every leading dim steps evenly, else 0 (needs staging).
 int64_t even_row_stride(const Tensor& x) {
@@ -360,7 +372,9 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
 bool linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode, Tensor& out) {
   const int64_t K = w.size(1), N = w.size(0);
   const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
-  if (!bf16 || K == 0 || out.numel() == 0 || !amx_gemm_for(K, N) || !out.is_contiguous()) return false;
+  if (!bf16 || K == 0 || out.numel() == 0 || !fused_epilogues_enabled() || !amx_gemm_for(K, N) ||
+      !out.is_contiguous())
+    return false;
   amx::Epilogue ep;
   ep.op = mode == ops::GeluMode::Tanh ? amx::Epilogue::Op::GeluTanh : amx::Epilogue::Op::GeluErf;
   linear_amx(x, w, bias, out, ep);
@@ -371,7 +385,8 @@ bool linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional
                            const Tensor& gate, Tensor& out) {
   const int64_t K = w.size(1), N = w.size(0);
   const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
-  if (!bf16 || K == 0 || out.numel() == 0 || !amx_gemm_for(K, N) || out.dtype() != DType::F32 ||
+  if (!bf16 || K == 0 || out.numel() == 0 || !fused_epilogues_enabled() || !amx_gemm_for(K, N) ||
+      out.dtype() != DType::F32 ||
       residual.dtype() != DType::F32 || !residual.is_contiguous() || !out.is_contiguous())
     return false;
   amx::Epilogue ep;
