@@ -26,6 +26,7 @@
 
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/gemm_amx.h"
+#include "backend/cpu/kernels.h"
 #include "backend/ops.h"
 #include "peak.h"
 
@@ -114,13 +115,15 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--reps") && i + 1 < argc) reps = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--clock") && i + 1 < argc) g_cpu_clock = !std::strcmp(argv[++i], "cpu");
     else if (!std::strcmp(argv[i], "--gemm-shapes") && i + 1 < argc) gemm_shapes = argv[++i];
+    else if (!std::strcmp(argv[i], "--conv-budget-mb") && i + 1 < argc)
+      cpu::set_conv_column_budget(static_cast<int64_t>(std::atof(argv[++i]) * (1 << 20)));
     else if (!std::strcmp(argv[i], "--amx-blocking") && i + 1 < argc) {
       cpu::amx::Blocking b;
       if (std::sscanf(argv[++i], "%ld,%ld,%ld", &b.mb, &b.nc, &b.kc) != 3) return 2;
       cpu::amx::set_blocking(b);
     } else {
       std::printf("usage: bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv|elementwise] [--reps N] [--clock wall|cpu]\n"
-                  "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC]\n");
+                  "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC] [--conv-budget-mb MB]\n");
       return 2;
     }
   }

@@ -35,7 +35,7 @@ Command add_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--vae", a->opt.vae, "also time a VAE decode of the video's latent (fp32)");
   sub->add_flag("--text-encoder", a->opt.text_encoder, "also time the UMT5 text encoder (bf16, 512 rows)");
-  sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step");
+  sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step (and, with --vae, one extra VAE decode)");
   sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");

@@ -467,6 +467,15 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     r["vae_cpu_seconds"] = r["vae_decode"]["cpu_median"];
     r["vae_seconds_idle_estimate"] = r["vae_decode"]["cpu_min"].get<double>() / omp_get_max_threads();
     r["vae_peak_rss_before_bytes"] = rss_before;
+    if (opt.profile) {
+      log("VAE: profiled decode");
+      OpProfile prof;
+      {
+        const ScopedOpProfiler scope(prof);
+        (void)vae.decode(z);
+      }
+      r["vae_profile"] = prof.to_json();
+    }
   }
 
   r["peak_rss_bytes"] = peak_rss_bytes();

@@ -35,7 +35,7 @@ struct BenchOptions {
   bool text_encoder = false;     // time UMT5 (bf16 weights, as published) on one prompt
   int64_t prompt_tokens = 64;    // real tokens in the text encoder's 512-row batch / DiT context rows
   uint64_t seed = 0;
-  bool profile = false;          // per-op-class breakdown of one extra DiT step
+  bool profile = false;          // per-op-class breakdown of one extra DiT step (and VAE decode)
   double memory_limit_bytes = 0; // 0: MemAvailable of /proc/meminfo
   std::string mesh;              // "" = one rank; e.g. "tp=2" under mpirun: the DiT is sharded
 };

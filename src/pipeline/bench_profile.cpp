@@ -187,6 +187,16 @@ class TimingBackend final : public Backend {
     Timer t(p_, "rope");
     cpu_.rope(x, cos, sin, mode, out);
   }
+  // The fused ops with Backend defaults must be forwarded too: the defaults would run a
+  // different (unfused) path than the CPU backend's own.
+  void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, const std::optional<Tensor>& residual, Tensor& out) override {
+    Timer t(p_, "causal_conv3d");
+    cpu_.causal_conv3d(xs, w, bias, stride, padding, residual, out);
+  }
+  void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out) override {
+    Timer t(p_, "l2_norm_scale_silu");
+    cpu_.l2_norm_scale_silu(x, gamma, scale, eps, out);
+  }
   void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) override {
     Timer t(p_, "conv3d");
     cpu_.conv3d(x, w, bias, stride, padding, out);
@@ -222,6 +232,7 @@ const std::map<std::string, const char*>& class_table() {
       {"linear_gated_residual", "gemm"},
       {"matmul", "gemm"},
       {"conv3d", "gemm"},  // im2col + GEMM (the im2col copy is inside)
+      {"causal_conv3d", "gemm"},  // the same, reading the cached frames in place
       {"conv2d", "gemm"},
       {"attention", "attention"},
       {"copy", "layout_copies"},
