@@ -27,24 +27,26 @@ Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_f
   return make(w, b, compute);
 }
 
-Tensor Linear::operator()(const Tensor& x) const {
+void Linear::check_input(const Tensor& x) const {
   VIDAX_CHECK(x.dim() >= 1 && x.size(-1) == in_features(),
               "Linear: input " << x.str() << " does not end in " << in_features() << " features");
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  check_input(x);
   if (reduce) return row_parallel_linear(*this, x);
   return ops::linear(to_dtype(x, compute), weight, bias);
 }
 
 Tensor Linear::gelu(const Tensor& x, ops::GeluMode mode) const {
   if (reduce) return ops::gelu((*this)(x), mode);
-  VIDAX_CHECK(x.dim() >= 1 && x.size(-1) == in_features(),
-              "Linear: input " << x.str() << " does not end in " << in_features() << " features");
+  check_input(x);
   return ops::linear_gelu(to_dtype(x, compute), weight, bias, mode);
 }
 
 Tensor Linear::gated_residual(const Tensor& x, const Tensor& residual, const Tensor& gate) const {
   if (reduce) return ops::gated_residual(residual, gate, (*this)(x));
-  VIDAX_CHECK(x.dim() >= 1 && x.size(-1) == in_features(),
-              "Linear: input " << x.str() << " does not end in " << in_features() << " features");
+  check_input(x);
   return ops::linear_gated_residual(to_dtype(x, compute), weight, bias, residual, gate);
 }
 

@@ -37,6 +37,9 @@ struct Linear {
   // partial products first, so it runs the two steps.
   Tensor gelu(const Tensor& x, ops::GeluMode mode) const;
   Tensor gated_residual(const Tensor& x, const Tensor& residual, const Tensor& gate) const;
+
+ private:
+  void check_input(const Tensor& x) const;  // x ends in in_features()
 };
 
 }  // namespace vidax::nn

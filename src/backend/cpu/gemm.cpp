@@ -369,12 +369,18 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
   if (!direct) copy_strided(dst, out);
 }
 
+namespace {
+
+// The AMX kernel runs this linear and can write `out` with a fused output stage.
+bool fusable(const Tensor& x, const Tensor& w, const Tensor& out) {
+  return x.dtype() == DType::BF16 && w.dtype() == DType::BF16 && w.size(1) > 0 && out.numel() > 0 &&
+         out.is_contiguous() && fused_epilogues_enabled() && amx_gemm_for(w.size(1), w.size(0));
+}
+
+}  // namespace
+
 bool linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode, Tensor& out) {
-  const int64_t K = w.size(1), N = w.size(0);
-  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
-  if (!bf16 || K == 0 || out.numel() == 0 || !fused_epilogues_enabled() || !amx_gemm_for(K, N) ||
-      !out.is_contiguous())
-    return false;
+  if (!fusable(x, w, out)) return false;
   amx::Epilogue ep;
   ep.op = mode == ops::GeluMode::Tanh ? amx::Epilogue::Op::GeluTanh : amx::Epilogue::Op::GeluErf;
   linear_amx(x, w, bias, out, ep);
@@ -383,11 +389,7 @@ bool linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& 
 
 bool linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const Tensor& residual,
                            const Tensor& gate, Tensor& out) {
-  const int64_t K = w.size(1), N = w.size(0);
-  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
-  if (!bf16 || K == 0 || out.numel() == 0 || !fused_epilogues_enabled() || !amx_gemm_for(K, N) ||
-      out.dtype() != DType::F32 ||
-      residual.dtype() != DType::F32 || !residual.is_contiguous() || !out.is_contiguous())
+  if (!fusable(x, w, out) || out.dtype() != DType::F32 || residual.dtype() != DType::F32 || !residual.is_contiguous())
     return false;
   amx::Epilogue ep;
   Tensor gate_rows;
