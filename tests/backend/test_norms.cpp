@@ -146,6 +146,24 @@ TEST(Norms, DimReductions) {
   expect_close(ops::softmax(y, -1), ref, 1e-7, 1e-6, "softmax last");
 }
 
+// Contiguous inputs are widened block by block, strided ones staged whole: same bits either way,
+// in every dtype, with inner sizes past one 256-position block.
+TEST(Norms, DimReductionsOfStridedInputsMatchContiguous) {
+  for (DType dt : {DType::F32, DType::BF16, DType::F64}) {
+    const Tensor base = randn({3, 300, 7}, 62, dt, 2.0);
+    const Tensor strided = base.transpose(1, 2);  // [3, 7, 300], not contiguous
+    const Tensor packed = strided.contiguous();
+    ASSERT_FALSE(strided.is_contiguous());
+    for (int64_t dim : {0, 1, 2}) {
+      SCOPED_TRACE(testing::Message() << dtype_name(dt) << " dim " << dim);
+      EXPECT_TRUE(same_bits(ops::l2_normalize(strided, dim), ops::l2_normalize(packed, dim)));
+      EXPECT_TRUE(same_bits(ops::softmax(strided, dim), ops::softmax(packed, dim)));
+      EXPECT_TRUE(same_bits(ops::sum(strided, dim), ops::sum(packed, dim)));
+      EXPECT_TRUE(same_bits(ops::mean(strided, dim), ops::mean(packed, dim)));
+    }
+  }
+}
+
 // ---- the fast path (unit-stride F32/BF16 rows) ---------------------------------------
 
 namespace {

@@ -342,7 +342,13 @@ void reduce_dim(DimReduce op, const Tensor& x, int64_t dim, double eps, Tensor& 
   for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= sh[static_cast<size_t>(d)];
   const int64_t D = sh[static_cast<size_t>(dim)];
   if (outer * inner == 0) return;
-  Staged<double> xs = stage_f64(x);
+  // A contiguous x is widened block by block into a per-thread buffer; only a strided x is
+  // staged whole (as f64: twice an f32 input's size).
+  const bool direct = x.is_contiguous();
+  Staged<double> xs;
+  if (!direct) xs = stage_f64(x);
+  const char* xb = byte_ptr(x);
+  const int64_t xes = static_cast<int64_t>(dtype_size(x.dtype()));
   const bool keeps_shape = op == DimReduce::Softmax || op == DimReduce::L2Normalize;
   char* ob = byte_ptr_mut(out);
   const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
@@ -351,19 +357,28 @@ void reduce_dim(DimReduce op, const Tensor& x, int64_t dim, double eps, Tensor& 
 #pragma omp parallel if (x.numel() > 16384)
   {
     std::vector<double> acc(kBlock), mx(kBlock), col(static_cast<size_t>(D) * kBlock);
+    std::vector<double> in(direct ? static_cast<size_t>(D) * kBlock : 0);
 #pragma omp for schedule(static)
     for (int64_t item = 0; item < outer * iblocks; ++item) {
       const int64_t o = item / iblocks, i0 = (item % iblocks) * kBlock, ni = std::min(kBlock, inner - i0);
+      // base[d * ld + i]: element (o, d, i0 + i) as f64.
       const double* base = xs.ptr + o * D * inner + i0;
+      int64_t ld = inner;
+      if (direct) {
+        for (int64_t d = 0; d < D; ++d)
+          load_row(xb + ((o * D + d) * inner + i0) * xes, x.dtype(), 1, ni, in.data() + d * kBlock);
+        base = in.data();
+        ld = kBlock;
+      }
       std::fill(acc.begin(), acc.end(), 0.0);
       if (op == DimReduce::Softmax) {
         std::fill(mx.begin(), mx.end(), -std::numeric_limits<double>::infinity());
         for (int64_t d = 0; d < D; ++d)
-          for (int64_t i = 0; i < ni; ++i) mx[i] = std::max(mx[i], base[d * inner + i]);
+          for (int64_t i = 0; i < ni; ++i) mx[i] = std::max(mx[i], base[d * ld + i]);
         for (int64_t d = 0; d < D; ++d)
           for (int64_t i = 0; i < ni; ++i) {
             // A row of -inf gives NaN, as torch.softmax does.
-            const double e = std::exp(base[d * inner + i] - mx[i]);
+            const double e = std::exp(base[d * ld + i] - mx[i]);
             col[d * kBlock + i] = e;
             acc[i] += e;
           }
@@ -371,13 +386,13 @@ void reduce_dim(DimReduce op, const Tensor& x, int64_t dim, double eps, Tensor& 
           for (int64_t i = 0; i < ni; ++i) col[d * kBlock + i] /= acc[i];
       } else if (op == DimReduce::L2Normalize) {
         for (int64_t d = 0; d < D; ++d)
-          for (int64_t i = 0; i < ni; ++i) acc[i] += base[d * inner + i] * base[d * inner + i];
+          for (int64_t i = 0; i < ni; ++i) acc[i] += base[d * ld + i] * base[d * ld + i];
         for (int64_t i = 0; i < ni; ++i) acc[i] = std::max(std::sqrt(acc[i]), eps);
         for (int64_t d = 0; d < D; ++d)
-          for (int64_t i = 0; i < ni; ++i) col[d * kBlock + i] = base[d * inner + i] / acc[i];
+          for (int64_t i = 0; i < ni; ++i) col[d * kBlock + i] = base[d * ld + i] / acc[i];
       } else {
         for (int64_t d = 0; d < D; ++d)
-          for (int64_t i = 0; i < ni; ++i) acc[i] += base[d * inner + i];
+          for (int64_t i = 0; i < ni; ++i) acc[i] += base[d * ld + i];
         if (op == DimReduce::Mean)
           for (int64_t i = 0; i < ni; ++i) acc[i] /= static_cast<double>(D);
       }
