@@ -660,10 +660,7 @@ WanVAE& WanVAE::operator=(WanVAE&&) noexcept = default;
 
 Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
   VIDAX_CHECK(encoder_, "Wan VAE: encode called on an instance built without the encoder");
-  // The frames are freed and re-made per chunk at many sizes; cached blocks would add to the
-  // decode's peak memory (issue 5 budget: <= 3 GB at 832x480x5), so the block cache is emptied
-  // (the DiT's activations go back to the system) and kept off while the VAE runs.
-  const host_memory::ScopedLimit no_block_cache(0);
+  const host_memory::ScopedLimit no_block_cache(0);  // as in decode()
   VIDAX_CHECK(video_in.dim() == 5 && video_in.size(1) == 3,
               "Wan VAE encode: expected a video [B, 3, F, H, W], found " << video_in.str());
   const int64_t frames = video_in.size(2);
