@@ -3,7 +3,7 @@
 // as a model does at load), against the machine's measured peak.
 //
 //   bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv] [--reps N] [--clock wall|cpu]
-//                 [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC]
+//                 [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC[,KB]]
 //
 // bf16 GEMM rows run twice when our AMX kernel is active: once on it ("amx")
 // and once on oneDNN ("onednn", via cpu::set_amx_gemm_enabled(false)).
@@ -118,12 +118,13 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--conv-budget-mb") && i + 1 < argc)
       cpu::set_conv_column_budget(static_cast<int64_t>(std::atof(argv[++i]) * (1 << 20)));
     else if (!std::strcmp(argv[i], "--amx-blocking") && i + 1 < argc) {
-      cpu::amx::Blocking b;
-      if (std::sscanf(argv[++i], "%ld,%ld,%ld", &b.mb, &b.nc, &b.kc) != 3) return 2;
+      cpu::amx::Blocking b = cpu::amx::blocking();  // kb optional
+      const int got = std::sscanf(argv[++i], "%ld,%ld,%ld,%ld", &b.mb, &b.nc, &b.kc, &b.kb);
+      if (got != 3 && got != 4) return 2;
       cpu::amx::set_blocking(b);
     } else {
       std::printf("usage: bench_kernels [--quick] [--only gemm|gemm-bf16|attention|conv|elementwise] [--reps N] [--clock wall|cpu]\n"
-                  "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC] [--conv-budget-mb MB]\n");
+                  "                     [--gemm-shapes M,K,N[;M,K,N...]] [--amx-blocking MB,NC,KC[,KB]] [--conv-budget-mb MB]\n");
       return 2;
     }
   }
@@ -163,7 +164,7 @@ int main(int argc, char** argv) {
     const bool amx = cpu::amx_gemm_active();
     if (amx) {
       const cpu::amx::Blocking bl = cpu::amx::blocking();
-      std::printf("AMX blocking: mb %ld, nc %ld, kc %ld\n", (long)bl.mb, (long)bl.nc, (long)bl.kc);
+      std::printf("AMX blocking: mb %ld, nc %ld, kc %ld, kb %ld\n", (long)bl.mb, (long)bl.nc, (long)bl.kc, (long)bl.kb);
     }
     std::printf("%-6s %-7s %-24s %6s %6s %6s %10s %10s %8s\n", "dtype", "path", "GEMM y = x W^T + b", "M", "K", "N",
                 "GFLOP/s", "peak", "ratio");

@@ -187,13 +187,14 @@ TEST(GemmAmx, AgreesWithOneDnnPath) {
   }
 }
 
-// The default policy sends small K and N to oneDNN and K or N >= 4096 to ours
+// The default policy sends small K and N to oneDNN and K or N >= 1024 to ours
 // (measured crossover, gemm.cpp); the result is bit-identical to the forced path.
 TEST(GemmAmx, DefaultPolicyPicksTheKernelBySize) {
   REQUIRE_AMX();
   Restore restore;
   for (auto [M, K, N, ours] : {std::tuple<int64_t, int64_t, int64_t, bool>{33, 256, 520, false},
-                               {33, 4096, 40, true}, {20, 96, 4100, true}}) {
+                               {33, 1023, 1000, false}, {33, 1024, 40, true}, {20, 96, 4100, true},
+                               {40, 1536, 1536, true}}) {
     Tensor x = randn({M, K}, 51, DType::BF16), w = randn({N, K}, 52, DType::BF16), b = randn({N}, 53);
     cpu::set_amx_gemm_enabled(ours);
     const Tensor forced = run_linear(x, w, b, DType::F32);
@@ -214,10 +215,12 @@ TEST(GemmAmx, BitIdenticalAcrossThreadsAndBlockings) {
   omp_set_num_threads(2);
   const Tensor y2 = run_linear(x, w, b, DType::F32);
   EXPECT_TRUE(same_bits(y1, y2)) << "1 vs 2 threads";
-  // Other cache blockings (k split into several passes through fp32 memory) change nothing.
-  for (cpu::amx::Blocking bl : {cpu::amx::Blocking{32, 32, 32}, cpu::amx::Blocking{96, 160, 224}}) {
+  // Other cache blockings (k split into several passes and blocks through fp32 memory) change nothing.
+  for (cpu::amx::Blocking bl : {cpu::amx::Blocking{32, 32, 32, 32}, cpu::amx::Blocking{96, 160, 224, 448},
+                                cpu::amx::Blocking{64, 96, 64, 4096}}) {
     cpu::amx::set_blocking(bl);
-    EXPECT_TRUE(same_bits(run_linear(x, w, b, DType::F32), y1)) << "blocking " << bl.mb << "," << bl.nc << "," << bl.kc;
+    EXPECT_TRUE(same_bits(run_linear(x, w, b, DType::F32), y1))
+        << "blocking " << bl.mb << "," << bl.nc << "," << bl.kc << "," << bl.kb;
   }
   for (int i = 0; i < 2; ++i) EXPECT_TRUE(same_bits(run_linear(x, w, b, DType::F32), y1)) << "run " << i;
   // Few rows: the two threads split the columns instead.

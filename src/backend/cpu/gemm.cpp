@@ -197,12 +197,14 @@ std::shared_ptr<const amx::PackedWeight> amx_packed_weight(const Tensor& w) {
 
 bool use_amx_gemm() { return amx_gemm_policy() != AmxGemmPolicy::Never && amx::available(); }
 
-// Measured on this machine (docs/benchmarks.md, bench_kernels, 1 thread, idle):
-// oneDNN 2.6's AMX matmul is ~10% ahead of ours at K = N = 1536 (889 vs 798
-// GFLOP/s) and falls to 350-520 GFLOP/s once K or N reaches 5120-8960, where
-// ours holds 800-880. Both round once from fp32 sums, so the choice changes no
-// value beyond the summation order (tested within one bf16 ulp of each other).
-constexpr int64_t kAmxGemmMinDim = 4096;
+// Measured on this machine (docs/benchmarks.md, bench_kernels, interleaved runs):
+// since the column-block order and the weight prefetch (2026-11-30) ours is
+// 5-15% ahead of oneDNN 2.6's AMX matmul at K = N = 1024-1536 (1 thread: 933-1015
+// vs 813-892 GFLOP/s) and 1.2-2x ahead once K or N reaches 4096-8960; at
+// K = N = 512 the two are level, so oneDNN keeps the small shapes. Both round
+// once from fp32 sums, so the choice changes no value beyond the summation order
+// (tested within one bf16 ulp of each other).
+constexpr int64_t kAmxGemmMinDim = 1024;
 bool amx_gemm_for(int64_t K, int64_t N) {
   if (!use_amx_gemm()) return false;
   return amx_gemm_policy() == AmxGemmPolicy::Always || std::max(K, N) >= kAmxGemmMinDim;
@@ -305,7 +307,7 @@ std::string gemm_library() {
       "onednn " + std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
   if (!use_amx_gemm()) return onednn;
   return amx_gemm_policy() == AmxGemmPolicy::Always ? "vidax-amx (bf16 linear) + " + onednn
-                                                     : "vidax-amx (bf16 linear, K or N >= 4096) + " + onednn;
+                                                     : "vidax-amx (bf16 linear, K or N >= 1024) + " + onednn;
 }
 
 void set_amx_gemm_enabled(bool enabled) {

@@ -18,7 +18,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
 std::string gemm_library();
 
 // Which kernel runs bf16 x bf16 linear when the CPU has AMX (oneDNN builds):
-// BySize (default): ours when K or N >= 4096, oneDNN below (by measurement,
+// BySize (default): ours when K or N >= 1024, oneDNN below (by measurement,
 // see gemm.cpp); Always / Never: ours / oneDNN for every shape. The initial
 // policy comes from VIDAX_AMX_GEMM=bysize|always|never (A/B runs without a rebuild).
 enum class AmxGemmPolicy { BySize, Always, Never };

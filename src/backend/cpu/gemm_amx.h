@@ -53,12 +53,13 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
                  DType out_dtype, const Epilogue& ep = {});
 
 // Cache blocking: mb = most rows of x per block (a thread packs its block once;
-// blocks are evened out over the threads), nc = weight columns per panel (the
-// packed panel kc x nc stays in L2), kc = k per pass (a 32 x kc A strip stays in
-// L1). Multiples of 32; set_blocking rounds up. The result does not depend on
-// them (only speed does). Exposed for tuning and tests.
+// blocks are evened out over the threads), nc = weight columns per panel,
+// kc = k per pass (a kc x 32 weight piece stays in L1 while every 32-row strip
+// of the block uses it), kb = k per block of x held in L2 (mb x kb bf16; a
+// multiple of kc). Multiples of 32; set_blocking rounds up. The result does not
+// depend on them (only speed does). Exposed for tuning and tests.
 struct Blocking {
-  int64_t mb = 0, nc = 0, kc = 0;
+  int64_t mb = 0, nc = 0, kc = 0, kb = 0;
 };
 Blocking blocking();
 void set_blocking(const Blocking& b);
