@@ -2,6 +2,7 @@
 // transformers' UMT5EncoderModel / T5EncoderModel (tools/golden/t5_encoder.py).
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -38,6 +39,7 @@ struct GoldenCase {
   const char* precision;  // the reference ran in fp32, or in bf16 with bf16 parameters
   double rtol;
 };
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.file << " (" << c.precision << ")"; }
 class T5Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(T5Golden, MatchesReference) {
@@ -61,7 +63,16 @@ INSTANTIATE_TEST_SUITE_P(Files, T5Golden,
                                            // reference's bf16 rounding points (bit-equal on CPU); a fused GELU lands at
                                            // 8.0e-3, an exactly rounded cube at 5.7e-3, fused attention + GELU at 1.0e-2. 2e-3 leaves room for GEMM
                                            // accumulation order (~8e-4 measured between torch's own bf16 einsum paths).
-                                           GoldenCase{"t5_umt5_official_bf16.safetensors", "bf16", 2e-3}));
+                                           GoldenCase{"t5_umt5_official_bf16.safetensors", "bf16", 2e-3}),
+                         // Test names from the file and precision (the default printed the struct's bytes,
+                         // pointers included, so the names changed from build to build).
+                         [](const ::testing::TestParamInfo<GoldenCase>& info) {
+                           std::string name = std::string(info.param.file);
+                           name = name.substr(0, name.find('.')) + "_" + info.param.precision;
+                           for (char& ch : name)
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           return name;
+                         });
 
 TEST(T5Weights, StrictMapping) {
   io::Checkpoint file = io::Checkpoint::open(kGolden + "t5_umt5_hf.safetensors");
