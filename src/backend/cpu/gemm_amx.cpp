@@ -14,8 +14,9 @@
 //         caller fuses one, gemm_amx.h's Epilogue).
 // The weights are the operand streamed from L3 / memory (each weight is read
 // once per row block, so 1/mb bytes per flop); x stays in L2 for all columns.
-// The earlier order (k pass outside the 32-column loop, B panel kc x nc in L2)
-// reloaded x's block from L3 for every panel and ran at 60% of this speed.
+// The earlier order (k pass outside the 32-column loop, a kc x 512 weight panel
+// in L2) needed x's block, the panel's weights over all k and C in L2 at once
+// (2.8 MB at K = 1536, L2 is 2 MB) and ran 1.2-1.3x slower (docs/dependencies.md).
 // Every output element sums its k chunks in the same order whatever the
 // blocking of M/N or the thread count; C goes through fp32 memory between k
 // passes exactly, so the result depends on neither (tested bit for bit).
