@@ -9,7 +9,7 @@
 // and once on oneDNN ("onednn", via cpu::set_amx_gemm_enabled(false)).
 //
 // Each figure is the best of N timed runs after one warm-up run, with the peak
-// re-measured right before it (the machine is shared: a contemporaneous peak
+// re-measured right before and after it (the machine is shared: a contemporaneous peak
 // keeps the ratio honest under load).
 #include <omp.h>
 #include <sys/utsname.h>
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
                   (long)M, (long)F, (long)D, down.gflops, down.peak, 100.0 * down.ratio());
       cpu::clear_weight_pack_cache();
     }
-    std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, measured right before each run)\n\n");
+    std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, the higher of readings right before and after each run)\n\n");
   }
 
   if (only.empty() || only == "attention") {
