@@ -53,15 +53,17 @@ Tensor qk_norm(const Tensor& x, const std::optional<Tensor>& gain, double eps, c
   return gain ? nn::sharded_rms_norm(x, gain, eps, tp) : x;
 }
 
-Tensor self_attention(const AttentionWeights& w, const Tensor& x, const RopeTables& rope, const DiTConfig& cfg,
-                      const nn::SequenceParallel& sp) {
+// The self-attention's heads merged, before its output projection (the caller fuses
+// that projection with the gated residual).
+Tensor self_attention_heads(const AttentionWeights& w, const Tensor& x, const RopeTables& rope, const DiTConfig& cfg,
+                            const nn::SequenceParallel& sp) {
   const Tensor a = nn::to_dtype(x, w.q.compute);  // one cast shared by q, k, v (autocast casts per GEMM)
   Tensor q = nn::split_heads(qk_norm(w.q(a), w.norm_q, cfg.eps, w.tp), w.heads);
   Tensor k = nn::split_heads(qk_norm(w.k(a), w.norm_k, cfg.eps, w.tp), w.heads);
   Tensor v = nn::split_heads(w.v(a), w.heads);
   q = ops::rope(q, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
   k = ops::rope(k, rope.cos, rope.sin, ops::RopeMode::InterleavedPairs);
-  return w.o(nn::merge_heads(nn::ulysses_attention(q, k, v, sp)));
+  return nn::merge_heads(nn::ulysses_attention(q, k, v, sp));
 }
 
 Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV& text, const DiTConfig& cfg) {
@@ -108,10 +110,11 @@ Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& ro
 
   // Rounded to the q/k/v GEMMs' compute dtype on store (their autocast cast, fused).
   const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps, self_attn.q.compute);
-  const Tensor y = self_attention(self_attn, a, rope, cfg, sp);
-  // x + y * gate under autocast(fp32): the residual stream is fp32 from here on. The op reads
-  // a bf16 y widened exactly to fp32 (the same values as casting it first).
-  Tensor h = ops::gated_residual(nn::to_dtype(x, DType::F32), chunk(2), y);
+  // x + o(attention) * gate under autocast(fp32): the residual stream is fp32 from here on. The
+  // o projection's output is rounded to its compute dtype and widened exactly before the gated
+  // add (the same values as the separate ops), in the GEMM's output stage where the backend fuses it.
+  Tensor h = self_attn.o.gated_residual(self_attention_heads(self_attn, a, rope, cfg, sp),
+                                        nn::to_dtype(x, DType::F32), chunk(2));
 
   // norm3 in fp32, rounded on store to the q GEMM's compute dtype (its autocast cast, fused).
   const Tensor n =
