@@ -155,6 +155,25 @@ TEST(Attention, Bf16Inputs) {
   check(qkv.select(2, 0), qkv.select(2, 1), qkv.select(2, 2), neg, 1.0 / 64, "bf16 negative scale");
 }
 
+TEST(Attention, Bf16RowMaxRisingSlowlyAndFast) {
+  // The AMX path keeps a row's softmax base m until a key block's logits rise more than
+  // 8 (log2 units) above it, then moves it. Logits q_i . k_j = a_i * 0.02 * j (rising) or
+  // a_i * 0.02 * (Lk - j) (falling) with a_i in {0.5, 1, 8, 32}: per 256-key block they
+  // rise 3.7, 7.4, 59 or 236 log2 units, so some blocks keep m and some must move it (a
+  // base kept over the 32x row's blocks overflows fp32: a threshold of 1000 fails here).
+  const int64_t Lq = 40, Lk = 1290, D = 64;
+  for (bool rising : {true, false}) {
+    Tensor q = Tensor::zeros({1, Lq, 1, D}, DType::F32), k = randn({1, Lk, 1, D}, 31, DType::F32, 0.01);
+    Tensor v = randn({1, Lk, 1, D}, 32, DType::BF16);
+    const float slope[4] = {0.5f, 1.0f, 8.0f, 32.0f};
+    for (int64_t i = 0; i < Lq; ++i) q.data<float>()[i * D] = slope[i % 4];
+    for (int64_t j = 0; j < Lk; ++j) k.data<float>()[j * D] = 0.02f * static_cast<float>(rising ? j : Lk - j);
+    ops::AttentionOptions o;
+    o.scale = 1.0;
+    check(q.to(DType::BF16), k.to(DType::BF16), v, o, 1.0 / 64, rising ? "rising logits" : "falling logits");
+  }
+}
+
 TEST(Attention, Bf16AmxMatchesAvx512Path) {
   // Both paths round P to bf16 (each its own exp and block order, so a P value
   // may round the other way: ~5e-4 apart at most here); a wrong rescale, mask or
