@@ -108,7 +108,7 @@ void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
 // 2^x for x <= kLazyMax (or far below): 2^floor(x) * p(x - floor(x)), p a degree-4 fit of
 // 2^f on [0, 1) (relative error 2.7e-6 evaluated in fp32; P is rounded to bf16,
 // 2^-9, right after). x < -126 gives 0 (no denormals).
-inline __m512 exp2_nonpositive(__m512 x) {
+inline __m512 exp2_bounded(__m512 x) {
   const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
   __m512 p = _mm512_set1_ps(0.013534079305827618f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05201138183474541f));
@@ -143,6 +143,23 @@ struct RowState {
   alignas(64) float l[16];  // running sum of exp2(logit - m)
 };
 
+// One score row of a block: P = bf16(exp2(s * c - m)) (two vectors per instruction);
+// returns the 16 partial sums of P. With kTrackMax, *mx also gets the lane-wise max of s.
+template <bool kTrackMax>
+inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p, __m512* mx) {
+  __m512 sum = _mm512_setzero_ps(), top = _mm512_set1_ps(-INFINITY);
+  for (int v = 0; v < kNV; v += 2) {
+    const __m512 x0 = _mm512_load_ps(s + v * 16), x1 = _mm512_load_ps(s + v * 16 + 16);
+    if constexpr (kTrackMax) top = _mm512_max_ps(top, _mm512_max_ps(x0, x1));
+    const __m512 p0 = exp2_bounded(_mm512_fmsub_ps(x0, cc, m));
+    const __m512 p1 = exp2_bounded(_mm512_fmsub_ps(x1, cc, m));
+    sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
+    _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
+  }
+  if constexpr (kTrackMax) *mx = top;
+  return sum;
+}
+
 // One key block of 16 score rows (row stride kBK): logit = s * c (c = scale * log2 e,
 // or 1 when S already holds logits). Writes P (bf16, row stride kBK), updates the
 // state and returns in corr the factor each row's previous O must be scaled by;
@@ -158,22 +175,8 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
     const __m512 cc = _mm512_set1_ps(c);
     alignas(64) float m_row[16];
     _mm512_store_ps(m_row, m_prev);
-    for (int r = 0; r < 16; ++r) {
-      const float* s = S + r * kBK;
-      uint16_t* p = P + r * kBK;
-      const __m512 mr = _mm512_set1_ps(m_row[r]);
-      __m512 mxr = _mm512_set1_ps(-INFINITY), sum = _mm512_setzero_ps();
-      for (int v = 0; v < kNV; v += 2) {
-        const __m512 x0 = _mm512_load_ps(s + v * 16), x1 = _mm512_load_ps(s + v * 16 + 16);
-        mxr = _mm512_max_ps(mxr, _mm512_max_ps(x0, x1));
-        const __m512 p0 = exp2_nonpositive(_mm512_fmsub_ps(x0, cc, mr));
-        const __m512 p1 = exp2_nonpositive(_mm512_fmsub_ps(x1, cc, mr));
-        sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
-        _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
-      }
-      mx[r] = mxr;
-      sums[r] = sum;
-    }
+    for (int r = 0; r < 16; ++r)
+      sums[r] = exp_row<true>(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * kBK, &mx[r]);
     const __m512 block_max =
         _mm512_mul_ps(reduce_rows16(mx, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }), cc);
     const __mmask16 rises =
@@ -192,29 +195,16 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
     for (int v = 1; v < kNV; ++v) mx = _mm512_max_ps(mx, _mm512_load_ps(s + v * 16));
     red[r] = mx;
   }
-  const __m512 m_old = _mm512_load_ps(st.m);
-  const __m512 m_new = _mm512_max_ps(m_old, _mm512_mul_ps(reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }),
-                                                         _mm512_set1_ps(c)));
-  const __m512 cv = exp2_nonpositive(_mm512_sub_ps(m_old, m_new));
+  const __m512 m_new = _mm512_max_ps(m_prev, _mm512_mul_ps(reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }),
+                                                          _mm512_set1_ps(c)));
+  const __m512 cv = exp2_bounded(_mm512_sub_ps(m_prev, m_new));
   const __mmask16 changed = _mm512_cmp_ps_mask(cv, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ);
   _mm512_store_ps(st.m, m_new);
   _mm512_store_ps(corr, cv);
   alignas(64) float m_sub[16];
   _mm512_store_ps(m_sub, _mm512_max_ps(m_new, _mm512_set1_ps(kMaxFloor)));
   const __m512 cc = _mm512_set1_ps(c);
-  for (int r = 0; r < 16; ++r) {
-    const float* s = S + r * kBK;
-    uint16_t* p = P + r * kBK;
-    const __m512 mr = _mm512_set1_ps(m_sub[r]);
-    __m512 sum = _mm512_setzero_ps();
-    for (int v = 0; v < kNV; v += 2) {
-      const __m512 p0 = exp2_nonpositive(_mm512_fmsub_ps(_mm512_load_ps(s + v * 16), cc, mr));
-      const __m512 p1 = exp2_nonpositive(_mm512_fmsub_ps(_mm512_load_ps(s + v * 16 + 16), cc, mr));
-      sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
-      _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
-    }
-    red[r] = sum;
-  }
+  for (int r = 0; r < 16; ++r) red[r] = exp_row<false>(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * kBK, nullptr);
   const __m512 rowsum = reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
   _mm512_store_ps(st.l, _mm512_fmadd_ps(_mm512_load_ps(st.l), cv, rowsum));
   return changed;
