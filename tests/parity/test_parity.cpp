@@ -8,6 +8,7 @@
 
 #include "io/checkpoint.h"
 #include "parity/parity.h"
+#include "test_names.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
@@ -53,10 +54,7 @@ TEST_P(GoldenFile, PassesAtFp32) {
 
 INSTANTIATE_TEST_SUITE_P(Golden, GoldenFile, ::testing::ValuesIn(golden_files()),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           std::string s = stem(i.param);
-                           for (auto& ch : s)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return s;
+                           return vidax::test::gtest_name(stem(i.param));
                          });
 
 TEST(Parity, PerturbedOutputFails) {

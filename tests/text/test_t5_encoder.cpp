@@ -2,7 +2,6 @@
 // transformers' UMT5EncoderModel / T5EncoderModel (tools/golden/t5_encoder.py).
 #include <gtest/gtest.h>
 
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "text/t5_encoder.h"
+#include "test_names.h"
 #include "text/t5_parity.h"
 #include "text/wan_text_encoder.h"
 
@@ -67,11 +67,8 @@ INSTANTIATE_TEST_SUITE_P(Files, T5Golden,
                          // Test names from the file and precision (the default printed the struct's bytes,
                          // pointers included, so the names changed from build to build).
                          [](const ::testing::TestParamInfo<GoldenCase>& info) {
-                           std::string name = std::string(info.param.file);
-                           name = name.substr(0, name.find('.')) + "_" + info.param.precision;
-                           for (char& ch : name)
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           return name;
+                           const std::string file = info.param.file;
+                           return vidax::test::gtest_name(file.substr(0, file.find('.')) + "_" + info.param.precision);
                          });
 
 TEST(T5Weights, StrictMapping) {

@@ -9,6 +9,7 @@
 #include <set>
 
 #include "translate/wan.h"
+#include "test_names.h"
 
 using namespace vidax;
 using namespace vidax::translate;
@@ -134,10 +135,7 @@ TEST_P(WanKeyLists, RemovedRenamedOrReshapedKeyFailsNamingIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, WanKeyLists, ::testing::ValuesIn(kCases), [](const auto& info) {
-  std::string n = info.param.file.substr(0, info.param.file.size() - 4);
-  for (auto& ch : n)
-    if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
-  return n;
+  return vidax::test::gtest_name(info.param.file.substr(0, info.param.file.size() - 4));
 });
 
 TEST(WanKeyMaps, OriginalAndDiffusersListsAreTheSameParametersRenamed) {

@@ -7,6 +7,7 @@
 
 #include "io/checkpoint.h"
 #include "models/wan/dit_parity.h"
+#include "test_names.h"
 #include "wan_dit/helpers.h"
 
 using namespace vidax;
@@ -20,10 +21,7 @@ struct Case {
 void PrintTo(const Case& c, std::ostream* os) { *os << c.file << " (" << c.precision << ")"; }
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
-  std::string stem = std::filesystem::path(info.param.file).stem().string();
-  for (char& c : stem)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-  return stem + "_" + info.param.precision;
+  return vidax::test::gtest_name(std::filesystem::path(info.param.file).stem().string()) + "_" + info.param.precision;
 }
 
 std::vector<Case> all_cases() {
