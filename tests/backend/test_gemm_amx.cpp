@@ -233,6 +233,51 @@ TEST(GemmAmx, BitIdenticalAcrossThreadsAndBlockings) {
   expect_within_bound(s1, reference(xs, ws, std::nullopt), 1100, "few rows");
 }
 
+// Streaming (non-temporal) output stores change no bit: rows that fill whole
+// aligned lines (N a multiple of 32 for bf16, 16 for f32) take them, the rest
+// (N = 1000, 48, tails) the ordinary stores, for the plain, GELU and gated
+// residual output stages, on 1 and 2 threads. Auto streams large outputs only.
+TEST(GemmAmx, StreamingStoresChangeNoBit) {
+  REQUIRE_AMX();
+  Restore restore;
+  struct StoreScope {
+    ~StoreScope() { cpu::amx::set_stream_stores(cpu::amx::StreamStores::Auto); }
+  } store_scope;
+  auto run_all = [](cpu::amx::StreamStores mode) {
+    cpu::amx::set_stream_stores(mode);
+    std::vector<Tensor> outs;
+    for (int64_t N : {1024, 1000, 48, 2080})
+      for (int threads : {1, 2}) {
+        omp_set_num_threads(threads);
+        const int64_t M = 77, K = 300;
+        const Tensor x = randn({M, K}, 60 + N, DType::BF16), w = randn({N, K}, 61 + N, DType::BF16, 0.06);
+        const Tensor b = randn({N}, 62 + N, DType::BF16);
+        outs.push_back(run_linear(x, w, b, DType::BF16));
+        outs.push_back(run_linear(x, w, b, DType::F32));
+        outs.push_back(ops::linear_gelu(x, w, b, ops::GeluMode::Tanh));
+        outs.push_back(ops::linear_gated_residual(x, w, b, randn({M, N}, 63 + N), randn({N}, 64 + N)));
+      }
+    return outs;
+  };
+  const uint64_t before = cpu::amx::streaming_calls();
+  const std::vector<Tensor> cached = run_all(cpu::amx::StreamStores::Never);
+  EXPECT_EQ(cpu::amx::streaming_calls(), before);
+  const std::vector<Tensor> streamed = run_all(cpu::amx::StreamStores::Always);
+  EXPECT_EQ(cpu::amx::streaming_calls(), before + cached.size());
+  ASSERT_EQ(cached.size(), streamed.size());
+  for (size_t i = 0; i < cached.size(); ++i) EXPECT_TRUE(same_bits(cached[i], streamed[i])) << "output " << i;
+  // Auto: a 77 x 1024 output stays in the cache; 1024 x 2048 f32 (8 MiB) streams.
+  cpu::amx::set_stream_stores(cpu::amx::StreamStores::Auto);
+  const Tensor xs = randn({77, 64}, 65, DType::BF16), xl = randn({1024, 64}, 66, DType::BF16);
+  const Tensor ws = randn({1024, 64}, 67, DType::BF16), wl = randn({2048, 64}, 68, DType::BF16);
+  const uint64_t auto_before = cpu::amx::streaming_calls();
+  run_linear(xs, ws, std::nullopt, DType::F32);
+  EXPECT_EQ(cpu::amx::streaming_calls(), auto_before) << "small output";
+  const Tensor large = run_linear(xl, wl, std::nullopt, DType::F32);
+  EXPECT_EQ(cpu::amx::streaming_calls(), auto_before + 1) << "8 MiB output";
+  expect_within_bound(large, reference(xl, wl, std::nullopt), 64, "8 MiB output, streamed");
+}
+
 TEST(GemmAmx, PackCacheNeverServesStaleWeights) {
   REQUIRE_AMX();
   Restore restore;

@@ -34,6 +34,8 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/amx.h"
@@ -51,11 +53,37 @@ constexpr int64_t kTileElems = kTile * kChunk; // bf16 values per A or B tile (1
 
 Blocking g_blocking{256, 1536, 256, 2048};
 
+// Outputs at least this large are written with streaming stores under Auto.
+constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
+
+StreamStores initial_stream_stores() {
+  const char* v = std::getenv("VIDAX_GEMM_STREAM_STORES");
+  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return StreamStores::Auto;
+  if (std::strcmp(v, "always") == 0) return StreamStores::Always;
+  if (std::strcmp(v, "never") == 0) return StreamStores::Never;
+  throw Error(msg() << "VIDAX_GEMM_STREAM_STORES='" << v << "': expected auto, always or never");
+}
+std::atomic<int> g_stream_stores{-1};  // -1: not read from the environment yet
+std::atomic<uint64_t> g_streaming_calls{0};
+
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 }  // namespace
 
 Blocking blocking() { return g_blocking; }
+
+StreamStores stream_stores() {
+  int v = g_stream_stores.load();
+  if (v < 0) {
+    v = static_cast<int>(initial_stream_stores());
+    g_stream_stores.store(v);
+  }
+  return static_cast<StreamStores>(v);
+}
+
+void set_stream_stores(StreamStores s) { g_stream_stores.store(static_cast<int>(s)); }
+
+uint64_t streaming_calls() { return g_streaming_calls.load(); }
 
 void set_blocking(const Blocking& b) {
   VIDAX_CHECK(b.mb > 0 && b.nc > 0 && b.kc > 0 && b.kb > 0, "amx::set_blocking: sizes must be positive, got mb="
@@ -184,18 +212,20 @@ __m512 round_bf16_ps(__m512 v) {
 }
 
 // out rows [0, rows), columns [0, cols) of the block = C + bias, rounded once, then ep (whose
-// row index is m0 + r and column index n0 + j; N = out's row length).
+// row index is m0 + r and column index n0 + j; N = out's row length). With `stream`, rows
+// whose 32 columns fill whole aligned 64-byte lines of out go out as streaming stores.
 void epilogue(const float* C, int64_t ldc, int64_t rows, int64_t cols, const float* bias, void* out, int64_t ldo,
-              DType out_dtype, const Epilogue& ep, int64_t m0, int64_t n0) {
+              DType out_dtype, const Epilogue& ep, int64_t m0, int64_t n0, bool stream) {
   constexpr int kRn = _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC;
+  const int64_t osz = out_dtype == DType::F32 ? 4 : 2;
   for (int64_t r = 0; r < rows; ++r) {
     const float* cr = C + r * ldc;
     const float* res = ep.residual ? ep.residual + (m0 + r) * ldo + n0 : nullptr;
     const float* gate = ep.gate ? ep.gate + ((m0 + r) / ep.gate_rows) * ldo + n0 : nullptr;
-    for (int64_t j = 0; j < cols; j += 16) {
-      const int64_t n = std::min<int64_t>(16, cols - j);
-      const __mmask16 m = n == 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
-      __m512 v = _mm512_loadu_ps(cr + j);
+    char* orow = static_cast<char*>(out) + r * ldo * osz;
+    // The finished value of columns [j, j + 16) (lanes of m).
+    auto value = [&](int64_t j, __mmask16 m) {
+      __m512 v = _mm512_maskz_loadu_ps(m, cr + j);
       if (bias) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + j));
       switch (ep.op) {
         case Epilogue::Op::None: break;
@@ -210,10 +240,27 @@ void epilogue(const float* C, int64_t ldc, int64_t rows, int64_t cols, const flo
                                   _mm512_mul_round_ps(_mm512_maskz_loadu_ps(m, gate + j), round_bf16_ps(v), kRn), kRn);
           break;
       }
+      return v;
+    };
+    if (stream && cols == kBlock && reinterpret_cast<uintptr_t>(orow) % 64 == 0) {
+      const __m512 lo = value(0, 0xffff), hi = value(16, 0xffff);
+      if (out_dtype == DType::F32) {
+        _mm512_stream_ps(reinterpret_cast<float*>(orow), lo);
+        _mm512_stream_ps(reinterpret_cast<float*>(orow) + 16, hi);
+      } else {
+        _mm512_stream_si512(reinterpret_cast<__m512i*>(orow),
+                            _mm512_inserti64x4(_mm512_castsi256_si512(to_bf16_rne(lo)), to_bf16_rne(hi), 1));
+      }
+      continue;
+    }
+    for (int64_t j = 0; j < cols; j += 16) {
+      const int64_t n = std::min<int64_t>(16, cols - j);
+      const __mmask16 m = n == 16 ? __mmask16(0xffff) : __mmask16((1u << n) - 1);
+      const __m512 v = value(j, m);
       if (out_dtype == DType::F32)
-        _mm512_mask_storeu_ps(static_cast<float*>(out) + r * ldo + j, m, v);
+        _mm512_mask_storeu_ps(reinterpret_cast<float*>(orow) + j, m, v);
       else
-        _mm256_mask_storeu_epi16(static_cast<uint16_t*>(out) + r * ldo + j, m, to_bf16_rne(v));
+        _mm256_mask_storeu_epi16(reinterpret_cast<uint16_t*>(orow) + j, m, to_bf16_rne(v));
     }
   }
 }
@@ -249,6 +296,9 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
   const int64_t n_parts = m_blocks < threads ? std::min(col_blocks, threads / m_blocks) : 1;
   const int64_t osz = static_cast<int64_t>(dtype_size(out_dtype));
   const uint16_t* B = w.tiles();
+  const StreamStores ss = stream_stores();
+  const bool stream = ss == StreamStores::Always || (ss == StreamStores::Auto && M * N * osz >= kStreamMinBytes);
+  if (stream) g_streaming_calls.fetch_add(1, std::memory_order_relaxed);
   const int64_t c_block = mb * kBlock;  // floats of one C column block (mb x 32, row stride 32)
 
 #pragma omp parallel if (parallel)
@@ -298,12 +348,13 @@ void linear_bf16(int64_t M, const uint16_t* x, int64_t lda, const PackedWeight& 
             if (kb_end == Kp) {
               const int64_t col = n0 + j;
               epilogue(c, kBlock, mrows, std::min(kBlock, N - col), bias ? bias + col : nullptr,
-                       static_cast<char*>(out) + (m0 * N + col) * osz, N, out_dtype, ep, m0, col);
+                       static_cast<char*>(out) + (m0 * N + col) * osz, N, out_dtype, ep, m0, col, stream);
             }
           }
         }
       }
     }
+    if (stream) _mm_sfence();  // this thread's streaming stores are visible before the region's barrier
     release_tiles();
   }
 }

@@ -64,4 +64,16 @@ struct Blocking {
 Blocking blocking();
 void set_blocking(const Blocking& b);
 
+// How the output stage writes out. Streaming (non-temporal) stores send whole
+// 64-byte lines to memory without first reading them into the cache; ordinary
+// stores to an output far larger than the caches miss on every line, and those
+// misses stall the tile products (docs/dependencies.md). Auto streams when out
+// is at least kStreamMinBytes. Only speed depends on it, never a value.
+// The initial policy comes from VIDAX_GEMM_STREAM_STORES=auto|always|never.
+enum class StreamStores { Auto, Always, Never };
+StreamStores stream_stores();
+void set_stream_stores(StreamStores s);
+// Calls of linear_bf16 that wrote with streaming stores (for tests).
+uint64_t streaming_calls();
+
 }  // namespace vidax::cpu::amx
