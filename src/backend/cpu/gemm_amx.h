@@ -68,12 +68,13 @@ void set_blocking(const Blocking& b);
 // 64-byte lines to memory without first reading them into the cache; ordinary
 // stores to an output far larger than the caches miss on every line, and those
 // misses stall the tile products (docs/dependencies.md). Auto streams when out
-// is at least kStreamMinBytes. Only speed depends on it, never a value.
+// is at least 8 MiB. Only speed depends on it, never a value.
 // The initial policy comes from VIDAX_GEMM_STREAM_STORES=auto|always|never.
 enum class StreamStores { Auto, Always, Never };
 StreamStores stream_stores();
 void set_stream_stores(StreamStores s);
-// Calls of linear_bf16 that wrote with streaming stores (for tests).
+// Calls of linear_bf16 that chose streaming stores (for tests; within such a
+// call the rows whose 32 columns fill whole aligned lines use them).
 uint64_t streaming_calls();
 
 }  // namespace vidax::cpu::amx
