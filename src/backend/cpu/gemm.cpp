@@ -23,6 +23,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/common.h"
+#include "backend/cpu/env_switch.h"
 #include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/kernels.h"
 
@@ -34,37 +35,17 @@ namespace vidax::cpu {
 
 namespace {
 
-// Initial policy: VIDAX_AMX_GEMM=bysize|always|never (default bysize), for A/B
-// measurements without a rebuild; anything else is refused when first read.
-AmxGemmPolicy initial_amx_gemm_policy() {
-  const char* v = std::getenv("VIDAX_AMX_GEMM");
-  if (!v || !*v || std::string(v) == "bysize") return AmxGemmPolicy::BySize;
-  if (std::string(v) == "always") return AmxGemmPolicy::Always;
-  if (std::string(v) == "never") return AmxGemmPolicy::Never;
-  throw Error(msg() << "VIDAX_AMX_GEMM='" << v << "': expected bysize, always or never");
-}
-std::atomic<int> g_amx_gemm_policy_set{-1};  // -1: not read from the environment yet
-AmxGemmPolicy amx_gemm_policy() {
-  int p = g_amx_gemm_policy_set.load();
-  if (p < 0) {
-    p = static_cast<int>(initial_amx_gemm_policy());
-    g_amx_gemm_policy_set.store(p);
-  }
-  return static_cast<AmxGemmPolicy>(p);
-}
+// VIDAX_AMX_GEMM=bysize|always|never (default bysize), for A/B measurements.
+EnvSwitch<AmxGemmPolicy> g_amx_gemm_policy("VIDAX_AMX_GEMM", {"bysize", "always", "never"});
+AmxGemmPolicy amx_gemm_policy() { return g_amx_gemm_policy.get(); }
 std::atomic<uint64_t> g_amx_gemm_calls{0};
 std::atomic<uint64_t> g_amx_fused_calls{0};
 
 // VIDAX_FUSED_EPILOGUE=0 runs linear_gelu / linear_gated_residual as two ops (same values),
 // for A/B timing without a rebuild; 1 or unset: fused where the AMX kernel runs.
 bool fused_epilogues_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("VIDAX_FUSED_EPILOGUE");
-    if (!v || !*v || std::string(v) == "1") return true;
-    if (std::string(v) == "0") return false;
-    throw Error(msg() << "VIDAX_FUSED_EPILOGUE='" << v << "': expected 0 or 1");
-  }();
-  return on;
+  static EnvSwitch<int> fused("VIDAX_FUSED_EPILOGUE", {"1", "0"});
+  return fused.get() == 0;
 }
 
 // Rows of a tensor viewed as a [M, K] matrix with unit column stride: the row
@@ -311,9 +292,9 @@ std::string gemm_library() {
 }
 
 void set_amx_gemm_enabled(bool enabled) {
-  g_amx_gemm_policy_set = static_cast<int>(enabled ? AmxGemmPolicy::Always : AmxGemmPolicy::Never);
+  g_amx_gemm_policy.set(enabled ? AmxGemmPolicy::Always : AmxGemmPolicy::Never);
 }
-void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy_set = static_cast<int>(policy); }
+void set_amx_gemm_policy(AmxGemmPolicy policy) { g_amx_gemm_policy.set(policy); }
 uint64_t amx_gemm_calls() { return g_amx_gemm_calls.load(); }
 uint64_t amx_fused_epilogue_calls() { return g_amx_fused_calls.load(); }
 bool amx_gemm_active() { return use_amx_gemm(); }

@@ -39,6 +39,7 @@
 #include <cstring>
 
 #include "backend/cpu/amx.h"
+#include "backend/cpu/env_switch.h"
 #include "backend/cpu/vmath.h"
 #include "core/error.h"
 
@@ -56,14 +57,7 @@ Blocking g_blocking{256, 1536, 256, 2048};
 // Outputs at least this large are written with streaming stores under Auto.
 constexpr int64_t kStreamMinBytes = int64_t{8} << 20;
 
-StreamStores initial_stream_stores() {
-  const char* v = std::getenv("VIDAX_GEMM_STREAM_STORES");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "auto") == 0) return StreamStores::Auto;
-  if (std::strcmp(v, "always") == 0) return StreamStores::Always;
-  if (std::strcmp(v, "never") == 0) return StreamStores::Never;
-  throw Error(msg() << "VIDAX_GEMM_STREAM_STORES='" << v << "': expected auto, always or never");
-}
-std::atomic<int> g_stream_stores{-1};  // -1: not read from the environment yet
+EnvSwitch<StreamStores> g_stream_stores("VIDAX_GEMM_STREAM_STORES", {"auto", "always", "never"});
 std::atomic<uint64_t> g_streaming_calls{0};
 
 int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -72,16 +66,9 @@ int64_t round_up(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
 Blocking blocking() { return g_blocking; }
 
-StreamStores stream_stores() {
-  int v = g_stream_stores.load();
-  if (v < 0) {
-    v = static_cast<int>(initial_stream_stores());
-    g_stream_stores.store(v);
-  }
-  return static_cast<StreamStores>(v);
-}
+StreamStores stream_stores() { return g_stream_stores.get(); }
 
-void set_stream_stores(StreamStores s) { g_stream_stores.store(static_cast<int>(s)); }
+void set_stream_stores(StreamStores s) { g_stream_stores.set(s); }
 
 uint64_t streaming_calls() { return g_streaming_calls.load(); }
 
