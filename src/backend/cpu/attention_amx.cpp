@@ -9,13 +9,13 @@
 //   1. S[kBQ x kBK] = Q K^T (2 x 2 tile micro-kernels, fp32 tiles stored to scratch),
 //   2. online softmax in base 2 with scale * log2(e) folded into one FMA, 16 rows
 //      at a time: row max and row sum by a transposed 16-row reduction, a short
-//      exp2 polynomial (~3e-6 relative; P is rounded to bf16 anyway), P written as
-//      bf16 (RNE) two vectors per instruction. A row's base m (its running max
-//      when last moved) stays until a block's logits rise more than kLazyMax = 8
-//      above it: until then one pass over S gives P = exp2(logit - m) <= 256 and
-//      the block max together (no separate max pass; measured +9% at N = 4096,
-//      one thread); otherwise the block is redone with m moved to the new max and
-//      those rows' O rescaled (after the first blocks, rare),
+//      exp2 polynomial (7.5e-5 relative; P is rounded to bf16 anyway), P written
+//      as bf16 (RNE) two vectors per instruction. A row's base m (its running max
+//      when last moved) stays while a block's P sums to at most kLazySum = 2^16:
+//      one pass over S then gives P = exp2(logit - m) and the row sums (no max
+//      pass; measured +9% at N = 4096, one thread); otherwise the block is redone
+//      with m moved to the new max and those rows' O rescaled (after the first
+//      blocks, rare),
 //   3. O[kBQ x Dv] += P V on tiles, 8 chunks of 32 keys per O tile load/store.
 // Measured on a shared 2-core AMX machine (see the attention section of
 // bench_kernels): 256-key blocks over 32-row items beat 64/128-key blocks and
@@ -70,9 +70,10 @@ constexpr float kMaskedLogit = -1e30f;
 // Row maxima are clamped to this before subtracting: a row whose keys are all
 // masked so far (max = kMaskedLogit) then gets P = 0 instead of exp2(0) = 1.
 constexpr float kMaxFloor = -1e20f;
-// How far (log2 units) a block's logits may rise above a row's running max m before
-// m is moved: below it P = exp2(logit - m) <= 2^kLazyMax, far inside fp32 / bf16.
-constexpr float kLazyMax = 8.0f;
+// The most a row's P may sum to over one key block before the row's base m is
+// moved to the block's max: then every P = exp2(logit - m) <= 2^16, far inside
+// fp32 / bf16.
+constexpr float kLazySum = 65536.0f;
 
 static_assert(kBK % 32 == 0 && kBQ % 32 == 0, "blocks are whole 2 x 2 micro-kernels");
 
@@ -105,16 +106,17 @@ void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
   for (int64_t i = 0; i < n; ++i) dst[i] = s[i * stride];
 }
 
-// 2^x for x <= kLazyMax (or far below): 2^floor(x) * p(x - floor(x)), p a degree-4 fit of
-// 2^f on [0, 1) (relative error 2.7e-6 evaluated in fp32; P is rounded to bf16,
-// 2^-9, right after). x < -126 gives 0 (no denormals).
+// 2^x for x <= 128: 2^floor(x) * p(x - floor(x)), p a degree-3 minimax fit of 2^f on
+// [0, 1) (relative error 7.5e-5 evaluated in fp32; P is rounded to bf16 right after,
+// a relative step of 2^-8, so at most a few percent of P values round the other
+// way; the degree-4 fit cost one more FMA per 16 values). x < -126 gives 0 (no
+// denormals), x >= 128 gives inf.
 inline __m512 exp2_bounded(__m512 x) {
   const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
-  __m512 p = _mm512_set1_ps(0.013534079305827618f);
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.05201138183474541f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.24144300818443298f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6930037140846252f));
-  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0000026226043701f));
+  __m512 p = _mm512_set1_ps(0.07802419364452362f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2260672152042389f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6958337426185608f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.9999251961708069f));
   const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
   return _mm512_maskz_scalef_ps(normal, p, x);  // scalef multiplies by 2^floor(x)
 }
@@ -144,19 +146,16 @@ struct RowState {
 };
 
 // One score row of a block: P = bf16(exp2(s * c - m)) (two vectors per instruction);
-// returns the 16 partial sums of P. With kTrackMax, *mx also gets the lane-wise max of s.
-template <bool kTrackMax>
-inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p, __m512* mx) {
-  __m512 sum = _mm512_setzero_ps(), top = _mm512_set1_ps(-INFINITY);
+// returns the 16 partial sums of P.
+inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p) {
+  __m512 sum = _mm512_setzero_ps();
   for (int v = 0; v < kNV; v += 2) {
     const __m512 x0 = _mm512_load_ps(s + v * 16), x1 = _mm512_load_ps(s + v * 16 + 16);
-    if constexpr (kTrackMax) top = _mm512_max_ps(top, _mm512_max_ps(x0, x1));
     const __m512 p0 = exp2_bounded(_mm512_fmsub_ps(x0, cc, m));
     const __m512 p1 = exp2_bounded(_mm512_fmsub_ps(x1, cc, m));
     sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
     _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
   }
-  if constexpr (kTrackMax) *mx = top;
   return sum;
 }
 
@@ -166,25 +165,24 @@ inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p, __m512* 
 // the mask says which rows have corr != 1.
 inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t* P, float* corr) {
   const __m512 m_prev = _mm512_load_ps(st.m);
-  // Every row has seen a key: one pass computes P against the current m and the
-  // block's max together; only when some row's logits rise more than kLazyMax
-  // above its m is the block redone below with m moved to the new max (after the
-  // first blocks, rare). The result is the same softmax: P and l share the base.
+  // Every row has seen a key: one pass computes P against the current m. Only when
+  // some row's P sums to more than kLazySum over the block (so some logit may have
+  // risen past log2(kLazySum) above m) is the block redone below with m moved to
+  // the block's max (after the first blocks, rare). While the sum stays below it,
+  // every P <= kLazySum: far inside fp32 and bf16. The result is the same softmax:
+  // P and l share the base. Checking the sum, which is needed anyway, instead of a
+  // max of the scores saves one instruction per 16 scores.
   if (_mm512_cmp_ps_mask(m_prev, _mm512_set1_ps(kMaxFloor), _CMP_GE_OQ) == 0xffff) {
-    __m512 mx[16], sums[16];
+    __m512 sums[16];
     const __m512 cc = _mm512_set1_ps(c);
     alignas(64) float m_row[16];
     _mm512_store_ps(m_row, m_prev);
-    for (int r = 0; r < 16; ++r)
-      sums[r] = exp_row<true>(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * kBK, &mx[r]);
-    const __m512 block_max =
-        _mm512_mul_ps(reduce_rows16(mx, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }), cc);
-    const __mmask16 rises =
-        _mm512_cmp_ps_mask(block_max, _mm512_add_ps(m_prev, _mm512_set1_ps(kLazyMax)), _CMP_GT_OQ);
-    if (rises == 0) {
+    for (int r = 0; r < 16; ++r) sums[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * kBK);
+    const __m512 rowsum = reduce_rows16(sums, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+    // Not (rowsum <= kLazySum): an inf or NaN sum also takes the careful path.
+    if (_mm512_cmp_ps_mask(rowsum, _mm512_set1_ps(kLazySum), _CMP_NLE_UQ) == 0) {
       _mm512_store_ps(corr, _mm512_set1_ps(1.0f));
-      _mm512_store_ps(st.l, _mm512_add_ps(_mm512_load_ps(st.l),
-                                          reduce_rows16(sums, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); })));
+      _mm512_store_ps(st.l, _mm512_add_ps(_mm512_load_ps(st.l), rowsum));
       return 0;
     }
   }
@@ -204,7 +202,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
   alignas(64) float m_sub[16];
   _mm512_store_ps(m_sub, _mm512_max_ps(m_new, _mm512_set1_ps(kMaxFloor)));
   const __m512 cc = _mm512_set1_ps(c);
-  for (int r = 0; r < 16; ++r) red[r] = exp_row<false>(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * kBK, nullptr);
+  for (int r = 0; r < 16; ++r) red[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * kBK);
   const __m512 rowsum = reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
   _mm512_store_ps(st.l, _mm512_fmadd_ps(_mm512_load_ps(st.l), cv, rowsum));
   return changed;
