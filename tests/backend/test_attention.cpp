@@ -156,11 +156,12 @@ TEST(Attention, Bf16Inputs) {
 }
 
 TEST(Attention, Bf16RowMaxRisingSlowlyAndFast) {
-  // The AMX path keeps a row's softmax base m until a key block's logits rise more than
-  // 8 (log2 units) above it, then moves it. Logits q_i . k_j = a_i * 0.02 * j (rising) or
-  // a_i * 0.02 * (Lk - j) (falling) with a_i in {0.5, 1, 8, 32}: per 256-key block they
-  // rise 3.7, 7.4, 59 or 236 log2 units, so some blocks keep m and some must move it (a
-  // base kept over the 32x row's blocks overflows fp32: a threshold of 1000 fails here).
+  // The AMX path keeps a row's softmax base m while a key block's P = exp2(logit - m)
+  // sums to at most 2^16, else moves m to the block's max and redoes the block.
+  // Logits q_i . k_j = a_i * 0.02 * j (rising) or a_i * 0.02 * (Lk - j) (falling) with
+  // a_i in {0.5, 1, 8, 32}: per 256-key block they rise 3.7, 7.4, 59 or 236 log2
+  // units, so some blocks keep m and some must move it (P of the 32x rows overflows
+  // fp32 to inf unless m moves).
   const int64_t Lq = 40, Lk = 1290, D = 64;
   for (bool rising : {true, false}) {
     Tensor q = Tensor::zeros({1, Lq, 1, D}, DType::F32), k = randn({1, Lk, 1, D}, 31, DType::F32, 0.01);
