@@ -145,8 +145,9 @@ struct RowState {
   alignas(64) float l[16];  // running sum of exp2(logit - m)
 };
 
-// One score row of a block: P = bf16(exp2(s * c - m)) (two vectors per instruction);
-// returns the 16 partial sums of P.
+// One score row of a block: P = bf16(exp2(s * c - m)) (two vectors per instruction,
+// one 32-key chunk: p is the row's line in the block's first chunk tile, the
+// chunks kTileElems apart); returns the 16 partial sums of P.
 inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p) {
   __m512 sum = _mm512_setzero_ps();
   for (int v = 0; v < kNV; v += 2) {
@@ -154,13 +155,13 @@ inline __m512 exp_row(const float* s, __m512 cc, __m512 m, uint16_t* p) {
     const __m512 p0 = exp2_bounded(_mm512_fmsub_ps(x0, cc, m));
     const __m512 p1 = exp2_bounded(_mm512_fmsub_ps(x1, cc, m));
     sum = _mm512_add_ps(sum, _mm512_add_ps(p0, p1));
-    _mm512_store_si512(p + v * 16, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
+    _mm512_store_si512(p + (v / 2) * kTileElems, (__m512i)_mm512_cvtne2ps_pbh(p1, p0));
   }
   return sum;
 }
 
 // One key block of 16 score rows (row stride kBK): logit = s * c (c = scale * log2 e,
-// or 1 when S already holds logits). Writes P (bf16, row stride kBK), updates the
+// or 1 when S already holds logits). Writes P (bf16, as A tiles: see Worker::P), updates the
 // state and returns in corr the factor each row's previous O must be scaled by;
 // the mask says which rows have corr != 1.
 inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t* P, float* corr) {
@@ -177,7 +178,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
     const __m512 cc = _mm512_set1_ps(c);
     alignas(64) float m_row[16];
     _mm512_store_ps(m_row, m_prev);
-    for (int r = 0; r < 16; ++r) sums[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * kBK);
+    for (int r = 0; r < 16; ++r) sums[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * 32);
     const __m512 rowsum = reduce_rows16(sums, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
     // Not (rowsum <= kLazySum): an inf or NaN sum also takes the careful path.
     if (_mm512_cmp_ps_mask(rowsum, _mm512_set1_ps(kLazySum), _CMP_NLE_UQ) == 0) {
@@ -202,7 +203,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
   alignas(64) float m_sub[16];
   _mm512_store_ps(m_sub, _mm512_max_ps(m_new, _mm512_set1_ps(kMaxFloor)));
   const __m512 cc = _mm512_set1_ps(c);
-  for (int r = 0; r < 16; ++r) red[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * kBK);
+  for (int r = 0; r < 16; ++r) red[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * 32);
   const __m512 rowsum = reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
   _mm512_store_ps(st.l, _mm512_fmadd_ps(_mm512_load_ps(st.l), cv, rowsum));
   return changed;
@@ -236,6 +237,8 @@ inline void transpose16x16_epi32(__m512i (&r)[16]) {
 struct Worker {
   int64_t Dp, Dvp, dchunks, vchunks, kblocks;
   int64_t packed_b = -1, packed_h = -1;
+  // P of 16 query rows is stored as the A tiles P V loads, one 1 KiB tile per 32-key
+  // chunk ([chunk][row][32 keys]): contiguous tile loads, no row stride of kBK.
   AlignedArray<uint16_t> Kp, Vp, Q, P;
   AlignedArray<float> S, O;
   AlignedArray<uint16_t> stage;  // rows being packed
@@ -348,14 +351,14 @@ inline void qk_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_
   }
 }
 
-// O rows of the row pairs [rp0, rp1) += P (row stride kBK) times the key block's V,
+// O rows of the row pairs [rp0, rp1) += P (A tiles, see Worker::P) times the key block's V,
 // over its first kchunks chunks of 32 keys (the rest have P = 0). Row pairs run
 // innermost, so each column pass's V tiles are reused from L1.
 inline void pv_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_t kchunks, const uint16_t* P) {
   const int64_t Dvp = w.Dvp;
   for (int64_t vc = 0; vc < w.vchunks; vc += 2)
     for (int64_t rp = rp0; rp < rp1; ++rp) {
-      const uint16_t* p = P + rp * 32 * kBK;
+      const uint16_t* p = P + rp * 32 * kBK;  // row tiles 2 rp and 2 rp + 1
       float* o = w.O.data() + rp * 32 * Dvp + vc * 16;
       _tile_loadd(0, o, Dvp * 4);
       _tile_loadd(1, o + 16, Dvp * 4);
@@ -363,8 +366,8 @@ inline void pv_tiles(Worker& w, int64_t rp0, int64_t rp1, int64_t kblock, int64_
       _tile_loadd(3, o + 16 * Dvp + 16, Dvp * 4);
       for (int64_t kc = 0; kc < kchunks; ++kc) {
         const int64_t gkc = kblock * (kBK / 32) + kc;
-        _tile_loadd(4, p + kc * 32, kBK * 2);
-        _tile_loadd(5, p + 16 * kBK + kc * 32, kBK * 2);
+        _tile_loadd(4, p + kc * kTileElems, 64);
+        _tile_loadd(5, p + 16 * kBK + kc * kTileElems, 64);
         _tile_loadd(6, w.v_tile(gkc, vc), 64);
         _tile_loadd(7, w.v_tile(gkc, vc + 1), 64);
         _tile_dpbf16ps(0, 4, 6);
