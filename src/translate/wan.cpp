@@ -7,11 +7,17 @@ namespace vidax::translate::wan {
 
 namespace {
 
+// j[key] as a T; fallback when the key is absent or null. A value of another type
+// throws an Error that names the field.
 template <class T>
 T value_or(const Json& j, const char* key, T fallback) {
   auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  return it->get<T>();
+  try {
+    return it->get<T>();
+  } catch (const Json::exception&) {
+    throw Error(msg() << "config field '" << key << "' has the wrong type (" << it->dump() << ")");
+  }
 }
 
 bool has(const Json& j, const char* key) { return j.is_object() && j.contains(key); }
@@ -48,52 +54,64 @@ DitConfig DitConfig::i2v_14b() {
   return c;
 }
 
+bool is_diffusers_dit_config(const Json& j) {
+  if (!j.is_object()) return false;
+  if (has(j, "_class_name") && j["_class_name"].is_string())
+    return j["_class_name"].get<std::string>() == "WanTransformer3DModel";
+  return has(j, "num_attention_heads") || has(j, "attention_head_dim") || has(j, "in_channels");
+}
+
 DitConfig DitConfig::from_json(const Json& j) {
+  VIDAX_CHECK(j.is_object(), "Wan DiT config must be a JSON object, got " << j.dump());
+  const auto read_patch = [&](DitConfig& c) {
+    if (!has(j, "patch_size") || j["patch_size"].is_null()) return;
+    const auto p = value_or<std::vector<int64_t>>(j, "patch_size", {});
+    VIDAX_CHECK(p.size() == 3, "Wan DiT config: patch_size must be 3 integers, got " << j["patch_size"].dump());
+    c.patch_size = {p[0], p[1], p[2]};
+  };
   DitConfig c;
-  if (has(j, "num_attention_heads") && has(j, "attention_head_dim")) {
-    // diffusers WanTransformer3DModel
-    c.num_heads = j.at("num_attention_heads").get<int64_t>();
-    c.dim = c.num_heads * j.at("attention_head_dim").get<int64_t>();
+  if (is_diffusers_dit_config(j)) {
+    // WanTransformer3DModel.__init__ defaults. It builds norm_q / norm_k whatever
+    // qk_norm says (the field is never read) and applies `out_channels or
+    // in_channels` to out_channels (default 16): null means in_channels.
+    const int64_t heads = value_or<int64_t>(j, "num_attention_heads", 40);
+    c.num_heads = heads;
+    c.dim = heads * value_or<int64_t>(j, "attention_head_dim", 128);
     c.in_dim = value_or<int64_t>(j, "in_channels", 16);
-    c.out_dim = value_or<int64_t>(j, "out_channels", 16);
+    c.out_dim = has(j, "out_channels") && j["out_channels"].is_null() ? c.in_dim : value_or<int64_t>(j, "out_channels", 16);
     c.ffn_dim = value_or<int64_t>(j, "ffn_dim", 13824);
     c.freq_dim = value_or<int64_t>(j, "freq_dim", 256);
     c.text_dim = value_or<int64_t>(j, "text_dim", 4096);
     c.num_layers = value_or<int64_t>(j, "num_layers", 40);
     c.cross_attn_norm = value_or<bool>(j, "cross_attn_norm", true);
-    c.qk_norm = has(j, "qk_norm") ? !j["qk_norm"].is_null() : true;
+    c.qk_norm = true;
     c.eps = value_or<double>(j, "eps", 1e-6);
-    if (has(j, "image_dim") && !j["image_dim"].is_null())
-      c.model_type = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null() ? "flf2v" : "i2v";
-    if (has(j, "patch_size")) {
-      auto p = j["patch_size"].get<std::vector<int64_t>>();
-      VIDAX_CHECK(p.size() == 3, "Wan DiT config: patch_size must have 3 entries: " << j["patch_size"].dump());
-      c.patch_size = {p[0], p[1], p[2]};
-    }
+    c.text_len = 512;  // WanPipeline pads prompts to max_sequence_length = 512; I2V splits the context at 512
+    const bool image = has(j, "image_dim") && !j["image_dim"].is_null();
+    const bool flf = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
+    c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
+    read_patch(c);
     return c;
   }
-  VIDAX_CHECK(has(j, "dim") && has(j, "num_layers") && (has(j, "ffn_dim") || has(j, "freq_dim")),
-              "not a Wan DiT config (neither WanModel args nor a WanTransformer3DModel config): " << j.dump());
+  VIDAX_CHECK(has(j, "dim") || has(j, "num_heads") || (has(j, "_class_name") && j["_class_name"] == "WanModel"),
+              "not a Wan DiT config (neither WanModel's init args nor a WanTransformer3DModel config): " << j.dump());
+  // WanModel.__init__ defaults. Its config.json leaves out patch_size, text_dim,
+  // qk_norm, cross_attn_norm and window_size (ignore_for_config): they always take
+  // these defaults (the Wan configs all use qk_norm = cross_attn_norm = True).
   c.model_type = value_or<std::string>(j, "model_type", "t2v");
   c.text_len = value_or<int64_t>(j, "text_len", 512);
   c.in_dim = value_or<int64_t>(j, "in_dim", 16);
-  c.dim = j.at("dim").get<int64_t>();
+  c.dim = value_or<int64_t>(j, "dim", 2048);
   c.ffn_dim = value_or<int64_t>(j, "ffn_dim", 8192);
   c.freq_dim = value_or<int64_t>(j, "freq_dim", 256);
   c.text_dim = value_or<int64_t>(j, "text_dim", 4096);
   c.out_dim = value_or<int64_t>(j, "out_dim", 16);
   c.num_heads = value_or<int64_t>(j, "num_heads", 16);
-  c.num_layers = j.at("num_layers").get<int64_t>();
-  // WanModel leaves these out of config.json (ignore_for_config); the Wan
-  // configs all use qk_norm = cross_attn_norm = True, as the defaults here.
+  c.num_layers = value_or<int64_t>(j, "num_layers", 32);
   c.qk_norm = value_or<bool>(j, "qk_norm", true);
   c.cross_attn_norm = value_or<bool>(j, "cross_attn_norm", true);
   c.eps = value_or<double>(j, "eps", 1e-6);
-  if (has(j, "patch_size")) {
-    auto p = j["patch_size"].get<std::vector<int64_t>>();
-    VIDAX_CHECK(p.size() == 3, "Wan DiT config: patch_size must have 3 entries: " << j["patch_size"].dump());
-    c.patch_size = {p[0], p[1], p[2]};
-  }
+  read_patch(c);
   VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v",
               "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v or flf2v");
   return c;

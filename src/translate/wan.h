@@ -28,7 +28,10 @@ struct DitConfig {
   static DitConfig t2v_1_3b();
   static DitConfig t2v_14b();
   static DitConfig i2v_14b();
-  // WanModel init args, or a diffusers WanTransformer3DModel config; throws on neither.
+  // WanModel init args, or a diffusers WanTransformer3DModel config, with the
+  // defaults of the class that reads them; throws on neither and on a field of
+  // the wrong type. The one parser of these fields: the engine's wan::DiTConfig
+  // reads its own extra fields on top of it.
   static DitConfig from_json(const Json& j);
   Json to_json() const;  // WanModel init args
   bool operator==(const DitConfig&) const = default;
@@ -57,6 +60,9 @@ struct T5Config {
   Json to_json() const;
   bool operator==(const T5Config&) const = default;
 };
+
+// True for a diffusers WanTransformer3DModel config (its class name, else its parameter names).
+bool is_diffusers_dit_config(const Json& j);
 
 ParamSpec dit_params(const DitConfig& c);
 ParamSpec vae_params(const VaeConfig& c);

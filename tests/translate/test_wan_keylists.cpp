@@ -191,6 +191,27 @@ TEST(WanConfig, ReadsBothSpellingsAndRejectsOthers) {
   EXPECT_FALSE(wan::umt5_component().read_config(official));
 }
 
+TEST(WanConfig, DiffusersFieldsFollowWanTransformer3DModel) {
+  // WanTransformer3DModel builds norm_q / norm_k whatever qk_norm says, and takes
+  // `out_channels or in_channels` with out_channels defaulting to 16.
+  using wan::DitConfig;
+  Json d = read_header("wan2.1_dit_i2v_14b.diffusers.txt").config;
+  d["qk_norm"] = nullptr;
+  EXPECT_TRUE(DitConfig::from_json(d).qk_norm);
+  d.erase("out_channels");
+  EXPECT_EQ(DitConfig::from_json(d).out_dim, 16);  // in_channels is 36
+  d["out_channels"] = nullptr;
+  EXPECT_EQ(DitConfig::from_json(d).out_dim, 36);
+  // A field of the wrong type is refused by name.
+  d["num_layers"] = "40";
+  try {
+    DitConfig::from_json(d);
+    ADD_FAILURE() << "a string num_layers was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("num_layers"), std::string::npos) << e.what();
+  }
+}
+
 // Golden files for VAE decode (encode) and an engine that only decodes hold one
 // half of the VAE: the half is its own component, detected and matched strictly.
 TEST(WanKeyMaps, VaeHalvesAreTheirOwnComponents) {

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/wan/dit_config.h"
+#include "translate/wan.h"
 
 using vidax::wan::DiTConfig;
 using vidax::wan::DiTLayout;
@@ -57,6 +58,29 @@ TEST(WanDiTConfig, DiffusersConfigMapsToTheSameModel) {
   EXPECT_TRUE(DiTConfig::from_json(j).qk_norm);
   j["cross_attn_norm"] = false;
   EXPECT_FALSE(DiTConfig::from_json(j).cross_attn_norm);
+}
+
+TEST(WanDiTConfig, ModelFieldsAreTheTranslatorsOwn) {
+  // One parser reads the model-defining fields (translate::wan::DitConfig): the
+  // engine and the weight translator cannot disagree on a config's model. Edge
+  // cases where two parsers once differed: out_channels absent (16) or null (in_channels).
+  auto d = nlohmann::json::parse(kDiffusers14B);
+  d["in_channels"] = 36;
+  d["image_dim"] = 1280;
+  d.erase("out_channels");
+  for (int k = 0; k < 2; ++k) {
+    const DiTConfig c = DiTConfig::from_json(d);
+    const auto t = vidax::translate::wan::DitConfig::from_json(d);
+    EXPECT_EQ(c.out_dim, k == 0 ? 16 : 36);
+    EXPECT_EQ(c.out_dim, t.out_dim);
+    EXPECT_EQ(c.in_dim, t.in_dim);
+    EXPECT_EQ(c.dim, t.dim);
+    EXPECT_EQ(c.num_heads, t.num_heads);
+    EXPECT_EQ(c.model_type, t.model_type);
+    EXPECT_EQ(c.image_dim, 1280);
+    d["out_channels"] = nullptr;
+  }
+  expect_same(DiTConfig::from_json(nlohmann::json::parse(kOfficial13B)), DiTConfig::preset("wan2.1-t2v-1.3b"));
 }
 
 TEST(WanDiTConfig, RopeSplitFollowsRopeParams) {

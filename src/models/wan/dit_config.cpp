@@ -1,33 +1,37 @@
 #include "models/wan/dit_config.h"
 
 #include "core/error.h"
+#include "translate/wan.h"
 
 namespace vidax::wan {
 
 namespace {
 
-template <class T>
-void read_if(const nlohmann::json& j, const char* key, T& out) {
+// The model-defining fields, as the one config parser (translate/wan.h) reads them.
+DiTConfig from_shape(const translate::wan::DitConfig& t) {
+  DiTConfig c;
+  c.model_type = t.model_type;
+  c.patch_size = t.patch_size;
+  c.text_len = t.text_len;
+  c.in_dim = t.in_dim;
+  c.dim = t.dim;
+  c.ffn_dim = t.ffn_dim;
+  c.freq_dim = t.freq_dim;
+  c.text_dim = t.text_dim;
+  c.out_dim = t.out_dim;
+  c.num_heads = t.num_heads;
+  c.num_layers = t.num_layers;
+  c.qk_norm = t.qk_norm;
+  c.cross_attn_norm = t.cross_attn_norm;
+  c.eps = t.eps;
+  return c;
+}
+
+int64_t read_int(const nlohmann::json& j, const char* key, int64_t fallback) {
   auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return;
-  try {
-    out = it->get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(msg() << "Wan DiT config: field '" << key << "' has the wrong type (" << it->dump() << ")");
-  }
-}
-
-void read_patch(const nlohmann::json& j, std::array<int64_t, 3>& out) {
-  auto it = j.find("patch_size");
-  if (it == j.end() || it->is_null()) return;
-  VIDAX_CHECK(it->is_array() && it->size() == 3, "Wan DiT config: patch_size must be 3 integers, got " << it->dump());
-  for (size_t i = 0; i < 3; ++i) out[i] = (*it)[i].get<int64_t>();
-}
-
-bool is_diffusers(const nlohmann::json& j) {
-  if (j.contains("_class_name") && j["_class_name"].is_string())
-    return j["_class_name"].get<std::string>() == "WanTransformer3DModel";
-  return j.contains("num_attention_heads") || j.contains("attention_head_dim") || j.contains("in_channels");
+  if (it == j.end() || it->is_null()) return fallback;
+  VIDAX_CHECK(it->is_number_integer(), "Wan DiT config: field '" << key << "' has the wrong type (" << it->dump() << ")");
+  return it->get<int64_t>();
 }
 
 }  // namespace
@@ -38,53 +42,13 @@ std::array<int64_t, 3> DiTConfig::rope_axis_dims() const {
 }
 
 DiTConfig DiTConfig::from_json(const nlohmann::json& j) {
-  VIDAX_CHECK(j.is_object(), "Wan DiT config must be a JSON object, got " << j.dump());
-  DiTConfig c;
-  if (is_diffusers(j)) {
-    // diffusers WanTransformer3DModel.__init__ defaults
+  DiTConfig c = from_shape(translate::wan::DitConfig::from_json(j));
+  if (translate::wan::is_diffusers_dit_config(j)) {
     c.layout = DiTLayout::Diffusers;
-    int64_t heads = 40, head_dim = 128;
-    c.in_dim = 16, c.out_dim = 16, c.text_dim = 4096, c.freq_dim = 256, c.ffn_dim = 13824, c.num_layers = 40;
-    read_if(j, "num_attention_heads", heads);
-    read_if(j, "attention_head_dim", head_dim);
-    read_patch(j, c.patch_size);
-    read_if(j, "in_channels", c.in_dim);
-    c.out_dim = c.in_dim;  // out_channels = out_channels or in_channels
-    read_if(j, "out_channels", c.out_dim);
-    read_if(j, "text_dim", c.text_dim);
-    read_if(j, "freq_dim", c.freq_dim);
-    read_if(j, "ffn_dim", c.ffn_dim);
-    read_if(j, "num_layers", c.num_layers);
-    read_if(j, "cross_attn_norm", c.cross_attn_norm);
-    read_if(j, "eps", c.eps);
-    read_if(j, "rope_max_seq_len", c.rope_max_seq_len);
-    c.num_heads = heads;
-    c.dim = heads * head_dim;
-    // WanAttention builds norm_q/norm_k unconditionally: the qk_norm field is never read.
-    c.qk_norm = true;
-    c.text_len = 512;  // WanPipeline pads prompts to max_sequence_length=512; I2V splits at 512
-    bool image = j.contains("image_dim") && !j["image_dim"].is_null();
-    bool flf = j.contains("pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
-    c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
-    read_if(j, "image_dim", c.image_dim);
+    c.rope_max_seq_len = read_int(j, "rope_max_seq_len", c.rope_max_seq_len);
+    c.image_dim = read_int(j, "image_dim", c.image_dim);
   } else {
-    VIDAX_CHECK(j.contains("dim") || j.contains("num_heads") || j.contains("_class_name"),
-                "Wan DiT config is neither WanModel's init args nor a WanTransformer3DModel config: " << j.dump());
     c.layout = DiTLayout::Original;
-    read_if(j, "model_type", c.model_type);
-    read_patch(j, c.patch_size);
-    read_if(j, "text_len", c.text_len);
-    read_if(j, "in_dim", c.in_dim);
-    read_if(j, "dim", c.dim);
-    read_if(j, "ffn_dim", c.ffn_dim);
-    read_if(j, "freq_dim", c.freq_dim);
-    read_if(j, "text_dim", c.text_dim);
-    read_if(j, "out_dim", c.out_dim);
-    read_if(j, "num_heads", c.num_heads);
-    read_if(j, "num_layers", c.num_layers);
-    read_if(j, "qk_norm", c.qk_norm);
-    read_if(j, "cross_attn_norm", c.cross_attn_norm);
-    read_if(j, "eps", c.eps);
     if (j.contains("window_size") && j["window_size"].is_array()) {
       for (const auto& w : j["window_size"])
         VIDAX_CHECK(w.get<int64_t>() == -1, "Wan DiT config: local attention window_size "
@@ -96,18 +60,9 @@ DiTConfig DiTConfig::from_json(const nlohmann::json& j) {
 }
 
 DiTConfig DiTConfig::preset(const std::string& name) {
-  DiTConfig c;
-  c.patch_size = {1, 2, 2};
-  c.text_len = 512, c.in_dim = 16, c.out_dim = 16, c.freq_dim = 256, c.text_dim = 4096;
-  if (name == "wan2.1-t2v-1.3b") {
-    c.dim = 1536, c.ffn_dim = 8960, c.num_heads = 12, c.num_layers = 30;
-  } else if (name == "wan2.1-t2v-14b") {
-    c.dim = 5120, c.ffn_dim = 13824, c.num_heads = 40, c.num_layers = 40;
-  } else {
-    throw Error(msg() << "unknown Wan DiT preset '" << name << "' (known: wan2.1-t2v-1.3b, wan2.1-t2v-14b)");
-  }
-  c.validate();
-  return c;
+  if (name == "wan2.1-t2v-1.3b") return from_shape(translate::wan::DitConfig::t2v_1_3b());
+  if (name == "wan2.1-t2v-14b") return from_shape(translate::wan::DitConfig::t2v_14b());
+  throw Error(msg() << "unknown Wan DiT preset '" << name << "' (known: wan2.1-t2v-1.3b, wan2.1-t2v-14b)");
 }
 
 void DiTConfig::validate() const {

@@ -1,8 +1,11 @@
 // Wan 2.1 DiT configuration: the official WanModel init args
 // (wan/modules/model.py) or diffusers' WanTransformer3DModel config, parsed
-// into one struct. Defaults are WanModel's own (the official config.json omits
-// patch_size, text_dim, qk_norm, cross_attn_norm, window_size: WanModel lists
-// them in ignore_for_config, so they always take these defaults).
+// into one struct. The model-defining fields are read by the translator's parser
+// (translate::wan::DitConfig::from_json, with each class's defaults: the official
+// config.json omits patch_size, text_dim, qk_norm, cross_attn_norm, window_size,
+// which WanModel lists in ignore_for_config); from_json adds the engine's own
+// fields (layout, RoPE table length, image width) and checks what runs. The
+// struct's defaults are WanModel's.
 #pragma once
 #include <array>
 #include <cstdint>
