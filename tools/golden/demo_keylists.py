@@ -8,40 +8,17 @@ Writes tests/pipeline/data/demo_{dit,vae,t5}.txt.
 """
 import json
 import os
-import sys
-import types
 
 import torch
+from wan_reference import WAN21_REPO as REPO
+from wan_reference import load
 
-REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
-sys.path.insert(0, REPO)
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "pipeline", "data")
 
-# Importing wan/__init__ pulls optional packages; load the module files only.
-import importlib.util
-
-
-def load(name, rel):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, rel))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-pkg = types.ModuleType("wan")
-pkg.__path__ = [os.path.join(REPO, "wan")]
-sys.modules["wan"] = pkg
-mods = types.ModuleType("wan.modules")
-mods.__path__ = [os.path.join(REPO, "wan", "modules")]
-sys.modules["wan.modules"] = mods
-attention = load("wan.modules.attention", "wan/modules/attention.py")
-model = load("wan.modules.model", "wan/modules/model.py")
-vae = load("wan.modules.vae", "wan/modules/vae.py")
-# t5.py evaluates torch.cuda.current_device() as a default argument at import
-# time; on a machine without a GPU, answer "cpu" (no effect on the modules).
-torch.cuda.current_device = lambda: "cpu"
-t5 = load("wan.modules.t5", "wan/modules/t5.py")
+attention = load("wan.modules.attention")
+model = load("wan.modules.model")
+vae = load("wan.modules.vae")
+t5 = load("wan.modules.t5")
 
 # Keep in sync with wan2.1-tiny-demo in src/pipeline/wan_presets.cpp.
 DIT = dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=64, ffn_dim=128, freq_dim=64,

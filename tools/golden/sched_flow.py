@@ -16,7 +16,6 @@ the way the reference pipeline calls it (Wan: unsqueeze(0) of the latent).
 
 Usage: WAN21_REPO=/work/ref/Wan2.1 python tools/golden/sched_flow.py [out_dir]
 """
-import importlib.util
 import json
 import math
 import os
@@ -24,17 +23,9 @@ import sys
 
 import torch
 from safetensors.torch import save_file
+from wan_reference import load
 
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 LATENT_SHAPE = (16, 2, 4, 6)
-
-
-def load_module(name, rel):
-    # Import the solver files alone (wan/__init__.py pulls the whole model stack).
-    spec = importlib.util.spec_from_file_location(name, os.path.join(WAN21_REPO, rel))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 def run(scheduler, timesteps, latent, outputs, wan_layout, generator=None):
@@ -59,7 +50,7 @@ def make_case(kind, steps, shift, seed, **extra):
     T = 1000
     step_generator = None
     if kind == "sched.flow_unipc":
-        m = load_module("fm_solvers_unipc", "wan/utils/fm_solvers_unipc.py")
+        m = load("wan.utils.fm_solvers_unipc")
         s = m.FlowUniPCMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False, **extra)
         s.set_timesteps(steps, device="cpu", shift=shift)
         timesteps = s.timesteps
@@ -79,7 +70,7 @@ def make_case(kind, steps, shift, seed, **extra):
         wan_layout = False
         kind = "sched.flow_unipc"
     elif kind == "sched.flow_dpmpp":
-        m = load_module("fm_solvers", "wan/utils/fm_solvers.py")
+        m = load("wan.utils.fm_solvers")
         s = m.FlowDPMSolverMultistepScheduler(num_train_timesteps=T, shift=1, use_dynamic_shifting=False, **extra)
         timesteps, _ = m.retrieve_timesteps(s, device="cpu", sigmas=m.get_sampling_sigmas(steps, shift))
         config = dict(s.config)

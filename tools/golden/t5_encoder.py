@@ -21,34 +21,14 @@ skipped multiplication or a wrong bucket shows up.
 """
 import json
 import os
-import sys
-import types
 
 import torch
 from safetensors.torch import save_file
+from wan_reference import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GOLDEN = os.path.join(ROOT, "tests", "golden")
 DATA = os.path.join(ROOT, "tests", "text", "data")
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
-
-
-def import_wan_t5():
-    # Import wan/modules/t5.py without running wan/__init__.py (which pulls the
-    # whole pipeline); t5.py evaluates torch.cuda.current_device() as a default
-    # argument at import time, so give it a CPU answer while importing.
-    for name, sub in [("wan", ""), ("wan.modules", "modules")]:
-        if name not in sys.modules:
-            m = types.ModuleType(name)
-            m.__path__ = [os.path.join(WAN21_REPO, "wan", sub)]
-            sys.modules[name] = m
-    saved = torch.cuda.current_device
-    torch.cuda.current_device = lambda: "cpu"
-    try:
-        import wan.modules.t5 as t5
-    finally:
-        torch.cuda.current_device = saved
-    return t5
 
 
 def perturb_(model, pos_names):
@@ -138,7 +118,7 @@ def buckets(t5):
 
 
 def main():
-    t5 = import_wan_t5()
+    t5 = load("wan.modules.t5")
     from transformers import T5Config, T5EncoderModel, UMT5Config, UMT5EncoderModel
     os.makedirs(GOLDEN, exist_ok=True)
     official(t5, False, "t5_umt5_official.safetensors", 1)

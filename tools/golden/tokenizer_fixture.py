@@ -12,27 +12,17 @@ called as T5EncoderModel.__call__ calls it (return_mask=True,
 add_special_tokens=True). Official code is imported from $WAN21_REPO
 (default /work/ref/Wan2.1), never copied.
 """
-import importlib.util
 import json
 import os
 import shutil
-import sys
 import tempfile
 
 import ftfy
 import transformers
+from wan_reference import load
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "text", "data")
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
-
-
-def load_wan_tokenizers():
-    path = os.path.join(WAN21_REPO, "wan", "modules", "tokenizers.py")
-    spec = importlib.util.spec_from_file_location("wan_tokenizers", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 LONG = " ".join(
@@ -80,7 +70,7 @@ SHORT_CASES = [(0, 4), (0, 9), (0, 10), (7, 1), (26, 6)]
 
 
 def main():
-    wan = load_wan_tokenizers()
+    wan = load("wan.modules.tokenizers")
     model = os.path.join(DATA, "tiny_spiece.model")
     with tempfile.TemporaryDirectory() as d:
         shutil.copy(model, os.path.join(d, "spiece.model"))

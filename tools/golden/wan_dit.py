@@ -38,26 +38,19 @@ Usage: WAN21_REPO=/work/ref/Wan2.1 python tools/golden/wan_dit.py [OUT_DIR]
 import json
 import os
 import sys
-import types
 
 import numpy as np
 import torch
 from safetensors.torch import save_file
+from wan_reference import load
 
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "tests", "golden")
 
 
 def import_wan_model():
-    """Imports wan/modules/model.py without wan/__init__.py (which pulls the pipelines)."""
-    sys.path.insert(0, WAN21_REPO)
-    for pkg, sub in (("wan", "wan"), ("wan.modules", "wan/modules")):
-        if pkg not in sys.modules:
-            m = types.ModuleType(pkg)
-            m.__path__ = [os.path.join(WAN21_REPO, sub)]
-            sys.modules[pkg] = m
-    import wan.modules.model as model
+    """wan/modules/model.py, its flash_attention replaced by fp32_attention."""
+    model = load("wan.modules.model")
     model.flash_attention = fp32_attention  # the module calls it by this global name
     return model
 

@@ -18,11 +18,10 @@ Run on a developer machine; only its text output is committed.
 import json
 import os
 import sys
-import types
 
 import torch
+from wan_reference import WAN21_REPO, load
 
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "tests", "translate", "data")
 
@@ -30,25 +29,8 @@ DTYPE = {torch.float32: "F32", torch.bfloat16: "BF16", torch.float16: "F16"}
 
 
 def import_wan_modules():
-    """Imports wan/modules/{model,vae,t5}.py without wan/__init__.py (which pulls
-    the pipelines). t5.py evaluates torch.cuda.current_device() as a default
-    argument at import time; on a CPU-only machine that raises, so it is
-    replaced for the import only (no math is touched)."""
-    sys.path.insert(0, WAN21_REPO)
-    for pkg, sub in (("wan", "wan"), ("wan.modules", "wan/modules")):
-        if pkg not in sys.modules:
-            m = types.ModuleType(pkg)
-            m.__path__ = [os.path.join(WAN21_REPO, sub)]
-            sys.modules[pkg] = m
-    saved = torch.cuda.current_device
-    torch.cuda.current_device = lambda: "cpu"
-    try:
-        from wan.modules.model import WanModel
-        from wan.modules.t5 import T5Encoder
-        from wan.modules.vae import WanVAE_
-    finally:
-        torch.cuda.current_device = saved
-    return WanModel, WanVAE_, T5Encoder
+    """WanModel, WanVAE_ and T5Encoder from the official module files."""
+    return load("wan.modules.model").WanModel, load("wan.modules.vae").WanVAE_, load("wan.modules.t5").T5Encoder
 
 
 def write(name, header, sd, dtype):

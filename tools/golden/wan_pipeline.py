@@ -24,7 +24,6 @@ and tests/golden/pipeline/wan_pipeline_tiny.safetensors (kind wan.pipeline.t2v):
 
 Usage: WAN21_REPO=/work/ref/Wan2.1 SPIECE=<tiny spiece.model> python tools/golden/wan_pipeline.py
 """
-import importlib.util
 import json
 import os
 import shutil
@@ -34,8 +33,8 @@ import types
 import torch
 from easydict import EasyDict
 from safetensors.torch import save_file
+from wan_reference import load, package
 
-REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
 SPIECE = os.environ.get("SPIECE", os.path.join(ROOT, "tests", "text", "data", "tiny_spiece.model"))
@@ -53,37 +52,21 @@ REQUEST = dict(prompt="a red panda climbing a bamboo tree in the snow", negative
                width=48, steps=3, seed=42, guidance=5.0, shift=5.0, sampler="unipc")
 
 
-def load(name, rel):
-    spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, rel))
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def package(name, rel):
-    p = types.ModuleType(name)
-    p.__path__ = [os.path.join(REPO, rel)]
-    sys.modules[name] = p
-
-
 # Import only the module files needed (wan/__init__ pulls optional packages).
-package("wan", "wan")
-package("wan.modules", "wan/modules")
-package("wan.utils", "wan/utils")
-package("wan.distributed", "wan/distributed")
-torch.cuda.current_device = lambda: "cpu"  # t5.py evaluates it as a default argument at import
-attention = load("wan.modules.attention", "wan/modules/attention.py")
-model_mod = load("wan.modules.model", "wan/modules/model.py")
-vae_mod = load("wan.modules.vae", "wan/modules/vae.py")
-t5_mod = load("wan.modules.t5", "wan/modules/t5.py")
-tok_mod = load("wan.modules.tokenizers", "wan/modules/tokenizers.py")
-load("wan.utils.fm_solvers", "wan/utils/fm_solvers.py")
-load("wan.utils.fm_solvers_unipc", "wan/utils/fm_solvers_unipc.py")
+# current_device stays "cpu" for the whole run, not only while importing.
+torch.cuda.current_device = lambda: "cpu"
+attention = load("wan.modules.attention")
+model_mod = load("wan.modules.model")
+vae_mod = load("wan.modules.vae")
+t5_mod = load("wan.modules.t5")
+tok_mod = load("wan.modules.tokenizers")
+load("wan.utils.fm_solvers")
+load("wan.utils.fm_solvers_unipc")
 fsdp = types.ModuleType("wan.distributed.fsdp")
 fsdp.shard_model = None  # imported by text2video.py, used only with FSDP
+package("wan.distributed")
 sys.modules["wan.distributed.fsdp"] = fsdp
-t2v_mod = load("wan.text2video", "wan/text2video.py")
+t2v_mod = load("wan.text2video")
 
 
 def fp32_attention(q, k, v, q_lens=None, k_lens=None, window_size=(-1, -1), **kw):
@@ -191,7 +174,7 @@ def main():
 
     wan_vae.decode = decode_and_capture
 
-    shared_neg = load("wan_shared_config", "wan/configs/shared_config.py").wan_shared_cfg.sample_neg_prompt
+    shared_neg = load("wan.configs.shared_config").wan_shared_cfg.sample_neg_prompt
     pipe = t2v_mod.WanT2V.__new__(t2v_mod.WanT2V)
     pipe.device = torch.device("cpu")
     pipe.config = EasyDict(num_train_timesteps=1000, param_dtype=torch.float32)

@@ -21,29 +21,19 @@ frames encode in chunks of 1, 4, 4.
 Usage: WAN21_REPO=/path/to/Wan2.1 python tools/golden/wan_vae.py [--out tests/golden]
 """
 import argparse
-import importlib.util
 import json
 import os
 
 import torch
 from safetensors.torch import save_file
+from wan_reference import load
 
-WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
 
 # The official WanVAE wrapper's latent statistics (wan/modules/vae.py, class WanVAE).
 LATENT_MEAN = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508,
                0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921]
 LATENT_STD = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
               3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160]
-
-
-def load_official_vae_module():
-    # Import vae.py by path: importing the `wan` package pulls optional dependencies.
-    path = os.path.join(WAN21_REPO, "wan", "modules", "vae.py")
-    spec = importlib.util.spec_from_file_location("wan21_vae", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def randomize_(model, seed):
@@ -100,7 +90,7 @@ def save(path, tensors, kind, config):
 
 
 def official_files(out_dir):
-    vae_mod = load_official_vae_module()
+    vae_mod = load("wan.modules.vae")
     config = dict(dim=4, z_dim=16, dim_mult=[1, 2, 4, 4], num_res_blocks=2, attn_scales=[],
                   temperal_downsample=[False, True, True], dropout=0.0)
     torch.manual_seed(0)
