@@ -139,6 +139,11 @@ inline __m512 reduce_rows16(const __m512 (&v)[16], Op op) {
   return op(_mm512_shuffle_ps(z[0], z[1], 0x88), _mm512_shuffle_ps(z[0], z[1], 0xDD));
 }
 
+// The combining steps reduce_rows16 is used with: row sums and row maxima (lambdas,
+// so that each reduction is inlined as one type).
+constexpr auto add16 = [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); };
+constexpr auto max16 = [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); };
+
 // Online-softmax state of 16 query rows (base-2 logits).
 struct RowState {
   alignas(64) float m[16];  // running max of the logits
@@ -179,7 +184,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
     alignas(64) float m_row[16];
     _mm512_store_ps(m_row, m_prev);
     for (int r = 0; r < 16; ++r) sums[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_row[r]), P + r * 32);
-    const __m512 rowsum = reduce_rows16(sums, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+    const __m512 rowsum = reduce_rows16(sums, add16);
     // Not (rowsum <= kLazySum): an inf or NaN sum also takes the careful path.
     if (_mm512_cmp_ps_mask(rowsum, _mm512_set1_ps(kLazySum), _CMP_NLE_UQ) == 0) {
       _mm512_store_ps(corr, _mm512_set1_ps(1.0f));
@@ -194,8 +199,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
     for (int v = 1; v < kNV; ++v) mx = _mm512_max_ps(mx, _mm512_load_ps(s + v * 16));
     red[r] = mx;
   }
-  const __m512 m_new = _mm512_max_ps(m_prev, _mm512_mul_ps(reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_max_ps(a, b); }),
-                                                          _mm512_set1_ps(c)));
+  const __m512 m_new = _mm512_max_ps(m_prev, _mm512_mul_ps(reduce_rows16(red, max16), _mm512_set1_ps(c)));
   const __m512 cv = exp2_bounded(_mm512_sub_ps(m_prev, m_new));
   const __mmask16 changed = _mm512_cmp_ps_mask(cv, _mm512_set1_ps(1.0f), _CMP_NEQ_UQ);
   _mm512_store_ps(st.m, m_new);
@@ -204,7 +208,7 @@ inline __mmask16 softmax_rows16(const float* S, float c, RowState& st, uint16_t*
   _mm512_store_ps(m_sub, _mm512_max_ps(m_new, _mm512_set1_ps(kMaxFloor)));
   const __m512 cc = _mm512_set1_ps(c);
   for (int r = 0; r < 16; ++r) red[r] = exp_row(S + r * kBK, cc, _mm512_set1_ps(m_sub[r]), P + r * 32);
-  const __m512 rowsum = reduce_rows16(red, [](__m512 a, __m512 b) { return _mm512_add_ps(a, b); });
+  const __m512 rowsum = reduce_rows16(red, add16);
   _mm512_store_ps(st.l, _mm512_fmadd_ps(_mm512_load_ps(st.l), cv, rowsum));
   return changed;
 }

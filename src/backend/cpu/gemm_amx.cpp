@@ -35,7 +35,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cstdlib>
 #include <cstring>
 
 #include "backend/cpu/amx.h"
