@@ -79,7 +79,6 @@ def flatten(obj, prefix=""):
 
 def write_gguf(path, expected):
     import gguf  # only this fixture needs it
-    import numpy as np
     g = torch.Generator().manual_seed(99)
     tensors = {
         "blk.0.w_f32": torch.randn(3, 4, generator=g),
