@@ -193,7 +193,8 @@ int main(int argc, char** argv) {
       cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);  // the default dispatch
     }
     // The fused output stages (ops::linear_gelu, ops::linear_gated_residual) at the FFN shapes,
-    // next to the plain linear above: what the GELU / gated residual add inside the GEMM.
+    // next to the plain linear above (what the GELU / gated residual add inside the GEMM)
+    // and to the same two ops run one after the other.
     if (amx && gemm_shapes.empty()) {
       cpu::set_amx_gemm_policy(cpu::AmxGemmPolicy::BySize);
       const int64_t M = 3120, D = 1536, F = 8960;
@@ -205,10 +206,20 @@ int main(int argc, char** argv) {
                                 [&] { ops::linear_gelu(x, w_up, std::nullopt, ops::GeluMode::Tanh); });
       std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn up + GELU (fused)",
                   (long)M, (long)D, (long)F, up.gflops, up.peak, 100.0 * up.ratio());
+      const Figure up2 = measure(reps, 2.0 * M * D * F, amx_peak, [&] {
+        ops::gelu(ops::linear(x, w_up, std::nullopt), ops::GeluMode::Tanh);
+      });
+      std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn up; GELU (2 ops)",
+                  (long)M, (long)D, (long)F, up2.gflops, up2.peak, 100.0 * up2.ratio());
       const Figure down = measure(reps, 2.0 * M * D * F, amx_peak,
                                   [&] { ops::linear_gated_residual(h3, w_down, std::nullopt, residual, gate); });
       std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn down + gated res.",
                   (long)M, (long)F, (long)D, down.gflops, down.peak, 100.0 * down.ratio());
+      const Figure down2 = measure(reps, 2.0 * M * D * F, amx_peak, [&] {
+        ops::gated_residual(residual, gate, ops::linear(h3, w_down, std::nullopt));
+      });
+      std::printf("%-6s %-7s %-24s %6ld %6ld %6ld %10.1f %10.1f %7.0f%%\n", "BF16", "amx", "ffn down; g.res. (2 ops)",
+                  (long)M, (long)F, (long)D, down2.gflops, down2.peak, 100.0 * down2.ratio());
       cpu::clear_weight_pack_cache();
     }
     std::printf("(peak: fp32 FMA for F32, AMX-BF16 for BF16, the higher of readings right before and after each run)\n\n");
