@@ -19,11 +19,6 @@
 namespace vidax::sched {
 namespace {
 
-float flow_lambda(float sigma) {
-  const float alpha = 1.0f - sigma;
-  return torch_logf(alpha) - torch_logf(sigma);
-}
-
 class FlowDpmpp final : public Scheduler {
  public:
   explicit FlowDpmpp(const SchedulerOptions& opt)

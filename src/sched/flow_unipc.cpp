@@ -19,12 +19,6 @@
 namespace vidax::sched {
 namespace {
 
-// lambda = log(alpha) - log(sigma), alpha = 1 - sigma (float32; +inf at sigma 0).
-float flow_lambda(float sigma) {
-  const float alpha = 1.0f - sigma;
-  return torch_logf(alpha) - torch_logf(sigma);
-}
-
 // torch.linalg.solve of the 2x2 UniC system [[1, 1], [rk, 1]] rho = b in float32
 // as the x86 wheel's LAPACK (MKL sgesv) computes it, found by matching its
 // outputs on 6000 random systems: partial pivoting (first maximum wins ties),

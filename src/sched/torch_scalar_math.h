@@ -13,4 +13,8 @@ float torch_logf(float x);
 float torch_expf(float x);
 float torch_expm1f(float x);
 
+// The flow solvers' lambda = log(alpha) - log(sigma), alpha = 1 - sigma, in float32
+// as the reference computes it (+inf at sigma 0, -inf at sigma 1).
+inline float flow_lambda(float sigma) { return torch_logf(1.0f - sigma) - torch_logf(sigma); }
+
 }  // namespace vidax::sched
