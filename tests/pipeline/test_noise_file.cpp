@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "scratch.h"
 #include <unistd.h>
 
@@ -13,16 +14,7 @@
 using namespace vidax;
 using namespace vidax::pipeline;
 
-namespace {
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-}  // namespace
+using test::error_of;
 
 TEST(WanT2V, NoiseFile) {
   namespace fs = std::filesystem;

@@ -3,6 +3,8 @@
 // control flow: CFG order and formula, noise, sampler use, NaN stop, Ctrl-C
 // stop, warnings, and the validation messages.
 #include <gtest/gtest.h>
+
+#include "error_of.h"
 #include <unistd.h>
 
 #include <cmath>
@@ -64,16 +66,9 @@ T2VRequest small_request() {
   return r;
 }
 
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
+
+using test::error_of;
 
 TEST(WanT2V, GuidanceCondThenUncondAndOneEulerStep) {
   StandIn m;

@@ -2,6 +2,7 @@
 // layouts) and the clear errors when something is missing or mismatched.
 #include <gtest/gtest.h>
 
+#include "error_of.h"
 #include "scratch.h"
 #include <unistd.h>
 
@@ -24,16 +25,9 @@ void touch(const fs::path& p, const std::string& text = "") {
   fs::create_directories(p.parent_path());
   std::ofstream(p) << text;
 }
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
-
 }  // namespace
+
+using test::error_of;
 
 TEST(WanWeights, OriginalLayout) {
   fs::path d = fresh_dir("orig");
