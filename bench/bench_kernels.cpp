@@ -229,13 +229,15 @@ int main(int argc, char** argv) {
     std::printf("%-6s %-30s %10s %10s %8s %10s\n", "dtype", "flash attention", "GFLOP/s", "peak", "ratio", "vs GEMM");
     // The comparison shape, then the Wan 1.3B DiT's own: self-attention over the
     // 832x480 latent tokens (1560 per latent frame: 3120 at 5 video frames, 7800 at
-    // 17, where K and V of a head no longer fit L2) and text cross-attention (512 keys).
+    // 17, where K and V of a head no longer fit L2; 32760 at 81, the published 480p
+    // shape, 2 of its 12 heads) and text cross-attention (512 keys).
     struct AttnCase { DType dt; int64_t Lq, Lk, H, D; const char* what; };
     const int64_t N = quick ? 2048 : 4096;
     std::vector<AttnCase> cases = {{DType::F32, N, N, 2, 128, "N=%ld d=128 heads=2"},
                                    {DType::BF16, N, N, 2, 128, "N=%ld d=128 heads=2"},
                                    {DType::BF16, 3120, 3120, 12, 128, "Wan self L=3120 h=12"},
                                    {DType::BF16, 7800, 7800, 12, 128, "Wan self L=7800 h=12"},
+                                   {DType::BF16, 32760, 32760, 2, 128, "Wan self L=32760 h=2"},
                                    {DType::BF16, 768, 512, 12, 128, "Wan cross 768x512 h=12"}};
     if (quick) cases.resize(2);
     // --only attention: measure just the reference GEMM shape for the "vs GEMM" column.
