@@ -37,7 +37,7 @@ struct SchedulerOptions {
   // flow_unipc sigma grid: "wan" (the official FlowUniPCMultistepScheduler) or
   // "diffusers" (UniPCMultistepScheduler with use_flow_sigmas, as diffusers' WanPipeline).
   std::string unipc_sigmas = "wan";
-  std::vector<int64_t> disable_corrector;  // flow_unipc: steps whose corrector is skipped
+  std::vector<int64_t> disable_corrector{};  // flow_unipc: steps whose corrector is skipped
   // flow_euler: x0 re-noised with fresh noise instead of the ODE step.
   bool stochastic_sampling = false;
 };
