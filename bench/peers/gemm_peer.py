@@ -39,7 +39,7 @@ def torch_linear(threads):
     return make
 
 
-def jax_linear(threads):
+def jax_linear():
     import jax
     import jax.numpy as jnp
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}")
@@ -65,7 +65,7 @@ def main():
     if args.reps < 1:
         ap.error("--reps must be at least 1")
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
-    make = torch_linear(args.threads) if args.impl == "torch" else jax_linear(args.threads)
+    make = torch_linear(args.threads) if args.impl == "torch" else jax_linear()
     print(f"{'GEMM y = x W^T + b':<26}{'M':>7}{'K':>7}{'N':>7}{'GFLOP/s':>11}")
     for name, M, K, N in SHAPES:
         run = make(M, K, N)
