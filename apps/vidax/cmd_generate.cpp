@@ -1,7 +1,8 @@
-// `vidax generate`: text-to-video with a Wan 2.1 checkpoint (DESIGN.md §1).
-// Parses options, fills unset ones from the model's preset (the official
-// defaults), validates the request BEFORE loading weights, loads, runs with a
-// progress bar, writes the video (temp file + rename) and a JSON sidecar.
+// `vidax generate`: text-to-video with any registered family (DESIGN.md §1).
+// Parses options, finds the family and variant (--model or the weights),
+// fills unset options from the variant's defaults (the official ones),
+// validates the request and its memory BEFORE loading weights, loads, runs
+// with a progress bar, writes the video (temp file + rename) and a JSON sidecar.
 #include <omp.h>
 
 #include <chrono>
@@ -14,12 +15,12 @@
 #include "commands.h"
 #include "core/error.h"
 #include "dist/mesh.h"
+#include "engine/families.h"
+#include "pipeline/generate.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/memory_plan.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
-#include "pipeline/sampler.h"
-#include "pipeline/wan_t2v.h"
-#include "pipeline/wan_t2v_load.h"
 
 // OpenBLAS keeps its own thread pool beside OpenMP's.
 extern "C" void openblas_set_num_threads(int);
@@ -60,30 +61,35 @@ int run_generate(const GenerateArgs& a) {
   g_quiet = !lead;
 
   // Model and request, checked before anything heavy happens.
-  WanT2VPreset preset = resolve_wan_t2v_preset(a.weights, a.model);
-  T2VRequest req;
+  const engine::Resolved model = engine::resolve(a.weights, a.model);
+  const Defaults& d = model.variant.defaults;
+  Request req;
   req.prompt = a.prompt;
   req.negative_prompt = a.negative_prompt.value_or("");
-  req.default_negative_prompt = preset.negative_prompt;
-  req.frames = a.frames.value_or(preset.frames);
-  req.height = a.height.value_or(preset.height);
-  req.width = a.width.value_or(preset.width);
-  req.steps = a.steps.value_or(preset.steps);
-  req.guidance = a.guidance.value_or(preset.guidance);
-  req.shift = a.shift.value_or(preset.shift);
-  req.sampler = a.sampler.empty() ? preset.sampler : a.sampler;
+  req.default_negative_prompt = d.negative_prompt;
+  req.frames = a.frames.value_or(d.frames);
+  req.height = a.height.value_or(d.height);
+  req.width = a.width.value_or(d.width);
+  req.steps = a.steps.value_or(d.steps);
+  req.guidance = a.guidance.value_or(d.guidance);
+  req.shift = a.shift.value_or(d.shift);
+  req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
   // the seed used is recorded either way.
   req.seed = a.seed && *a.seed >= 0 ? static_cast<uint64_t>(*a.seed) : std::random_device{}() % 2147483648u;
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
-  const double fps = a.fps.value_or(preset.fps);
+  const double fps = a.fps.value_or(d.fps);
   VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
-  WanGeometry geom;
-  geom.text_len = preset.text_len;
+  Geometry geom = model.family->geometry(model.variant.name);
   validate_request(geom, req);
   if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
+  const std::string precision = a.precision.empty() ? d.precision : a.precision;
+  check_memory(model.family->memory_plan(model.variant.name, req, precision),
+               static_cast<double>(mem_available_bytes()), static_cast<double>(mem_total_bytes()),
+               [](const std::string& s) { note("warning: " + s); });
 
-  const std::string out_path = a.output.empty() ? preset.name + "-seed" + std::to_string(req.seed) + ".mp4" : a.output;
+  const std::string out_path =
+      a.output.empty() ? model.variant.name + "-seed" + std::to_string(req.seed) + ".mp4" : a.output;
   const OutputFormat format =
       a.output_format.empty() ? output_format_from_path(out_path) : parse_output_format(a.output_format);
   {
@@ -92,15 +98,16 @@ int run_generate(const GenerateArgs& a) {
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
 
-  // Load.
+  // Load. A one-shot run frees the text encoder once the prompts are encoded.
   auto t0 = std::chrono::steady_clock::now();
-  WanT2VLoadOptions lo;
+  LoadOptions lo;
   lo.weights_dir = a.weights;
-  lo.model = preset.name;
+  lo.model = model.variant.name;
   lo.precision = a.precision;
   lo.on_stage = [](const std::string& s) { note(s); };
   lo.mesh = mesh.get();
-  LoadedWanT2V loaded = load_wan_t2v(lo);
+  lo.text_encoder = Residency::FreeAfterUse;
+  LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
   validate_request(geom, req);  // the loaded configs are the final word
@@ -112,7 +119,7 @@ int run_generate(const GenerateArgs& a) {
        std::to_string(req.seed));
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
-  T2VEvents ev;
+  Events ev;
   ev.on_stage = [&](const std::string& s) {
     if (s == "denoising") return;  // the bar shows it
     if (s == "decoding the video" && bar) bar->finish();  // end the bar's line before the next message
@@ -122,9 +129,9 @@ int run_generate(const GenerateArgs& a) {
     if (bar) bar->update(done, secs);
   };
   ev.warn = [](const std::string& s) { note("warning: " + s); };
-  T2VResult res;
+  Result res;
   try {
-    res = run_wan_t2v(loaded.parts, req, ev, lead && format != OutputFormat::Latents);  // decode: rank 0 only
+    res = run_generation(loaded.parts, req, ev, lead && format != OutputFormat::Latents);  // decode: rank 0 only
   } catch (...) {
     if (bar) bar->finish();
     throw;
@@ -134,11 +141,13 @@ int run_generate(const GenerateArgs& a) {
 
   // Write.
   nlohmann::json params{{"vidax_version", VIDAX_VERSION},
-                        {"model", loaded.preset.name},
+                        {"model", loaded.variant.name},
+                        {"family", model.family->name()},
                         {"weights", a.weights},
-                        {"layout", loaded.files.layout},
+                        {"layout", loaded.layout},
                         {"prompt", req.prompt},
                         {"negative_prompt", res.negative_prompt},
+                        {"denoiser_calls", res.denoiser_calls},
                         {"seed", req.seed},
                         {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
                         {"frames", req.frames},
@@ -170,27 +179,27 @@ int run_generate(const GenerateArgs& a) {
 
 Command add_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  CLI::App* sub = app.add_subcommand("generate", "Generate a video from a text prompt (Wan 2.1 T2V)");
+  CLI::App* sub = app.add_subcommand("generate", "Generate a video from a text prompt (text-to-video)");
   sub->add_option("--model", a->model,
-                  "wan2.1-t2v-1.3b | wan2.1-t2v-14b | wan2.1-tiny-demo (default: detected from --weights)");
+                  engine::variant_names() + " (default: detected from --weights; `vidax models` lists them)");
   sub->add_option("--weights", a->weights, "Checkpoint directory (original or diffusers layout)")->required();
   sub->add_option("--prompt", a->prompt, "The text prompt")->required();
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
-  sub->add_option("--frames", a->frames, "Frame count, 4k+1 (default 81)");
+  sub->add_option("--frames", a->frames, "Frame count: 4k+1 for Wan (default per model)");
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
-  sub->add_option("--steps", a->steps, "Sampling steps (default 50)");
+  sub->add_option("--steps", a->steps, "Sampling steps (default per model)");
   sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
-  sub->add_option("--guidance", a->guidance, "Classifier-free guidance scale (default 5.0)");
-  sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default 5.0)");
+  sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
+  sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
   sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");
   sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
   sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
   sub->add_option("-o,--output", a->output, "Output path (default <model>-seed<seed>.mp4)");
   sub->add_option("--output-format", a->output_format,
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
-  sub->add_option("--fps", a->fps, "Frames per second of the video file (default 16)");
+  sub->add_option("--fps", a->fps, "Frames per second of the video file (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {

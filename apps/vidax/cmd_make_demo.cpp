@@ -1,11 +1,12 @@
-// `vidax make-demo OUTDIR`: writes a tiny random-weight Wan 2.1 checkpoint in
-// the original layout (see src/pipeline/demo_weights.h) for scripts/demo.sh.
+// `vidax make-demo OUTDIR`: writes a tiny random-weight checkpoint of a demo
+// variant (default: the Wan 2.1 one, original layout; src/models/wan/demo_weights.h)
+// for scripts/demo.sh.
 #include <cstdio>
 #include <filesystem>
 
 #include "commands.h"
 #include "core/error.h"
-#include "pipeline/demo_weights.h"
+#include "engine/families.h"
 
 namespace vidax::app {
 
@@ -23,14 +24,16 @@ std::string default_demo_tokenizer() {
 }  // namespace
 
 Command add_make_demo(CLI::App& app) {
-  auto opt = std::make_shared<pipeline::DemoWeightsOptions>();
+  auto opt = std::make_shared<pipeline::DemoOptions>();
+  auto model = std::make_shared<std::string>("wan2.1-tiny-demo");
   CLI::App* sub = app.add_subcommand(
-      "make-demo", "Write a tiny random-weight Wan 2.1 checkpoint (original layout) for a quick end-to-end run");
+      "make-demo", "Write a tiny random-weight checkpoint (Wan 2.1, original layout) for a quick end-to-end run");
   sub->add_option("outdir", opt->out_dir, "Directory to write (created)")->required();
+  sub->add_option("--model", *model, "the demo variant to write (`vidax models` marks them)")->capture_default_str();
   sub->add_option("--tokenizer", opt->spiece_model,
                   "SentencePiece model to ship as the tokenizer (default: <build>/demo/spiece.model)");
   sub->add_option("--seed", opt->seed, "Seed of the random weights")->capture_default_str();
-  return {sub, [opt]() -> int {
+  return {sub, [opt, model]() -> int {
             if (opt->spiece_model.empty()) {
               opt->spiece_model = default_demo_tokenizer();
               VIDAX_CHECK(std::filesystem::is_regular_file(opt->spiece_model),
@@ -38,7 +41,7 @@ Command add_make_demo(CLI::App& app) {
                               << " is missing; build it with `cmake --build build --target vidax_demo_spiece` "
                                  "(needs spm_train, Debian package sentencepiece) or pass --tokenizer");
             }
-            nlohmann::json m = pipeline::make_demo_weights(*opt);
+            nlohmann::json m = engine::family_of_model(*model).make_demo(*model, *opt);
             std::fprintf(stderr, "wrote %s: %s, random weights (text vocabulary %lld)\n", opt->out_dir.c_str(),
                          m["model"].get<std::string>().c_str(),
                          static_cast<long long>(m["t5"]["vocab"].get<int64_t>()));

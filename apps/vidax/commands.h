@@ -19,5 +19,6 @@ Command add_parity(CLI::App& app);
 Command add_generate(CLI::App& app);
 Command add_make_demo(CLI::App& app);
 Command add_bench(CLI::App& app);
+Command add_models(CLI::App& app);
 
 }  // namespace vidax::app

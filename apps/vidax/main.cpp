@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       vidax::app::add_generate(app),
       vidax::app::add_make_demo(app),
       vidax::app::add_bench(app),
+      vidax::app::add_models(app),
   };
   try {
     app.parse(argc, argv);

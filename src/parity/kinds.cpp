@@ -1,8 +1,6 @@
 // The golden-file kinds `vidax parity` knows: one line per family.
-#include "models/wan/dit_parity_kind.h"
-#include "models/wan/vae.h"
+#include "models/wan/family.h"
 #include "parity/parity.h"
-#include "pipeline/parity_kind.h"
 #include "sched/parity_kinds.h"
 #include "text/t5_parity_kind.h"
 
@@ -12,9 +10,7 @@ void register_builtin_kinds() {
   vidax::register_rng_parity_kinds();     // rng.torch_cpu
   vidax::sched::register_parity_kinds();  // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp
   vidax::text::register_parity_kinds();   // t5.encoder
-  vidax::wan::register_dit_parity_kinds();  // wan.dit
-  vidax::wan::register_vae_parity_kinds();  // wan.vae.decode, wan.vae.encode
-  vidax::pipeline::register_parity_kinds();  // wan.pipeline.t2v
+  vidax::wan::family().register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
 }
 
 }  // namespace vidax::parity

@@ -1,6 +1,7 @@
+// The generic half of `vidax bench` (bench.h): clocks, machine facts, random
+// weights of given shapes, the machine's GEMM peak, the text report. Each
+// family's own stages live with the family (src/models/<family>/bench.cpp).
 #include "pipeline/bench.h"
-
-#include "dist/mesh.h"
 
 #include <omp.h>
 #include <time.h>
@@ -8,30 +9,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <vector>
 
 #include "backend/ops.h"
 #include "core/error.h"
-#include "models/wan/dit.h"
-#include "models/wan/vae.h"
-#include "nn/params.h"
-#include "pipeline/bench_profile.h"
-#include "pipeline/wan_param_shapes.h"
-#include "pipeline/wan_presets.h"
-#include "text/t5_config.h"
-#include "text/t5_encoder.h"
 
 namespace vidax::pipeline {
 
 using nlohmann::json;
 
 // ---- clocks, memory ---------------------------------------------------------------------
-
-namespace {
 
 double wall_now() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -42,22 +31,14 @@ double cpu_now() {  // every thread of this process
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-struct Sample {
-  double wall = 0, cpu = 0;
-};
-
-template <class F>
-Sample timed(F&& f) {
-  const double w0 = wall_now(), c0 = cpu_now();
-  f();
-  return {wall_now() - w0, cpu_now() - c0};
-}
-
+namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   const size_t n = v.size();
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
+
+}  // namespace
 
 json stats(const std::vector<Sample>& s) {
   std::vector<double> w, c;
@@ -68,6 +49,8 @@ json stats(const std::vector<Sample>& s) {
               {"cpu_min", *std::min_element(c.begin(), c.end())},
               {"cpu_median", median(c)}};
 }
+
+namespace {
 
 // A "Key:   123 kB" line of a /proc file, in bytes (-1 when absent).
 int64_t proc_kb_field(const char* file, const std::string& key) {
@@ -84,13 +67,6 @@ int64_t proc_kb_field(const char* file, const std::string& key) {
   return -1;
 }
 
-double load_average_1min() {
-  std::ifstream in("/proc/loadavg");
-  double l = -1;
-  in >> l;
-  return l;
-}
-
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -99,40 +75,25 @@ std::string cpu_model_name() {
   return "unknown";
 }
 
-double gb(double bytes) { return bytes / 1e9; }
-
 }  // namespace
 
+double gb(double bytes) { return bytes / 1e9; }
+
+double load_average_1min() {
+  std::ifstream in("/proc/loadavg");
+  double l = -1;
+  in >> l;
+  return l;
+}
+
+
 int64_t peak_rss_bytes() { return proc_kb_field("/proc/self/status", "VmHWM"); }
-int64_t mem_available_bytes() { return proc_kb_field("/proc/meminfo", "MemAvailable"); }
 
-// ---- FLOPs from the shapes ----------------------------------------------------------------
-
-json dit_step_flops_parts(const wan::DiTConfig& cfg, int64_t tokens) {
-  const double L = static_cast<double>(tokens), D = static_cast<double>(cfg.dim),
-               F = static_cast<double>(cfg.ffn_dim), Lt = static_cast<double>(cfg.text_len),
-               n = static_cast<double>(cfg.num_layers), pv = static_cast<double>(cfg.patch_volume());
-  // Per block: self q,k,v,o + cross q,o (4 + 2 projections of D x D) and the FFN (D x F twice).
-  const double block_linear = 2 * L * (6 * D * D + 2 * D * F);
-  // Patch embedding (in_dim*pv -> D), head (D -> out_dim*pv), and the B=1 time MLPs (negligible).
-  const double edge_linear = 2 * L * D * pv * static_cast<double>(cfg.in_dim + cfg.out_dim) +
-                             2 * (static_cast<double>(cfg.freq_dim) * D + D * D + D * 6 * D);
-  // Attention: q k^T and p v, 2 * Lq * Lk * D each (all heads together).
-  const double self_attn = n * 4 * L * L * D;
-  const double cross_attn = n * 4 * L * Lt * D;
-  return json{{"linear", n * block_linear + edge_linear}, {"self_attention", self_attn},
-              {"cross_attention", cross_attn}};
-}
-
-double dit_step_flops(const wan::DiTConfig& cfg, int64_t tokens) {
-  const json p = dit_step_flops_parts(cfg, tokens);
-  return p["linear"].get<double>() + p["self_attention"].get<double>() + p["cross_attention"].get<double>();
-}
-
-double dit_weight_bytes(const wan::DiTConfig& cfg, DType dtype) {
-  double n = 0;
-  for (const auto& [name, shape] : wan_dit_param_shapes(cfg.to_json())) n += static_cast<double>(shape_numel(shape));
-  return n * static_cast<double>(dtype_size(dtype));
+json machine_json() {
+  return json{{"cpu", cpu_model_name()},
+              {"logical_cpus", omp_get_num_procs()},
+              {"mem_total_bytes", proc_kb_field("/proc/meminfo", "MemTotal")},
+              {"load_average_1min_start", load_average_1min()}};
 }
 
 // ---- random weights of the real shapes ----------------------------------------------------
@@ -143,17 +104,23 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+}  // namespace
+
 uint64_t splitmix64(uint64_t z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
 }
 
+namespace {
+
 uint64_t name_hash(const std::string& s) {  // FNV-1a
   uint64_t h = 0xcbf29ce484222325ull;
   for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
   return h;
 }
+
+}  // namespace
 
 // Uniform values with the standard deviation that keeps activations O(1) through
 // random layers (norm weights 1, biases small, weights 1/sqrt(fan_in), embeddings 1).
@@ -217,11 +184,6 @@ Tensor random_input(const Shape& shape, uint64_t seed) {
 // dispatch: in bf16 our AMX kernel, in fp32 oneDNN), in the DiT's precision, best of `reps`
 // after a warm-up (which packs the weight).
 // Returns FLOPs per CPU second and per wall second.
-struct GemmPeak {
-  double flops_per_cpu_second = 0, flops_per_wall_second = 0;
-  int64_t m = 1024, k = 1536, n = 8960;
-};
-
 GemmPeak measure_gemm_peak(DType dtype, int reps) {
   GemmPeak g;
   const Tensor x = random_param("peak.x", {g.m, g.k}, dtype, 1);
@@ -242,245 +204,6 @@ void check_fits(const std::string& what, double needed, double available) {
                         << "activations) but " << gb(available)
                         << " GB are available; vidax bench keeps every weight resident (no weight streaming): "
                            "use a machine with more memory or a smaller model");
-}
-
-}  // namespace
-
-// ---- the benchmark ----------------------------------------------------------------------
-
-json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
-  const WanT2VPreset& preset = wan_t2v_preset(opt.model);
-  const wan::DiTConfig cfg = wan::DiTConfig::from_json(preset.dit);
-  const wan::WanVAEConfig vae_cfg = wan::WanVAEConfig::from_json(preset.vae);
-  const wan::Precision precision = wan::parse_precision(opt.precision);
-  const DType compute = precision == wan::Precision::BF16 ? DType::BF16 : DType::F32;
-  VIDAX_CHECK(opt.steps >= 0 && opt.repeats >= 1, "bench: --steps must be >= 0 and --repeats >= 1");
-  VIDAX_CHECK(opt.frames >= 1 && (opt.frames - 1) % vae_cfg.temporal_factor() == 0,
-              "bench: --frames must be 1 + " << vae_cfg.temporal_factor() << "k, got " << opt.frames);
-  const int64_t sf = vae_cfg.spatial_factor() * cfg.patch_size[1];
-  VIDAX_CHECK(opt.height % sf == 0 && opt.width % sf == 0,
-              "bench: --height and --width must be multiples of " << sf << ", got " << opt.height << "x" << opt.width);
-
-  const int64_t lat_f = (opt.frames - 1) / vae_cfg.temporal_factor() + 1;
-  const int64_t lat_h = opt.height / vae_cfg.spatial_factor(), lat_w = opt.width / vae_cfg.spatial_factor();
-  const int64_t tokens = (lat_f / cfg.patch_size[0]) * (lat_h / cfg.patch_size[1]) * (lat_w / cfg.patch_size[2]);
-  const double available = opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes
-                                                      : static_cast<double>(mem_available_bytes());
-
-  json r;
-  r["model"] = opt.model;
-  r["precision"] = precision_name(precision);
-  r["frames"] = opt.frames;
-  r["height"] = opt.height;
-  r["width"] = opt.width;
-  r["latent_shape"] = {cfg.in_dim, lat_f, lat_h, lat_w};
-  r["tokens"] = tokens;
-  r["threads"] = omp_get_max_threads();
-  r["cfg"] = false;
-  r["weights"] = "random (real shapes)";
-  r["machine"] = {{"cpu", cpu_model_name()},
-                  {"logical_cpus", omp_get_num_procs()},
-                  {"mem_total_bytes", proc_kb_field("/proc/meminfo", "MemTotal")},
-                  {"load_average_1min_start", load_average_1min()}};
-  // CPU time is only the work done when idle OpenMP threads sleep: with the default
-  // (active) policy a thread waiting at a barrier for a descheduled team-mate spins, and
-  // on a loaded machine that spinning was measured at up to 10x the work (attention, 2 threads).
-  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
-  r["omp_wait_policy"] = wait_policy ? wait_policy : "";
-  if (omp_get_max_threads() > 1 && !(wait_policy && std::string(wait_policy) == "passive"))
-    log("note: OMP_WAIT_POLICY is not 'passive': CPU times include OpenMP spin-waits (inflated on a loaded machine)");
-  uint64_t seed = opt.seed;
-
-  // Text encoder (UMT5): published as bf16 weights; runs in bf16.
-  if (opt.text_encoder) {
-    nlohmann::json t5json = preset.t5;
-    if (t5json.value("vocab", 0) == 0) t5json["vocab"] = 256;  // the tiny demo's vocabulary comes with its tokenizer
-    const text::T5EncoderConfig tcfg = text::T5EncoderConfig::from_json(t5json);
-    double t5_bytes = 0;
-    std::map<std::string, Shape> shapes;
-    for (const auto& [name, shape] : umt5_param_shapes(t5json)) {
-      shapes[name] = shape;
-      t5_bytes += 2.0 * static_cast<double>(shape_numel(shape));
-    }
-    check_fits("the text encoder (" + std::to_string(static_cast<int64_t>(t5_bytes / 2)) + " parameters, bf16)",
-               2.0 * t5_bytes, available);
-    log("text encoder: random bf16 weights (" + std::to_string(gb(t5_bytes)) + " GB)");
-    const text::T5Encoder enc(tcfg, [&](const std::string& name) {
-      auto it = shapes.find(name);
-      VIDAX_CHECK(it != shapes.end(), "bench: no shape for text encoder parameter " << name);
-      return random_param(name, it->second, DType::BF16, seed);
-    });
-    const int64_t L = preset.text_len;
-    std::vector<int64_t> ids(static_cast<size_t>(L), 0), mask(static_cast<size_t>(L), 0);
-    for (int64_t i = 0; i < std::min(opt.prompt_tokens, L); ++i) {
-      ids[static_cast<size_t>(i)] = 1 + static_cast<int64_t>(splitmix64(seed + i) % (tcfg.vocab - 1));
-      mask[static_cast<size_t>(i)] = 1;
-    }
-    const Tensor tid = Tensor::from_i64(ids, {1, L}), tmask = Tensor::from_i64(mask, {1, L});
-    std::vector<Sample> s;
-    for (int r2 = 0; r2 < opt.repeats; ++r2) s.push_back(timed([&] { (void)enc.forward(tid, tmask); }));
-    r["text_encoder"] = stats(s);
-    r["text_encoder"]["prompt_tokens"] = opt.prompt_tokens;
-    r["text_encoder"]["batch_rows"] = L;
-    r["text_encoder_seconds"] = r["text_encoder"]["wall_median"];
-    log("text encoder: " + std::to_string(r["text_encoder_seconds"].get<double>()) + " s (wall, median)");
-  }
-
-  // DiT steps.
-  if (opt.steps > 0) {
-    const double weight_bytes = dit_weight_bytes(cfg, compute);
-    // Resident: the weights in the compute dtype, their packed oneDNN copy, and the largest
-    // activations (FFN hidden in fp32 and a few [L, dim] fp32 tensors) with a 2x margin.
-    const double act_bytes = 2.0 * 4.0 * static_cast<double>(tokens) *
-                             static_cast<double>(cfg.ffn_dim + 8 * cfg.dim);
-    r["dit_memory_estimate_bytes"] = 2 * weight_bytes + act_bytes;
-    check_fits(opt.model + " DiT in " + precision_name(precision), 2 * weight_bytes + act_bytes, available);
-
-    log("DiT: random weights of " + opt.model + " (" + std::to_string(gb(weight_bytes)) + " GB in " +
-        precision_name(precision) + ")");
-    nn::ParamSource src = nn::ParamSource::generated(
-        [&](const std::string& name, const Shape& shape) { return random_param(name, shape, DType::F32, seed); },
-        "random weights");
-    // Drawn in fp32 like the published 1.3B checkpoint; the model casts what it runs in bf16.
-    // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
-    std::unique_ptr<dist::Mesh> mesh;
-    if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
-    const wan::WanDiT dit(cfg, src, precision, mesh.get());
-    r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
-    // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
-    // are kept in the compute dtype, so in bf16 about half of that stays resident.
-    const double resident = static_cast<double>(dit.weight_bytes()) * static_cast<double>(dtype_size(compute)) /
-                            static_cast<double>(dtype_size(DType::F32));
-    r["dit_weight_bytes_per_rank"] = dit.weight_bytes();
-    r["dit_weight_bytes_unsplit"] = dit.full_weight_bytes();
-    r["dit_weight_bytes_per_rank_in_compute_dtype"] = resident;
-    log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB of " +
-        std::to_string(gb(static_cast<double>(dit.full_weight_bytes()))) + " GB as drawn (fp32), about " +
-        std::to_string(gb(resident)) + " GB in " + dtype_name(compute) + " (mesh " + r["mesh"].get<std::string>() +
-        ")");
-
-    const Tensor context = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 1);
-    wan::TextContext text;
-    const Sample ctx = timed([&] { text = dit.encode_context(context); });
-    r["dit_context_seconds"] = ctx.wall;
-    r["dit_context_cpu_seconds"] = ctx.cpu;
-
-    // Warm-up on a one-token latent: packs every weight (the pack cache is keyed by the
-    // weight, not the activation shape) without paying for a full-size step.
-    const Tensor tiny = random_input({cfg.in_dim, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2);
-    const Sample warm = timed([&] { (void)dit.forward(tiny, std::vector<double>{999.0}, text); });
-    r["dit_warmup_seconds"] = warm.wall;
-    log("DiT: warm-up (weight packing) " + std::to_string(warm.wall) + " s");
-
-    // The peak is measured before and after the steps and the higher reading kept: on a shared
-    // host the GEMM rate drifts (the AMX rate was seen to halve for minutes at a time), and one
-    // low reading would inflate MFU past 100%.
-    const GemmPeak peak_before = measure_gemm_peak(compute, 5);
-    log("GEMM peak before the steps (" + std::string(dtype_name(compute)) + "): " +
-        std::to_string(peak_before.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
-
-    const Tensor x = random_input({cfg.in_dim, lat_f, lat_h, lat_w}, seed + 3);
-    std::vector<Sample> steps;
-    for (int rep = 0; rep < opt.repeats; ++rep) {
-      for (int s = 0; s < opt.steps; ++s) {
-        const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
-        Tensor y;
-        steps.push_back(timed([&] { y = dit.forward(x, std::vector<double>{t}, text); }));
-        VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output is not finite (random weights out of range?)");
-        log("DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
-            std::to_string(steps.back().cpu) + " s CPU, load " + std::to_string(load_average_1min()));
-      }
-    }
-    const GemmPeak peak_after = measure_gemm_peak(compute, 5);
-    GemmPeak peak = peak_before;
-    peak.flops_per_cpu_second = std::max(peak_before.flops_per_cpu_second, peak_after.flops_per_cpu_second);
-    peak.flops_per_wall_second = std::max(peak_before.flops_per_wall_second, peak_after.flops_per_wall_second);
-    r["gemm_peak"] = {{"dtype", dtype_name(compute)},
-                      {"shape_mkn", {peak.m, peak.k, peak.n}},
-                      {"flops_per_cpu_second", peak.flops_per_cpu_second},
-                      {"flops_per_wall_second", peak.flops_per_wall_second},
-                      {"flops_per_cpu_second_before_steps", peak_before.flops_per_cpu_second},
-                      {"flops_per_cpu_second_after_steps", peak_after.flops_per_cpu_second},
-                      {"note", "ops::linear (default dispatch), best of 5 before and 5 after the steps, same threads"}};
-    log("GEMM peak after the steps: " + std::to_string(peak_after.flops_per_cpu_second / 1e9) +
-        " GFLOP per CPU second");
-
-    const json st = stats(steps);
-    const double flops = dit_step_flops(cfg, tokens);
-    const int threads = omp_get_max_threads();
-    r["dit_step"] = st;
-    r["step_seconds_median"] = st["wall_median"];
-    r["step_seconds_min"] = st["wall_min"];
-    r["step_cpu_seconds_median"] = st["cpu_median"];
-    r["step_cpu_seconds_min"] = st["cpu_min"];
-    // What the wall time would be if every thread ran all the time (an idle machine).
-    r["step_seconds_idle_estimate"] = st["cpu_min"].get<double>() / threads;
-    r["step_flops"] = flops;
-    r["step_flops_parts"] = dit_step_flops_parts(cfg, tokens);
-    const double achieved_cpu = flops / st["cpu_min"].get<double>();  // FLOPs per CPU second
-    r["achieved_flops_per_cpu_second"] = achieved_cpu;
-    r["achieved_flops_per_second_wall"] = flops / st["wall_min"].get<double>();
-    r["mfu"] = achieved_cpu / peak.flops_per_cpu_second;
-    r["mfu_wall"] = flops / st["wall_min"].get<double>() / (peak.flops_per_cpu_second * threads);
-
-    if (opt.profile) {
-      log("DiT: profiled step");
-      OpProfile prof;
-      {
-        const ScopedOpProfiler scope(prof);
-        (void)dit.forward(x, std::vector<double>{500.0}, text);
-      }
-      r["dit_profile"] = prof.to_json();
-    }
-  }
-
-  // VAE decode of the video's latent (fp32, the reference's dtype).
-  if (opt.vae) {
-    std::map<std::string, Shape> shapes;
-    double vae_bytes = 0;
-    for (const auto& [name, shape] : wan_vae_param_shapes(preset.vae)) {
-      shapes[name] = shape;
-      if (name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0)
-        vae_bytes += 4.0 * static_cast<double>(shape_numel(shape));
-    }
-    log("VAE: random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) + " GB)");
-    const wan::WanVAE vae(
-        vae_cfg,
-        [&](const std::string& name) {
-          auto it = shapes.find(name);
-          VIDAX_CHECK(it != shapes.end(), "bench: no shape for VAE parameter " << name);
-          return random_param(name, it->second, DType::F32, seed);
-        },
-        wan::WanVAEParts{false, true}, DType::F32);
-    const Tensor z = random_input({1, vae_cfg.z_dim, lat_f, lat_h, lat_w}, seed + 4);
-    const int64_t rss_before = peak_rss_bytes();
-    std::vector<Sample> s;
-    for (int rep = 0; rep < opt.repeats; ++rep) {
-      Tensor video;
-      s.push_back(timed([&] { video = vae.decode(z); }));
-      VIDAX_CHECK(video.size(2) == opt.frames && video.size(3) == opt.height && video.size(4) == opt.width,
-                  "bench: VAE decode gave an unexpected shape");
-      log("VAE decode: " + std::to_string(s.back().wall) + " s wall, " + std::to_string(s.back().cpu) + " s CPU");
-    }
-    r["vae_decode"] = stats(s);
-    r["vae_seconds"] = r["vae_decode"]["wall_median"];
-    r["vae_cpu_seconds"] = r["vae_decode"]["cpu_median"];
-    r["vae_seconds_idle_estimate"] = r["vae_decode"]["cpu_min"].get<double>() / omp_get_max_threads();
-    r["vae_peak_rss_before_bytes"] = rss_before;
-    if (opt.profile) {
-      log("VAE: profiled decode");
-      OpProfile prof;
-      {
-        const ScopedOpProfiler scope(prof);
-        (void)vae.decode(z);
-      }
-      r["vae_profile"] = prof.to_json();
-    }
-  }
-
-  r["peak_rss_bytes"] = peak_rss_bytes();
-  r["machine"]["load_average_1min_end"] = load_average_1min();
-  return r;
 }
 
 // ---- text summary -----------------------------------------------------------------------

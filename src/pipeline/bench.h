@@ -1,10 +1,8 @@
-// `vidax bench`: times the Wan 2.1 text-to-video stages with random weights of
-// the real shapes (no checkpoint needed) and relates them to this machine.
-//
-//   text encoder (UMT5, optional)  one forward on a 512-token batch
-//   DiT context                    encode_context (text embedding + every block's cross-attn K/V), once
-//   DiT step                       one forward (CFG off), timed `steps x repeats` times
-//   VAE decode (optional)          one decode of the latent of the requested video
+// `vidax bench`: times a family's stages with random weights of the real
+// shapes (no checkpoint needed) and relates them to this machine. This header
+// has the options, the report's text form and the helpers every family's bench
+// uses; the stages themselves live with the family (models/<family>/bench.cpp,
+// e.g. Wan: text encoder, DiT context, DiT steps, VAE decode).
 //
 // Every stage is timed on the wall clock AND on this process's CPU time. The
 // machine this was written on is shared by many builds: wall time then measures
@@ -12,55 +10,73 @@
 // include OpenMP spin-waits). Model FLOPs utilisation (MFU) is therefore taken
 // on CPU time: (step FLOPs / step CPU seconds) / (GEMM FLOPs per CPU second),
 // where the GEMM peak is measured in the same process just before the steps
-// with ops::linear (oneDNN) at a DiT-like shape and the same precision.
+// with ops::linear at a DiT-like shape and the same precision.
 // "mfu_wall" is the same on the wall clock (meaningful on an idle machine only).
 #pragma once
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
-#include "models/wan/dit_config.h"
 
 namespace vidax::pipeline {
 
 struct BenchOptions {
-  std::string model = "wan2.1-t2v-1.3b";  // a preset name (wan_presets.h)
+  std::string model = "wan2.1-t2v-1.3b";  // a variant name (`vidax models`)
   int64_t frames = 9, height = 256, width = 256;
-  int steps = 1;                 // DiT forwards per repeat (0: no DiT)
+  int steps = 1;                 // denoiser forwards per repeat (0: none)
   int repeats = 1;
-  std::string precision = "bf16";  // DiT precision: fp32 | bf16
-  bool vae = false;              // time a VAE decode of the video's latent (fp32, as the reference)
-  bool text_encoder = false;     // time UMT5 (bf16 weights, as published) on one prompt
-  int64_t prompt_tokens = 64;    // real tokens in the text encoder's 512-row batch / DiT context rows
+  std::string precision = "bf16";  // denoiser precision: fp32 | bf16
+  bool vae = false;              // time a VAE decode of the video's latent
+  bool text_encoder = false;     // time the text encoder on one prompt
+  int64_t prompt_tokens = 64;    // real tokens in the text encoder's batch / the context rows
   uint64_t seed = 0;
-  bool profile = false;          // per-op-class breakdown of one extra DiT step (and VAE decode)
+  bool profile = false;          // per-op-class breakdown of one extra step (and VAE decode)
   double memory_limit_bytes = 0; // 0: MemAvailable of /proc/meminfo
-  std::string mesh;              // "" = one rank; e.g. "tp=2" under mpirun: the DiT is sharded
+  std::string mesh;              // "" = one rank; e.g. "tp=2" under mpirun: the denoiser is sharded
 };
 
-// Multiply-add FLOPs (2 per MAC) of one DiT forward at `tokens` patch tokens,
-// CFG off, batch 1: every linear and both attentions; the cross-attention K/V
-// (computed once per prompt by encode_context) are not part of a step.
-double dit_step_flops(const wan::DiTConfig& cfg, int64_t tokens);
-// The same split into named parts (linear, self_attention, cross_attention).
-nlohmann::json dit_step_flops_parts(const wan::DiTConfig& cfg, int64_t tokens);
-
-// Bytes of the DiT weights of `cfg` stored in `dtype`.
-double dit_weight_bytes(const wan::DiTConfig& cfg, DType dtype);
-
+// ---- clocks and machine facts ----
+double wall_now();
+double cpu_now();  // every thread of this process
+struct Sample {
+  double wall = 0, cpu = 0;
+};
+template <class F>
+Sample timed(F&& f) {
+  const double w0 = wall_now(), c0 = cpu_now();
+  f();
+  return {wall_now() - w0, cpu_now() - c0};
+}
+nlohmann::json stats(const std::vector<Sample>& s);  // count, wall/cpu min and median
 // Peak resident set of this process (VmHWM of /proc/self/status), bytes.
 int64_t peak_rss_bytes();
-// MemAvailable of /proc/meminfo, bytes.
-int64_t mem_available_bytes();
+double load_average_1min();
+// cpu, logical_cpus, mem_total_bytes, load_average_1min_start.
+nlohmann::json machine_json();
+double gb(double bytes);
 
-// Runs the benchmark; `log` gets progress lines (stderr in the CLI). Returns the
-// JSON report (fields documented in docs/benchmarks.md). Throws vidax::Error
-// when the model would not fit in memory (it does not stream weights).
-nlohmann::json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log);
+// ---- random weights of given shapes ----
+uint64_t splitmix64(uint64_t z);
+// Uniform values with a standard deviation that keeps activations O(1) through random
+// layers (norm weights 1, biases small, weights 1/sqrt(fan_in)); F32 or BF16.
+Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed);
+Tensor random_input(const Shape& shape, uint64_t seed);  // unit-variance uniform, F32
 
-// Human-readable summary of run_bench's report.
+// ---- the machine's GEMM peak ----
+struct GemmPeak {
+  double flops_per_cpu_second = 0, flops_per_wall_second = 0;
+  int64_t m = 1024, k = 1536, n = 8960;
+};
+// y = x W^T at a DiT FFN-like shape through ops::linear, best of `reps` after a warm-up.
+GemmPeak measure_gemm_peak(DType dtype, int reps);
+
+// Throws naming what does not fit (nothing streams: every weight stays resident).
+void check_fits(const std::string& what, double needed, double available);
+
+// Human-readable summary of a bench report.
 std::string bench_report_text(const nlohmann::json& report);
 
 }  // namespace vidax::pipeline

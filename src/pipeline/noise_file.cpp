@@ -1,7 +1,7 @@
 // --noise FILE: the initial latent noise from a safetensors file.
 #include "core/error.h"
 #include "io/checkpoint.h"
-#include "pipeline/wan_t2v.h"
+#include "pipeline/generate.h"
 
 namespace vidax::pipeline {
 

@@ -9,7 +9,7 @@ struct Entry {
   const char* user;
   const char* sched;
 };
-// User name -> src/sched scheduler name.
+// User name -> src/sched scheduler name: the one list of the samplers `--sampler` offers.
 constexpr Entry kSamplers[] = {{"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}};
 }  // namespace
 
@@ -22,16 +22,20 @@ const std::vector<std::string>& sampler_names() {
   return names;
 }
 
+size_t sampler_index(const std::string& name) {
+  for (size_t i = 0; i < std::size(kSamplers); ++i)
+    if (name == kSamplers[i].user) return i;
+  std::string names;
+  for (const auto& n : sampler_names()) names += (names.empty() ? "" : ", ") + n;
+  throw Error(msg() << "--sampler " << name << ": unknown; choose one of " << names);
+}
+
 std::unique_ptr<sched::Scheduler> make_sampler(const std::string& name, int64_t steps, double shift) {
-  for (const auto& e : kSamplers)
-    if (name == e.user) {
-      sched::SchedulerOptions o;
-      o.name = e.sched;
-      o.steps = steps;
-      o.shift = shift;
-      return sched::make_scheduler(o);
-    }
-  throw Error(msg() << "--sampler " << name << ": unknown; choose one of unipc, dpm++, euler");
+  sched::SchedulerOptions o;
+  o.name = kSamplers[sampler_index(name)].sched;
+  o.steps = steps;
+  o.shift = shift;
+  return sched::make_scheduler(o);
 }
 
 }  // namespace vidax::pipeline

@@ -7,11 +7,11 @@
 #include <optional>
 #include <string>
 
-#include "pipeline/wan_presets.h"
+#include "models/wan/presets.h"
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
-struct WanWeightFiles {
+struct WeightFiles {
   std::string root;
   std::string layout;     // "original" | "diffusers"
   std::string dit;        // a .safetensors file, or a *.safetensors.index.json
@@ -25,14 +25,14 @@ struct WanWeightFiles {
 };
 
 // Throws naming the directory and every file it looked for when a part is missing.
-WanWeightFiles find_wan_weights(const std::string& dir, const WanT2VPreset& preset);
+WeightFiles find_weights(const std::string& dir, const Preset& preset);
 
 // The preset a weights directory holds: vidax_model.json's "model", else the
 // DiT config's size (dim 1536 -> 1.3B, 5120 -> 14B). Empty when unknown.
-std::string detect_wan_model(const std::string& dir);
+std::string detect_model(const std::string& dir);
 
 // Checks that the DiT config in the weights (when there is one) has the
 // preset's dimensions; throws naming both on a mismatch.
-void check_preset_matches(const WanWeightFiles& files, const WanT2VPreset& preset);
+void check_preset_matches(const WeightFiles& files, const Preset& preset);
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

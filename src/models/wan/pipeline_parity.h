@@ -10,17 +10,12 @@
 // difference ~2.5x, the VAE alone on the golden latents gives ~1e-6): at the
 // edge of the 1e-5 component bound, so run it with --rtol 3e-5. The golden lives
 // in tests/golden/pipeline/, outside the default-tolerance sweep of
-// tests/golden/*.safetensors; tests/pipeline checks it with these bounds.
-//
-// The runner lives in the pipeline library; the registration is inline so that
-// only the parity layer (src/parity/kinds.cpp) references the registry.
+// tests/golden/*.safetensors; tests/wan checks it with these bounds.
 #pragma once
 #include "parity/parity.h"
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& opt);
 
-inline void register_parity_kinds() { parity::register_kind("wan.pipeline.t2v", run_t2v_golden); }
-
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

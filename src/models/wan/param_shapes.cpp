@@ -1,10 +1,10 @@
-#include "pipeline/wan_param_shapes.h"
+#include "models/wan/param_shapes.h"
 
 #include "core/error.h"
 
 using nlohmann::json;
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 ParamShapes wan_dit_param_shapes(const json& c) {
   const int64_t dim = c.at("dim"), ffn = c.at("ffn_dim"), freq = c.at("freq_dim"), text = c.at("text_dim");
@@ -147,4 +147,4 @@ ParamShapes umt5_param_shapes(const json& c) {
   return p;
 }
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

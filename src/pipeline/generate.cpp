@@ -1,7 +1,8 @@
-#include "pipeline/wan_t2v.h"
+#include "pipeline/generate.h"
 
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "backend/ops.h"
 #include "core/error.h"
@@ -35,38 +36,34 @@ void check_finite(const Tensor& t, const std::string& what, int step, int total,
 
 }  // namespace
 
-Shape latent_shape(const WanGeometry& g, const T2VRequest& r) {
+Shape latent_shape(const Geometry& g, const Request& r) {
   return {g.z_dim, (r.frames - 1) / g.vae_stride_t + 1, r.height / g.vae_stride_s, r.width / g.vae_stride_s};
 }
 
-void validate_request(const WanGeometry& g, const T2VRequest& r) {
-  const int64_t ft = g.vae_stride_t * g.patch_t;
+void validate_request(const Geometry& g, const Request& r) {
+  const int64_t ft = g.frame_multiple();
   VIDAX_CHECK(r.frames >= 1 && (r.frames - 1) % ft == 0,
-              "--frames " << r.frames << ": the Wan VAE needs " << ft << "k+1 frames (e.g. "
+              "--frames " << r.frames << ": " << g.vae_label << " needs " << ft << "k+1 frames (e.g. "
                           << (r.frames < 1 ? std::string("1, 5 or 81")
                                            : std::to_string(std::max<int64_t>(1, (r.frames - 1) / ft * ft + 1)) +
                                                  " or " + std::to_string(((r.frames - 1) / ft + 1) * ft + 1))
                           << ")");
-  const int64_t sm = g.vae_stride_s * g.patch_h;
+  const int64_t sm = g.height_multiple();
   VIDAX_CHECK(r.height >= sm && r.height % sm == 0,
               "--height " << r.height << ": must be a positive multiple of " << sm << " (VAE stride "
                           << g.vae_stride_s << " x patch " << g.patch_h << "); nearest: "
                           << nearest_multiples(r.height, sm));
-  const int64_t wm = g.vae_stride_s * g.patch_w;
+  const int64_t wm = g.width_multiple();
   VIDAX_CHECK(r.width >= wm && r.width % wm == 0,
               "--width " << r.width << ": must be a positive multiple of " << wm << " (VAE stride "
                          << g.vae_stride_s << " x patch " << g.patch_w << "); nearest: "
                          << nearest_multiples(r.width, wm));
   VIDAX_CHECK(r.steps >= 1, "--steps " << r.steps << ": needs at least 1 step");
   VIDAX_CHECK(std::isfinite(r.guidance), "--guidance " << r.guidance << ": must be a finite number");
+  VIDAX_CHECK(r.cfg_from_step >= 0 && (r.cfg_to_step < 0 || r.cfg_to_step > r.cfg_from_step),
+              "guidance step range [" << r.cfg_from_step << ", " << r.cfg_to_step << ") is empty or negative");
   VIDAX_CHECK(std::isfinite(r.shift) && r.shift > 0, "--shift " << r.shift << ": must be a positive number");
-  bool known = false;
-  std::string names;
-  for (const auto& n : sampler_names()) {
-    known |= n == r.sampler;
-    names += (names.empty() ? "" : ", ") + n;
-  }
-  VIDAX_CHECK(known, "--sampler " << r.sampler << ": unknown; choose one of " << names);
+  (void)sampler_index(r.sampler);  // throws listing the samplers
   if (r.noise.defined())
     VIDAX_CHECK(r.noise.shape() == latent_shape(g, r),
                 "noise " << r.noise.str() << " does not fit the request: " << r.frames << " frames of " << r.width
@@ -78,49 +75,68 @@ Tensor draw_noise(uint64_t seed, const Shape& shape) {
   return gen.randn(shape, DType::F32);
 }
 
-T2VResult run_wan_t2v(const WanT2VComponents& parts, const T2VRequest& req, const T2VEvents& ev, bool decode) {
+Result run_generation(const Parts& parts, const Request& req, const Events& ev, bool decode) {
   validate_request(parts.geometry, req);
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
   };
-  T2VResult res;
-  res.negative_prompt = req.negative_prompt.empty() ? req.default_negative_prompt : req.negative_prompt;
+  Result res;
+  std::unique_ptr<sched::Scheduler> sampler = make_sampler(req.sampler, req.steps, req.shift);
+  res.timesteps = sampler->timesteps();
+  const int total = static_cast<int>(res.timesteps.size());
+  const std::unique_ptr<Guidance> guidance =
+      make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step});
+  bool any_uncond = false;
+  for (int i = 0; i < total; ++i) any_uncond |= guidance->needs_uncond(i, total);
 
   // 1. Text, once per run (the reference encodes the prompt, then the negative prompt).
   stage("encoding the prompts");
   auto t0 = Clock::now();
+  auto warn_truncated = [&](const EncodedPrompt& e, const char* which) {
+    if (e.truncated && ev.warn)
+      ev.warn(msg() << "the " << which << " is longer than " << parts.geometry.text_len
+                    << " tokens; it was truncated to that length (as the reference does)");
+  };
   EncodedPrompt cond = parts.encode_prompt(req.prompt);
-  if (cond.truncated && ev.warn)
-    ev.warn(msg() << "the prompt is longer than " << parts.geometry.text_len
-                  << " tokens; it was truncated to that length (as the reference does)");
+  warn_truncated(cond, "prompt");
   throw_if_interrupted("prompt encoding");
-  EncodedPrompt uncond = parts.encode_prompt(res.negative_prompt);
-  if (uncond.truncated && ev.warn)
-    ev.warn(msg() << "the negative prompt is longer than " << parts.geometry.text_len
-                  << " tokens; it was truncated to that length (as the reference does)");
+  EncodedPrompt uncond;
+  if (any_uncond) {
+    res.negative_prompt = req.negative_prompt.empty() ? req.default_negative_prompt : req.negative_prompt;
+    uncond = parts.encode_prompt(res.negative_prompt);
+    warn_truncated(uncond, "negative prompt");
+  }
   res.seconds_text = seconds_since(t0);
   throw_if_interrupted("prompt encoding");
+  if (parts.after_encoding) parts.after_encoding();
 
   // 2. Noise.
   const Shape shape = latent_shape(parts.geometry, req);
   Tensor x = req.noise.defined() ? req.noise.contiguous().to(DType::F32) : draw_noise(req.seed, shape);
 
-  // 3. Denoising with classifier-free guidance (always on, as the reference).
-  std::unique_ptr<sched::Scheduler> sampler = make_sampler(req.sampler, req.steps, req.shift);
-  res.timesteps = sampler->timesteps();
-  const int total = static_cast<int>(res.timesteps.size());
+  // 3. Denoising.
   stage("denoising");
   auto t1 = Clock::now();
+  const double embedded = guidance->embedded_scale();
   for (int i = 0; i < total; ++i) {
     auto ts = Clock::now();
     const double t = res.timesteps[static_cast<size_t>(i)];
-    auto [v_cond, v_uncond] = nn::cfg_parallel_branches(
-        parts.cfg_group, [&](int branch) { return parts.predict(x, t, branch == 0 ? cond : uncond); });
-    check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
-    check_finite(v_uncond, "the DiT output for the negative prompt", i + 1, total, t);
-    // noise_pred_uncond + guide_scale * (noise_pred_cond - noise_pred_uncond), in that order.
-    Tensor v = ops::add(v_uncond, ops::scale(ops::sub(v_cond, v_uncond), req.guidance));
-    x = sampler->step(v, i, x);
+    auto predict = [&](const EncodedPrompt& p) {
+      ++res.denoiser_calls;
+      Tensor out = parts.predict({x, t, p, embedded});
+      return to_flow_velocity(parts.prediction, out, x, sampler->sigmas()[static_cast<size_t>(i)]);
+    };
+    Tensor v_cond, v_uncond;
+    if (guidance->needs_uncond(i, total)) {
+      std::tie(v_cond, v_uncond) = nn::cfg_parallel_branches(
+          parts.cfg_group, [&](int branch) { return predict(branch == 0 ? cond : uncond); });
+      check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
+      check_finite(v_uncond, "the DiT output for the negative prompt", i + 1, total, t);
+    } else {
+      v_cond = predict(cond);  // every rank of a cfg group runs it: the latents stay replicated
+      check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
+    }
+    x = sampler->step(guidance->combine(v_cond, v_uncond, i, total), i, x);
     check_finite(x, "the latent after the sampler update", i + 1, total, t);
     if (ev.on_step) ev.on_step(i + 1, total, seconds_since(ts));
     throw_if_interrupted(msg() << "denoising step " << i + 1 << "/" << total);
@@ -139,8 +155,8 @@ T2VResult run_wan_t2v(const WanT2VComponents& parts, const T2VRequest& req, cons
   return res;
 }
 
-T2VRequest t2v_request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt) {
-  T2VRequest r;
+Request request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt) {
+  Request r;
   r.prompt = c.at("prompt");
   r.negative_prompt = c.value("negative_prompt", std::string());
   r.default_negative_prompt = default_negative_prompt;

@@ -9,7 +9,7 @@
 
 #include "core/tensor.h"
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 using ParamShapes = std::vector<std::pair<std::string, Shape>>;
 
@@ -17,4 +17,4 @@ ParamShapes wan_dit_param_shapes(const nlohmann::json& dit);  // WanModel, model
 ParamShapes wan_vae_param_shapes(const nlohmann::json& vae);  // WanVAE_
 ParamShapes umt5_param_shapes(const nlohmann::json& t5);      // T5Encoder (shared_pos false)
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

@@ -16,17 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "pipeline/wan_param_shapes.h"
+#include "models/wan/param_shapes.h"
+#include "pipeline/family.h"
 
-namespace vidax::pipeline {
-
-struct DemoWeightsOptions {
-  std::string out_dir;
-  std::string spiece_model;  // the SentencePiece model to ship as the tokenizer
-  uint64_t seed = 0;         // for the random weights
-};
+namespace vidax::wan {
 
 // Writes the checkpoint (creating out_dir); returns the vidax_model.json written.
-nlohmann::json make_demo_weights(const DemoWeightsOptions& opt);
+nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt);
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

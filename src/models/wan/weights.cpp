@@ -1,4 +1,4 @@
-#include "pipeline/wan_weights.h"
+#include "models/wan/weights.h"
 
 #include <filesystem>
 #include <fstream>
@@ -9,7 +9,7 @@
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 namespace {
 
@@ -73,10 +73,10 @@ int64_t dit_layers(const json& c) { return c.value("num_layers", int64_t{0}); }
 
 }  // namespace
 
-WanWeightFiles find_wan_weights(const std::string& dir_str, const WanT2VPreset& preset) {
+WeightFiles find_weights(const std::string& dir_str, const Preset& preset) {
   const fs::path dir(dir_str);
   VIDAX_CHECK(is_dir(dir), "weights directory " << dir_str << " does not exist (or is not a directory)");
-  WanWeightFiles f;
+  WeightFiles f;
   f.root = dir_str;
   f.vidax_model = read_json_if_present(dir / "vidax_model.json");
   if (is_file(dir / "model_index.json")) {
@@ -108,30 +108,30 @@ WanWeightFiles find_wan_weights(const std::string& dir_str, const WanT2VPreset& 
   return f;
 }
 
-std::string detect_wan_model(const std::string& dir_str) {
+std::string detect_model(const std::string& dir_str) {
   const fs::path dir(dir_str);
   json vm = read_json_if_present(dir / "vidax_model.json");
   if (vm.is_object() && vm.contains("model")) return vm["model"].get<std::string>();
   json c = read_json_if_present(dir / "config.json");
   if (c.is_null()) c = read_json_if_present(dir / "transformer" / "config.json");
   if (c.is_null()) return "";
-  for (const auto& p : wan_t2v_presets())
-    if (p.name != kTinyDemoModel && dit_dim(c) == dit_dim(p.dit) && dit_layers(c) == dit_layers(p.dit)) return p.name;
+  for (const auto& p : presets())
+    if (p.name() != kTinyDemoModel && dit_dim(c) == dit_dim(p.dit) && dit_layers(c) == dit_layers(p.dit)) return p.name();
   return "";
 }
 
-void check_preset_matches(const WanWeightFiles& files, const WanT2VPreset& preset) {
+void check_preset_matches(const WeightFiles& files, const Preset& preset) {
   if (!files.vidax_model.is_null() && files.vidax_model.contains("model")) {
     const std::string m = files.vidax_model["model"].get<std::string>();
-    VIDAX_CHECK(m == preset.name, "--model " << preset.name << " but " << files.root << "/vidax_model.json says "
+    VIDAX_CHECK(m == preset.name(), "--model " << preset.name() << " but " << files.root << "/vidax_model.json says "
                                              << m);
   }
   if (files.dit_config.is_null()) return;
   const int64_t dim = dit_dim(files.dit_config), layers = dit_layers(files.dit_config);
   VIDAX_CHECK(dim == dit_dim(preset.dit) && layers == dit_layers(preset.dit),
-              "--model " << preset.name << " expects a DiT of dim " << dit_dim(preset.dit) << " and "
+              "--model " << preset.name() << " expects a DiT of dim " << dit_dim(preset.dit) << " and "
                          << dit_layers(preset.dit) << " layers, but the config in " << files.root << " says dim "
                          << dim << " and " << layers << " layers");
 }
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

@@ -1,4 +1,4 @@
-#include "pipeline/wan_t2v_load.h"
+#include "models/wan/t2v_load.h"
 
 #include <filesystem>
 #include <map>
@@ -12,6 +12,7 @@
 #include "models/wan/vae.h"
 #include "nn/params.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/residency.h"
 #include "text/t5_encoder.h"
 #include "text/t5_tokenizer.h"
 #include "text/wan_text_encoder.h"
@@ -19,7 +20,7 @@
 #include "translate/source.h"
 #include "translate/wan.h"
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 using nlohmann::json;
 
@@ -47,19 +48,19 @@ json part_config(const json& from_weights, const json& vidax_model, const char* 
 
 // What the DiT derives from one prompt, computed once per run.
 struct DiTConditioning {
-  wan::TextContext text;
+  TextContext text;
 };
 
 // The most recently encoded prompts (text encoder output + DiT conditioning).
 class PromptCache {
  public:
-  std::optional<EncodedPrompt> find(const std::string& prompt) {
+  std::optional<pipeline::EncodedPrompt> find(const std::string& prompt) {
     std::lock_guard<std::mutex> lock(mu_);
     for (auto& [p, e] : entries_)
       if (p == prompt) return e;
     return std::nullopt;
   }
-  void put(const std::string& prompt, const EncodedPrompt& e) {
+  void put(const std::string& prompt, const pipeline::EncodedPrompt& e) {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() == kCapacity) entries_.erase(entries_.begin());
     entries_.emplace_back(prompt, e);
@@ -68,100 +69,119 @@ class PromptCache {
  private:
   static constexpr size_t kCapacity = 8;
   std::mutex mu_;
-  std::vector<std::pair<std::string, EncodedPrompt>> entries_;
+  std::vector<std::pair<std::string, pipeline::EncodedPrompt>> entries_;
 };
 
 }  // namespace
 
-WanT2VPreset resolve_wan_t2v_preset(const std::string& weights_dir, const std::string& model) {
+const Preset& resolve_preset(const std::string& weights_dir, const std::string& model) {
   VIDAX_CHECK(std::filesystem::is_directory(weights_dir),
               "weights directory " << weights_dir << " does not exist (or is not a directory)");
   std::string name = model;
   if (name.empty()) {
-    name = detect_wan_model(weights_dir);
+    name = detect_model(weights_dir);
     if (name.empty()) {
       std::string known;
-      for (const auto& p : wan_t2v_presets()) known += (known.empty() ? "" : ", ") + p.name;
+      for (const auto& p : presets()) known += (known.empty() ? "" : ", ") + p.name();
       throw Error(msg() << "cannot tell which model " << weights_dir
                         << " holds (no vidax_model.json, no config.json with a known size); pass --model ("
                         << known << ")");
     }
   }
-  const WanT2VPreset& preset = wan_t2v_preset(name);
+  const Preset& preset = wan::preset(name);
   // Fail now, before anything is loaded, when files are missing or the weights hold another model.
-  check_preset_matches(find_wan_weights(weights_dir, preset), preset);
+  check_preset_matches(find_weights(weights_dir, preset), preset);
   return preset;
 }
 
-LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
+pipeline::Geometry geometry_of(const json& dit_json, const json& vae_json) {
+  const DiTConfig dit = DiTConfig::from_json(dit_json);
+  const WanVAEConfig vae = WanVAEConfig::from_json(vae_json);
+  pipeline::Geometry g;
+  g.vae_label = "the Wan VAE";
+  g.z_dim = vae.z_dim;
+  g.vae_stride_t = vae.temporal_factor();
+  g.vae_stride_s = vae.spatial_factor();
+  g.patch_t = dit.patch_size[0];
+  g.patch_h = dit.patch_size[1];
+  g.patch_w = dit.patch_size[2];
+  g.text_len = dit.text_len;
+  return g;
+}
+
+LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   auto stage = [&](const std::string& s) {
     if (opt.on_stage) opt.on_stage(s);
   };
-  LoadedWanT2V out;
-  out.preset = resolve_wan_t2v_preset(opt.weights_dir, opt.model);
-  out.files = find_wan_weights(opt.weights_dir, out.preset);
+  LoadedT2V out;
+  out.preset = resolve_preset(opt.weights_dir, opt.model);
+  out.files = find_weights(opt.weights_dir, out.preset);
   check_preset_matches(out.files, out.preset);
-  out.precision = opt.precision.empty() ? out.preset.precision : opt.precision;
-  const wan::Precision precision = wan::parse_precision(out.precision);
-  const WanWeightFiles& f = out.files;
+  out.precision = opt.precision.empty() ? out.preset.variant.defaults.precision : opt.precision;
+  const Precision precision = parse_precision(out.precision);
+  const WeightFiles& f = out.files;
   out.preset.dit = part_config(f.dit_config, f.vidax_model, "dit", out.preset.dit);
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
   std::string layout;
 
   // Text: UMT5 encoder + tokenizer. The reference runs it in bf16 (t5_dtype);
-  // --precision fp32 computes it in fp32 from the stored weights.
-  stage("loading the text encoder " + f.t5);
-  auto t5_weights = std::make_shared<std::map<std::string, Tensor>>(
-      translate_part(f.t5, translate::wan::umt5_component(), out.preset.t5, &layout));
+  // --precision fp32 computes it in fp32 from the stored weights. Its residency
+  // (opt.text_encoder) decides whether it stays loaded after the prompts are encoded.
   const text::T5EncoderConfig t5_cfg = text::T5EncoderConfig::from_json(out.preset.t5);
-  text::T5Encoder t5(
-      t5_cfg,
-      [t5_weights, path = f.t5](const std::string& name) {
-        auto it = t5_weights->find(name);
-        VIDAX_CHECK(it != t5_weights->end(), path << ": no parameter " << name);
-        return it->second;
-      },
-      precision == wan::Precision::F32 ? DType::F32 : DType::BF16);
-  t5_weights.reset();
-  auto text_encoder = std::make_shared<text::WanTextEncoder>(text::T5Tokenizer::load(f.tokenizer), std::move(t5),
-                                                             out.preset.text_len);
+  auto load_text_encoder = [t5_path = f.t5, tok = f.tokenizer, t5_json = out.preset.t5, t5_cfg,
+                            text_len = out.preset.text_len, precision, on_stage = opt.on_stage]() {
+    if (on_stage) on_stage("loading the text encoder " + t5_path);
+    std::string lay;
+    auto t5_weights = std::make_shared<std::map<std::string, Tensor>>(
+        translate_part(t5_path, translate::wan::umt5_component(), t5_json, &lay));
+    text::T5Encoder t5(
+        t5_cfg,
+        [t5_weights, t5_path](const std::string& name) {
+          auto it = t5_weights->find(name);
+          VIDAX_CHECK(it != t5_weights->end(), t5_path << ": no parameter " << name);
+          return it->second;
+        },
+        precision == Precision::F32 ? DType::F32 : DType::BF16);
+    t5_weights.reset();
+    return std::make_shared<text::WanTextEncoder>(text::T5Tokenizer::load(tok), std::move(t5), text_len);
+  };
+  auto text_encoder = std::make_shared<pipeline::ResidentPart<text::WanTextEncoder>>("the text encoder",
+                                                                                      opt.text_encoder,
+                                                                                      load_text_encoder);
+  (void)text_encoder->acquire();  // load now: a broken file fails before the DiT is read
 
   // DiT.
   stage("loading the DiT " + f.dit + " (" + out.precision + ")");
-  const wan::DiTConfig dit_cfg = wan::DiTConfig::from_json(out.preset.dit);
-  std::shared_ptr<wan::WanDiT> dit;
+  const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
+  std::shared_ptr<WanDiT> dit;
   {
     nn::ParamSource params = nn::ParamSource::from_map(
         translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout), f.dit);
-    dit = std::make_shared<wan::WanDiT>(dit_cfg, params, precision, opt.mesh);
+    dit = std::make_shared<WanDiT>(dit_cfg, params, precision, opt.mesh);
     params.expect_all_taken();
   }
 
   // VAE decoder (fp32, as the reference's WanVAE(dtype=torch.float)).
   stage("loading the VAE " + f.vae);
-  const wan::WanVAEConfig vae_cfg = wan::WanVAEConfig::from_json(out.preset.vae);
-  std::shared_ptr<wan::WanVAE> vae;
+  const WanVAEConfig vae_cfg = WanVAEConfig::from_json(out.preset.vae);
+  std::shared_ptr<WanVAE> vae;
   {
     auto vae_weights = translate_part(f.vae, translate::wan::vae_component(), out.preset.vae, &layout);
-    vae = std::make_shared<wan::WanVAE>(
+    vae = std::make_shared<WanVAE>(
         vae_cfg,
         [&vae_weights, path = f.vae](const std::string& name) {
           auto it = vae_weights.find(name);
           VIDAX_CHECK(it != vae_weights.end(), path << ": no parameter " << name);
           return it->second;
         },
-        wan::WanVAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
+        WanVAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
   }
 
-  WanT2VComponents& p = out.parts;
-  p.geometry.z_dim = vae_cfg.z_dim;
-  p.geometry.vae_stride_t = vae_cfg.temporal_factor();
-  p.geometry.vae_stride_s = vae_cfg.spatial_factor();
-  p.geometry.patch_t = dit_cfg.patch_size[0];
-  p.geometry.patch_h = dit_cfg.patch_size[1];
-  p.geometry.patch_w = dit_cfg.patch_size[2];
-  p.geometry.text_len = dit_cfg.text_len;
+  pipeline::Parts& p = out.parts;
+  p.geometry = geometry_of(out.preset.dit, out.preset.vae);
+  p.prediction = pipeline::PredictionType::FlowVelocity;
+  p.guidance = pipeline::GuidanceKind::ClassifierFree;
   if (opt.mesh && opt.mesh->shape().cfg > 1) p.cfg_group = &opt.mesh->cfg();
   VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim && dit_cfg.out_dim == vae_cfg.z_dim,
               "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
@@ -174,8 +194,8 @@ LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
   auto cache = std::make_shared<PromptCache>();
   p.encode_prompt = [text_encoder, dit, cache](const std::string& prompt) {
     if (auto hit = cache->find(prompt)) return *hit;
-    text::EncodedPrompts e = text_encoder->encode({prompt});
-    EncodedPrompt r;
+    text::EncodedPrompts e = text_encoder->acquire()->encode({prompt});
+    pipeline::EncodedPrompt r;
     r.context = e.context.at(0);
     r.truncated = e.truncated.at(0);
     auto cond = std::make_shared<DiTConditioning>();
@@ -184,20 +204,21 @@ LoadedWanT2V load_wan_t2v(const WanT2VLoadOptions& opt) {
     cache->put(prompt, r);
     return r;
   };
-  p.predict = [dit](const Tensor& x, double t, const EncodedPrompt& prompt) {
-    VIDAX_CHECK(prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
-    const auto& cond = *static_cast<const DiTConditioning*>(prompt.conditioning.get());
-    return dit->forward(x, std::vector<double>{t}, cond.text);
+  p.after_encoding = [text_encoder] { text_encoder->release(); };
+  p.predict = [dit](const pipeline::DenoiseInput& in) {
+    VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
+    const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
+    return dit->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
   p.decode = [vae](const Tensor& z) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
     // long decode stops within one module instead of running to the end.
-    const wan::Tap poll = [](const std::string& module, const Tensor&) {
-      throw_if_interrupted("VAE decoding (" + module + ")");
+    const Tap poll = [](const std::string& module, const Tensor&) {
+      pipeline::throw_if_interrupted("VAE decoding (" + module + ")");
     };
-    return vae->decode_normalized(z.unsqueeze(0), wan::LatentScale::wan21(), poll).squeeze(0);
+    return vae->decode_normalized(z.unsqueeze(0), LatentScale::wan21(), poll).squeeze(0);
   };
   return out;
 }
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

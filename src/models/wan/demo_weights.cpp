@@ -1,4 +1,4 @@
-#include "pipeline/demo_weights.h"
+#include "models/wan/demo_weights.h"
 
 #include <cmath>
 #include <filesystem>
@@ -7,14 +7,14 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "pipeline/output.h"
-#include "pipeline/wan_param_shapes.h"
-#include "pipeline/wan_presets.h"
+#include "models/wan/param_shapes.h"
+#include "models/wan/presets.h"
 #include "text/t5_tokenizer.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-namespace vidax::pipeline {
+namespace vidax::wan {
 
 // ---- random weights ----------------------------------------------------------------
 
@@ -75,11 +75,11 @@ std::map<std::string, Tensor> random_weights(const ParamShapes& shapes, DemoRand
 
 }  // namespace
 
-json make_demo_weights(const DemoWeightsOptions& opt) {
+json make_demo_weights(const pipeline::DemoOptions& opt) {
   VIDAX_CHECK(!opt.out_dir.empty(), "make-demo: no output directory");
   VIDAX_CHECK(fs::is_regular_file(opt.spiece_model),
               "make-demo: SentencePiece model " << opt.spiece_model << " not found (the build makes it; pass --tokenizer)");
-  const WanT2VPreset& preset = wan_t2v_preset(kTinyDemoModel);
+  const Preset& preset = wan::preset(kTinyDemoModel);
   const fs::path out(opt.out_dir);
   fs::create_directories(out / preset.tokenizer_dir);
 
@@ -101,15 +101,15 @@ json make_demo_weights(const DemoWeightsOptions& opt) {
 
   json config = dit;  // what the original repo's config.json holds: WanModel's init args
   config["_class_name"] = "WanModel";
-  write_json_file((out / "config.json").string(), config);
-  json model{{"model", preset.name},
+  pipeline::write_json_file((out / "config.json").string(), config);
+  json model{{"model", preset.name()},
              {"note", "tiny random-weight Wan 2.1 checkpoint made by `vidax make-demo`; its videos are noise"},
              {"dit", dit},
              {"vae", vae},
              {"t5", t5},
              {"seed", opt.seed}};
-  write_json_file((out / "vidax_model.json").string(), model);
+  pipeline::write_json_file((out / "vidax_model.json").string(), model);
   return model;
 }
 
-}  // namespace vidax::pipeline
+}  // namespace vidax::wan

@@ -1,0 +1,111 @@
+#include "engine/families.h"
+
+#include <filesystem>
+#include <sstream>
+
+#include "core/error.h"
+#include "models/wan/family.h"
+
+namespace vidax::engine {
+
+const std::vector<const pipeline::Family*>& families() {
+  // One line per family.
+  static const std::vector<const pipeline::Family*> all = {
+      &wan::family(),
+  };
+  return all;
+}
+
+const pipeline::Family& family(const std::string& name) {
+  std::string known;
+  for (const auto* f : families()) {
+    if (f->name() == name) return *f;
+    known += (known.empty() ? "" : ", ") + f->name();
+  }
+  throw Error(msg() << "unknown model family '" << name << "'; known: " << known);
+}
+
+std::string variant_names() {
+  std::string s;
+  for (const auto* f : families())
+    for (const auto& v : f->variants()) s += (s.empty() ? "" : ", ") + v.name;
+  return s;
+}
+
+const pipeline::Family& family_of_model(const std::string& model) {
+  for (const auto* f : families())
+    if (f->has_variant(model)) return *f;
+  throw Error(msg() << "unknown model '" << model << "'; known: " << variant_names());
+}
+
+Resolved resolve(const std::string& weights_dir, const std::string& model) {
+  VIDAX_CHECK(std::filesystem::is_directory(weights_dir),
+              "weights directory " << weights_dir << " does not exist (or is not a directory)");
+  Resolved r;
+  if (!model.empty()) {
+    r.family = &family_of_model(model);
+    r.variant = r.family->resolve(weights_dir, model);
+    return r;
+  }
+  for (const auto* f : families()) {
+    const std::string v = f->detect(weights_dir);
+    if (v.empty()) continue;
+    r.family = f;
+    r.variant = f->resolve(weights_dir, v);
+    return r;
+  }
+  throw Error(msg() << "cannot tell which model " << weights_dir
+                    << " holds (no vidax_model.json, no config.json with a known size); pass --model ("
+                    << variant_names() << ")");
+}
+
+nlohmann::json run_bench(const pipeline::BenchOptions& opt, const std::function<void(const std::string&)>& log) {
+  return family_of_model(opt.model).bench(opt, log);
+}
+
+nlohmann::json models_json() {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto* f : families()) {
+    nlohmann::json fam{{"family", f->name()}, {"description", f->description()}, {"variants", nlohmann::json::array()}};
+    for (const auto& v : f->variants()) {
+      const pipeline::Defaults& d = v.defaults;
+      fam["variants"].push_back({{"name", v.name},
+                                 {"description", v.description},
+                                 {"tasks", v.tasks},
+                                 {"demo", v.demo},
+                                 {"defaults",
+                                  {{"frames", d.frames},
+                                   {"height", d.height},
+                                   {"width", d.width},
+                                   {"steps", d.steps},
+                                   {"guidance", d.guidance},
+                                   {"shift", d.shift},
+                                   {"sampler", d.sampler},
+                                   {"fps", d.fps},
+                                   {"precision", d.precision},
+                                   {"negative_prompt", d.negative_prompt}}}});
+    }
+    out.push_back(fam);
+  }
+  return out;
+}
+
+std::string models_text() {
+  std::ostringstream o;
+  for (const auto* f : families()) {
+    o << f->name() << ": " << f->description() << "\n";
+    for (const auto& v : f->variants()) {
+      const pipeline::Defaults& d = v.defaults;
+      std::string tasks;
+      for (const auto& t : v.tasks) tasks += (tasks.empty() ? "" : ",") + t;
+      o << "  " << v.name << "  [" << tasks << "]" << (v.demo ? " (demo)" : "") << "\n"
+        << "    " << v.description << "\n"
+        << "    defaults: " << d.width << "x" << d.height << "x" << d.frames << " frames, " << d.steps << " "
+        << d.sampler << " steps, guidance " << d.guidance << ", shift " << d.shift << ", " << d.fps << " fps, "
+        << d.precision << "\n";
+    }
+  }
+  return o.str();
+}
+
+}  // namespace vidax::engine

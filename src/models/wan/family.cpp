@@ -1,0 +1,114 @@
+#include "models/wan/family.h"
+
+#include "core/error.h"
+#include "models/wan/bench.h"
+#include "models/wan/demo_weights.h"
+#include "models/wan/dit_config.h"
+#include "models/wan/dit_parity_kind.h"
+#include "models/wan/pipeline_parity.h"
+#include "models/wan/presets.h"
+#include "models/wan/t2v_load.h"
+#include "models/wan/vae.h"
+#include "models/wan/weights.h"
+#include "parity/parity.h"
+#include "translate/wan.h"
+
+namespace vidax::wan {
+
+namespace {
+
+double dtype_bytes(const std::string& precision) { return precision == "fp32" ? 4.0 : 2.0; }
+
+class WanFamily final : public pipeline::Family {
+ public:
+  WanFamily() {
+    for (const auto& p : presets()) variants_.push_back(p.variant);
+  }
+  std::string name() const override { return "wan"; }
+  std::string description() const override { return "Wan 2.1 (Wan-AI, Wan-Video/Wan2.1)"; }
+  const std::vector<pipeline::Variant>& variants() const override { return variants_; }
+
+  std::string detect(const std::string& weights_dir) const override { return detect_model(weights_dir); }
+
+  pipeline::Variant resolve(const std::string& weights_dir, const std::string& model) const override {
+    return resolve_preset(weights_dir, model).variant;
+  }
+
+  pipeline::Geometry geometry(const std::string& variant) const override {
+    const Preset& p = preset(variant);
+    return geometry_of(p.dit, p.vae);
+  }
+
+  pipeline::MemoryPlan memory_plan(const std::string& variant, const pipeline::Request& r,
+                                   const std::string& precision) const override {
+    const Preset& p = preset(variant);
+    const DiTConfig dit = DiTConfig::from_json(p.dit);
+    const WanVAEConfig vae = WanVAEConfig::from_json(p.vae);
+    const pipeline::Geometry g = geometry_of(p.dit, p.vae);
+    const double lat_f = static_cast<double>((r.frames - 1) / g.vae_stride_t + 1);
+    const double tokens = lat_f * static_cast<double>(r.height / g.height_multiple()) *
+                          static_cast<double>(r.width / g.width_multiple());
+    const double dit_params =
+        static_cast<double>(translate::wan::dit_params(translate::wan::DitConfig::from_json(p.dit)).parameter_count());
+    double vae_decoder_params = 0;
+    for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
+      if (info.name.rfind("decoder.", 0) == 0 || info.name.rfind("conv2.", 0) == 0)
+        vae_decoder_params += static_cast<double>(shape_numel(info.shape));
+    const double t5_params =
+        static_cast<double>(translate::wan::t5_params(translate::wan::T5Config::from_json(p.t5)).parameter_count());
+    const double b = dtype_bytes(precision.empty() ? p.variant.defaults.precision : precision);
+    pipeline::MemoryPlan m;
+    m.items.push_back({"text encoder weights", t5_params * b});
+    // The weights in the compute dtype and the GEMM's packed copy of them.
+    m.items.push_back({"DiT weights", 2 * dit_params * b});
+    // The FFN hidden state in fp32 and a few [tokens, dim] fp32 tensors, with a 2x margin (bench.cpp's estimate).
+    m.items.push_back({"DiT activations", 2.0 * 4.0 * tokens * static_cast<double>(dit.ffn_dim + 8 * dit.dim)});
+    m.items.push_back({"VAE decoder weights", 4.0 * vae_decoder_params});
+    // The decoder runs one latent frame at a time: its widest maps are `dim` channels at the full
+    // size over the 4 frames it emits, with the causal caches and temporaries (about 8 such maps).
+    m.items.push_back({"VAE decode activations",
+                       8.0 * 4.0 * static_cast<double>(vae.dim) * 4.0 * static_cast<double>(r.height * r.width)});
+    // Phases: encoding (the text encoder alone when it is freed after use), then denoising, then decoding.
+    m.phases = {{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}};
+    return m;
+  }
+
+  pipeline::LoadedModel load(const pipeline::LoadOptions& opt) const override {
+    LoadedT2V m = load_t2v(opt);
+    pipeline::LoadedModel out;
+    out.variant = m.preset.variant;
+    out.layout = m.files.layout;
+    out.precision = m.precision;
+    out.parts = std::move(m.parts);
+    return out;
+  }
+
+  nlohmann::json make_demo(const std::string& variant, const pipeline::DemoOptions& opt) const override {
+    VIDAX_CHECK(variant.empty() || variant == kTinyDemoModel,
+                "make-demo: " << variant << " is not a demo model (the Wan demo is " << kTinyDemoModel << ")");
+    return make_demo_weights(opt);
+  }
+
+  nlohmann::json bench(const pipeline::BenchOptions& opt,
+                       const std::function<void(const std::string&)>& log) const override {
+    return run_bench(opt, log);
+  }
+
+  void register_parity_kinds() const override {
+    register_dit_parity_kinds();                                 // wan.dit
+    register_vae_parity_kinds();                                 // wan.vae.decode, wan.vae.encode
+    parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
+  }
+
+ private:
+  std::vector<pipeline::Variant> variants_;
+};
+
+}  // namespace
+
+const pipeline::Family& family() {
+  static const WanFamily f;
+  return f;
+}
+
+}  // namespace vidax::wan

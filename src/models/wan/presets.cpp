@@ -1,0 +1,110 @@
+#include "models/wan/presets.h"
+
+#include "core/error.h"
+#include "translate/wan.h"
+
+namespace vidax::wan {
+
+using nlohmann::json;
+namespace tw = translate::wan;
+
+const std::string& wan21_default_negative_prompt() {
+  // wan/configs/shared_config.py, sample_neg_prompt (verbatim).
+  static const std::string s =
+      "色调艳丽，过曝，静态，细节模糊不清，字幕，风格，作品，画作，画面，静止，整体发灰，最差质量，低质量，"
+      "JPEG压缩残留，丑陋的，残缺的，多余的手指，画得不好的手部，画得不好的脸部，畸形的，毁容的，形态畸形的肢体，"
+      "手指融合，静止不动的画面，杂乱的背景，三条腿，背景人很多，倒着走";
+  return s;
+}
+
+namespace {
+
+// WanModel init args as the official config.json holds them (window_size is one of
+// WanModel's args that the engine does not read: full attention, (-1, -1)).
+json dit_args(const tw::DitConfig& c) {
+  json j = c.to_json();
+  j["window_size"] = {-1, -1};
+  return j;
+}
+
+std::vector<Preset> make_presets() {
+  std::vector<Preset> v;
+  Preset small;
+  small.variant.name = "wan2.1-t2v-1.3b";
+  small.variant.description = "Wan 2.1 text-to-video 1.3B (Wan-AI/Wan2.1-T2V-1.3B), 480p";
+  small.variant.tasks = {"t2v"};
+  pipeline::Defaults& d = small.variant.defaults;  // generate.py _validate_args / WanT2V.generate
+  d.frames = 81;
+  d.height = 480;
+  d.width = 832;
+  d.steps = 50;
+  d.shift = 5.0;
+  d.guidance = 5.0;
+  d.sampler = "unipc";
+  d.fps = 16;                // sample_fps
+  d.precision = "bf16";      // the reference runs the DiT under autocast(bf16)
+  d.negative_prompt = wan21_default_negative_prompt();
+  small.dit = dit_args(tw::DitConfig::t2v_1_3b());
+  small.vae = tw::VaeConfig{}.to_json();  // WanVAE's _video_vae(): dim 96, z_dim 16
+  small.t5 = tw::T5Config::umt5_xxl().to_json();
+  v.push_back(small);
+
+  Preset big = small;
+  big.variant.name = "wan2.1-t2v-14b";
+  big.variant.description = "Wan 2.1 text-to-video 14B (Wan-AI/Wan2.1-T2V-14B), 720p or 480p";
+  big.variant.defaults.height = 720;  // generate.py's default size 1280*720 (W*H)
+  big.variant.defaults.width = 1280;
+  big.dit = dit_args(tw::DitConfig::t2v_14b());
+  v.push_back(big);
+
+  Preset tiny = small;
+  tiny.variant.name = kTinyDemoModel;
+  tiny.variant.description = "tiny random-weight Wan 2.1 architecture written by `vidax make-demo` (noise-like output)";
+  tiny.variant.demo = true;
+  tiny.variant.defaults.frames = 9;
+  tiny.variant.defaults.height = 64;
+  tiny.variant.defaults.width = 96;
+  tiny.variant.defaults.steps = 8;
+  tiny.variant.defaults.precision = "fp32";
+  tw::DitConfig tdit;
+  tdit.dim = 64;
+  tdit.ffn_dim = 128;
+  tdit.num_heads = 2;
+  tdit.num_layers = 2;
+  tdit.freq_dim = 64;
+  tdit.text_dim = 32;
+  tiny.dit = dit_args(tdit);
+  tw::VaeConfig tvae;
+  tvae.dim = 4;
+  tiny.vae = tvae.to_json();
+  tw::T5Config tt5;
+  tt5.vocab = 0;  // set from the demo tokenizer
+  tt5.dim = 32;
+  tt5.dim_attn = 32;
+  tt5.dim_ffn = 64;
+  tt5.num_heads = 2;
+  tt5.num_layers = 2;
+  tiny.t5 = tt5.to_json();
+  tiny.vae_file = "Wan2.1_VAE.safetensors";
+  tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
+  v.push_back(tiny);
+  return v;
+}
+
+}  // namespace
+
+const std::vector<Preset>& presets() {
+  static const std::vector<Preset> p = make_presets();
+  return p;
+}
+
+const Preset& preset(const std::string& name) {
+  std::string known;
+  for (const auto& p : presets()) {
+    if (p.name() == name) return p;
+    known += (known.empty() ? "" : ", ") + p.name();
+  }
+  throw Error(msg() << "unknown model '" << name << "'; known: " << known);
+}
+
+}  // namespace vidax::wan

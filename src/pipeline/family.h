@@ -1,0 +1,100 @@
+// A model family as the engine sees it (DESIGN.md §2, docs/adding-a-family.md):
+// its variants with their official defaults, weight discovery, geometry, a
+// loader that hands the generic pipeline its parts, and the optional extras
+// (a tiny demo checkpoint, a random-weight benchmark, parity kinds). Each family
+// implements this once in src/models/<family>/family.cpp; src/engine/ lists
+// them (one registration line per family) and the CLI dispatches through it.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "dist/mesh.h"
+#include "pipeline/generate.h"
+#include "pipeline/memory_plan.h"
+#include "pipeline/parts.h"
+#include "pipeline/residency.h"
+
+namespace vidax::pipeline {
+
+struct BenchOptions;  // bench.h
+
+// The sampling defaults of a variant: the reference's own (generate.py, the
+// diffusers pipeline's __call__ defaults).
+struct Defaults {
+  int64_t frames = 81, height = 480, width = 832;
+  int64_t steps = 50;
+  double guidance = 5.0;
+  double shift = 5.0;
+  std::string sampler = "unipc";
+  double fps = 16;
+  std::string precision = "bf16";
+  std::string negative_prompt;  // used when --negative-prompt is empty
+};
+
+struct Variant {
+  std::string name;         // "wan2.1-t2v-1.3b": what --model takes
+  std::string description;  // one line for `vidax models` and errors
+  std::vector<std::string> tasks;  // "t2v", "i2v", "flf2v", "v2v", ...
+  Defaults defaults;
+  bool demo = false;  // a random-weight architecture for `vidax make-demo`, not a published model
+};
+
+struct LoadOptions {
+  std::string weights_dir;
+  std::string model;      // a variant name; "" = detect from the weights
+  std::string precision;  // "" = the variant's default
+  std::function<void(const std::string&)> on_stage;  // "loading the DiT (...)", ...
+  // Run sharded (docs/parallelism.md). Must outlive the loaded parts; every rank loads.
+  const dist::Mesh* mesh = nullptr;
+  // Where the text encoder lives after encoding (the CLI frees it; a server keeps it).
+  Residency text_encoder = Residency::Resident;
+};
+
+struct LoadedModel {
+  Variant variant;
+  std::string layout;     // "original" | "diffusers" | ...
+  std::string precision;  // what the denoiser computes in
+  Parts parts;            // owns the loaded models
+};
+
+struct DemoOptions {
+  std::string out_dir;
+  std::string spiece_model;  // a tokenizer model the demo ships (families with SentencePiece tokenizers)
+  uint64_t seed = 0;
+};
+
+class Family {
+ public:
+  virtual ~Family() = default;
+  virtual std::string name() const = 0;         // "wan"
+  virtual std::string description() const = 0;  // "Wan 2.1 (Wan-AI)"
+  virtual const std::vector<Variant>& variants() const = 0;
+
+  // The variant a weights directory holds, "" when it is not recognised as this family's.
+  virtual std::string detect(const std::string& weights_dir) const = 0;
+  // The variant for a weights directory (`model` when given, checked against the
+  // weights, else detected) after checking that every part is there; nothing is loaded.
+  virtual Variant resolve(const std::string& weights_dir, const std::string& model) const = 0;
+  // The size rules of a variant, before anything is loaded (validate_request).
+  virtual Geometry geometry(const std::string& variant) const = 0;
+  // What a request needs in memory, from the variant's architecture (memory_plan.h).
+  virtual MemoryPlan memory_plan(const std::string& variant, const Request& request,
+                                 const std::string& precision) const = 0;
+  virtual LoadedModel load(const LoadOptions& opt) const = 0;
+
+  // Optional extras; the defaults say the family has none.
+  // Writes a tiny random-weight checkpoint of `variant` (a demo variant); returns its description.
+  virtual nlohmann::json make_demo(const std::string& variant, const DemoOptions& opt) const;
+  // `vidax bench`: the family's stages on random weights of the real shapes (bench.h).
+  virtual nlohmann::json bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) const;
+  // Registers the family's golden-file kinds (parity/parity.h); called once by the engine.
+  virtual void register_parity_kinds() const {}
+
+  // The variant named `name`; throws listing the family's variants.
+  const Variant& variant(const std::string& name) const;
+  bool has_variant(const std::string& name) const;
+};
+
+}  // namespace vidax::pipeline

@@ -1,0 +1,81 @@
+// The generic text-to-video loop every family runs (the reference's
+// generate(): Wan's WanT2V.generate, diffusers' pipelines' __call__):
+//   1. encode the prompt and, when guidance needs it, the negative prompt (the
+//      family's default when empty) once;
+//   2. draw noise [z_dim, (F-1)/stride_t+1, H/stride_s, W/stride_s] float32 with
+//      the seeded generator (torch's CPU generator, bit for bit), or take it
+//      from a file;
+//   3. per sampler step: the guidance strategy's passes of the denoiser
+//      (guidance.h), converted to the sampler's flow velocity (prediction.h),
+//      then x = sampler.step(v);
+//   4. decode the final latent (clamped to [-1, 1]).
+// The family's parts come in as callables (parts.h), so the loop is the same
+// for real checkpoints, the tiny demo and tests; src/models/<family>/ builds them.
+#pragma once
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "pipeline/parts.h"
+
+namespace vidax::pipeline {
+
+struct Request {
+  std::string prompt;
+  std::string negative_prompt;  // "" = default_negative_prompt (as the references)
+  std::string default_negative_prompt;
+  int64_t frames = 81, height = 480, width = 832;
+  int64_t steps = 50;
+  uint64_t seed = 0;
+  double guidance = 5.0;
+  // Truncated CFG (classifier-free families): guidance on steps [from, to) only; to < 0 = all.
+  int64_t cfg_from_step = 0, cfg_to_step = -1;
+  double shift = 5.0;
+  std::string sampler = "unipc";
+  Tensor noise;  // defined = use it (shape of latent_shape()) instead of drawing from the seed
+};
+
+struct Events {
+  std::function<void(const std::string& stage)> on_stage;            // "encoding the prompts", ...
+  std::function<void(int done, int total, double seconds)> on_step;  // after each denoising step
+  std::function<void(const std::string& message)> warn;              // e.g. a truncated prompt
+};
+
+struct Result {
+  Tensor latents;  // [z_dim, F', h, w] F32, the sampler's final x0
+  Tensor video;    // [3, F, H, W] in [-1, 1]; undefined when decode was skipped
+  std::vector<double> timesteps;
+  std::string negative_prompt;  // what was encoded ("" when guidance needed none)
+  int64_t denoiser_calls = 0;   // forwards of the denoiser (CFG: 2 per guided step)
+  double seconds_text = 0, seconds_denoise = 0, seconds_decode = 0;
+};
+
+// [z_dim, (F-1)/stride_t + 1, H/stride_s, W/stride_s], after validate_request.
+Shape latent_shape(const Geometry& g, const Request& r);
+
+// Throws a message naming the option, the value and what would be valid:
+// frames not k*frame_multiple+1, height/width not multiples of the VAE stride
+// times the patch, steps < 1, non-finite guidance, shift <= 0, an unknown
+// sampler, a noise tensor of the wrong shape.
+void validate_request(const Geometry& g, const Request& r);
+
+// torch.manual_seed(seed); torch.randn(shape, dtype=float32) on the CPU generator.
+Tensor draw_noise(uint64_t seed, const Shape& shape);
+
+// A safetensors file holding the initial noise: the tensor named "noise" or
+// "latents", else the file's only tensor; [z, F', h, w] or [1, z, F', h, w];
+// converted to F32. Throws naming the file, the tensor and both shapes.
+Tensor read_noise_file(const std::string& path, const Shape& expected);
+
+// The request a golden file's config names (prompt, negative_prompt, frames, height, width,
+// steps, seed, guidance, shift, sampler; negative_prompt and sampler optional).
+Request request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt);
+
+// Runs the whole request. Checks for Ctrl-C between steps (pipeline::Interrupted)
+// and for NaN/Inf in the denoiser outputs and the latents after every step
+// (vidax::Error naming the step). decode = false stops after denoising.
+Result run_generation(const Parts& parts, const Request& request, const Events& events = {}, bool decode = true);
+
+}  // namespace vidax::pipeline

@@ -1,0 +1,68 @@
+// What a model family hands the generic pipeline (DESIGN.md §2): the sizes that
+// tie its parts together (Geometry) and the parts themselves as callables
+// (Parts). The loop (generate.h) knows no family: a family's loader builds
+// these from its checkpoint (src/models/<family>/), tests build stand-ins.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "core/tensor.h"
+#include "dist/communicator.h"
+#include "pipeline/guidance.h"
+#include "pipeline/prediction.h"
+
+namespace vidax::pipeline {
+
+// The latent grid of a family and the rules a request's size must follow.
+// Frames: (frames - 1) must be a multiple of vae_stride_t * patch_t (Wan: 4k+1,
+// LTX: 8k+1); height and width multiples of vae_stride_s * patch (Wan: 16).
+struct Geometry {
+  std::string vae_label = "the VAE";  // how messages name the autoencoder ("the Wan VAE")
+  int64_t z_dim = 16;                 // latent channels
+  int64_t vae_stride_t = 4, vae_stride_s = 8;
+  int64_t patch_t = 1, patch_h = 2, patch_w = 2;
+  int64_t text_len = 512;  // the text encoder's token budget (longer prompts are cut)
+
+  int64_t frame_multiple() const { return vae_stride_t * patch_t; }
+  int64_t height_multiple() const { return vae_stride_s * patch_h; }
+  int64_t width_multiple() const { return vae_stride_s * patch_w; }
+};
+
+struct EncodedPrompt {
+  Tensor context;          // [L, text_dim], L = the prompt's token count, L <= text_len
+  bool truncated = false;  // the prompt was longer than text_len tokens and was cut as the reference cuts it
+  // What the denoiser derives from the context once per prompt (the Wan DiT:
+  // the projected text and every block's cross-attention K/V), so the steps
+  // reuse it; owned here, opaque to the loop.
+  std::shared_ptr<const void> conditioning;
+};
+
+// One denoiser call: the latent, the sampler's model timestep, the prompt, and
+// the guidance scale for families that take it as an input (embedded guidance).
+struct DenoiseInput {
+  const Tensor& x;  // [z_dim, F', h, w] F32
+  double t;
+  const EncodedPrompt& prompt;
+  double embedded_guidance = 0;  // Guidance::embedded_scale(); 0 when the family takes none
+};
+
+struct Parts {
+  Geometry geometry;
+  PredictionType prediction = PredictionType::FlowVelocity;  // what `predict` returns
+  GuidanceKind guidance = GuidanceKind::ClassifierFree;        // how the family is guided
+  std::function<EncodedPrompt(const std::string& prompt)> encode_prompt;
+  // -> the denoiser's output for x (F32, x's shape), of type `prediction`.
+  std::function<Tensor(const DenoiseInput& in)> predict;
+  // z [z_dim, F', h, w] (normalized latent) -> video [3, F, H, W] in [-1, 1].
+  std::function<Tensor(const Tensor& z)> decode;
+  // Called once the prompts are encoded: a family frees its text encoder here when
+  // the residency manager says so (residency.h). Optional.
+  std::function<void()> after_encoding;
+  // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
+  // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
+  dist::Communicator* cfg_group = nullptr;
+};
+
+}  // namespace vidax::pipeline
