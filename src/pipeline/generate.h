@@ -1,5 +1,5 @@
-// The generic text-to-video loop every family runs (the reference's
-// generate(): Wan's WanT2V.generate, diffusers' pipelines' __call__):
+// The generic text-to-video loop every family runs (what the references'
+// generate() / diffusers pipelines' __call__ do):
 //   1. encode the prompt and, when guidance needs it, the negative prompt (the
 //      family's default when empty) once;
 //   2. draw noise [z_dim, (F-1)/stride_t+1, H/stride_s, W/stride_s] float32 with

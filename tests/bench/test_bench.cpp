@@ -12,7 +12,9 @@
 
 #include "core/error.h"
 #include "pipeline/bench.h"
-#include "pipeline/wan_presets.h"
+#include "engine/families.h"
+#include "models/wan/bench.h"
+#include "models/wan/presets.h"
 
 namespace {
 
@@ -21,7 +23,7 @@ using vidax::pipeline::BenchOptions;
 
 BenchOptions tiny_options() {
   BenchOptions o;
-  o.model = vidax::pipeline::kTinyDemoModel;
+  o.model = vidax::wan::kTinyDemoModel;
   o.frames = 5;  // 2 latent frames
   o.height = 64;
   o.width = 96;  // latent 8 x 12 -> 4 x 6 patches
@@ -43,7 +45,7 @@ const auto* const kOneThread = ::testing::AddGlobalTestEnvironment(new OneThread
 TEST(Bench, TinyReportFieldsAreSane) {
   BenchOptions o = tiny_options();
   o.profile = true;
-  const json r = vidax::pipeline::run_bench(o, quiet);
+  const json r = vidax::engine::run_bench(o, quiet);
 
   EXPECT_EQ(r.at("tokens").get<int64_t>(), 2 * 4 * 6);
   EXPECT_EQ(r.at("threads").get<int>(), 1);
@@ -73,12 +75,12 @@ TEST(Bench, TinyReportFieldsAreSane) {
 
 TEST(Bench, StepFlopsMatchAHandCount) {
   // Wan2.1 1.3B at 256x256x9: 3 x 16 x 16 = 768 tokens, dim 1536, ffn 8960, 30 blocks, text 512.
-  const auto cfg = vidax::wan::DiTConfig::from_json(vidax::pipeline::wan_t2v_preset("wan2.1-t2v-1.3b").dit);
+  const auto cfg = vidax::wan::DiTConfig::from_json(vidax::wan::preset("wan2.1-t2v-1.3b").dit);
   const double block_linear = 30.0 * 2 * 768 * (6.0 * 1536 * 1536 + 2.0 * 1536 * 8960);  // 1.92065568768e12
   const double edge = 2.0 * 768 * 1536 * 4 * (16 + 16) + 2.0 * (256 * 1536 + 7.0 * 1536 * 1536);
   const double self_attn = 30.0 * 4 * 768.0 * 768 * 1536;
   const double cross_attn = 30.0 * 4 * 768.0 * 512 * 1536;
-  EXPECT_DOUBLE_EQ(vidax::pipeline::dit_step_flops(cfg, 768), block_linear + edge + self_attn + cross_attn);
+  EXPECT_DOUBLE_EQ(vidax::wan::dit_step_flops(cfg, 768), block_linear + edge + self_attn + cross_attn);
   // About 2 x parameters x tokens for the linears (1.3B parameters, minus the per-prompt cross K/V).
   EXPECT_NEAR(block_linear / (2 * 768) / 1e9, 1.25, 0.05);
 }
@@ -89,7 +91,7 @@ TEST(Bench, RefusesAModelThatDoesNotFit) {
   o.precision = "bf16";
   o.memory_limit_bytes = 24e9;  // a 24 GB machine: 28 GB of bf16 weights alone
   try {
-    (void)vidax::pipeline::run_bench(o, quiet);
+    (void)vidax::engine::run_bench(o, quiet);
     FAIL() << "expected the 14B model to be refused";
   } catch (const vidax::Error& e) {
     EXPECT_NE(std::string(e.what()).find("no weight streaming"), std::string::npos) << e.what();
@@ -99,10 +101,10 @@ TEST(Bench, RefusesAModelThatDoesNotFit) {
 TEST(Bench, RejectsBadShapes) {
   BenchOptions o = tiny_options();
   o.frames = 6;
-  EXPECT_THROW((void)vidax::pipeline::run_bench(o, quiet), vidax::Error);
+  EXPECT_THROW((void)vidax::engine::run_bench(o, quiet), vidax::Error);
   o = tiny_options();
   o.height = 72;
-  EXPECT_THROW((void)vidax::pipeline::run_bench(o, quiet), vidax::Error);
+  EXPECT_THROW((void)vidax::engine::run_bench(o, quiet), vidax::Error);
 }
 
 TEST(Bench, CliPrintsJson) {
@@ -124,9 +126,14 @@ TEST(Bench, CliPrintsJson) {
     EXPECT_TRUE(r.contains(k)) << k;
   EXPECT_FALSE(r.contains("vae_seconds"));  // not asked for
 
-  // Without --random-weights there is nothing to benchmark: exit 2.
-  const int rc = std::system((vidax + " bench --model wan2.1-tiny-demo >/dev/null 2>&1").c_str());
-  EXPECT_EQ(WEXITSTATUS(rc), 2);
+  // Random weights are the only mode, so the flag is optional: without it the same report.
+  FILE* q = popen((vidax + " bench --model wan2.1-tiny-demo --frames 5 --height 64 --width 96 --steps 1 --threads 1"
+                           " --json 2>/dev/null").c_str(), "r");
+  ASSERT_NE(q, nullptr);
+  std::string out2;
+  while ((n = fread(buf, 1, sizeof buf, q)) > 0) out2.append(buf, n);
+  ASSERT_EQ(pclose(q), 0) << out2;
+  EXPECT_EQ(json::parse(out2).at("weights").get<std::string>(), "random (real shapes)");
 }
 
 }  // namespace

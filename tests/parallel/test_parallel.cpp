@@ -21,8 +21,8 @@
 #include "nn/parallel.h"
 #include "nn/parallel_cfg.h"
 #include "nn/ulysses.h"
-#include "pipeline/wan_t2v.h"
-#include "pipeline/wan_t2v_load.h"
+#include "models/wan/t2v_load.h"
+#include "pipeline/generate.h"
 
 using namespace vidax;
 
@@ -258,13 +258,13 @@ void expect_pipeline_equal(const dist::Mesh& mesh) {
   io::Checkpoint g = io::Checkpoint::open(golden);
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
   auto run = [&](const dist::Mesh* m) {
-    WanT2VLoadOptions lo;
+    pipeline::LoadOptions lo;
     lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
     lo.precision = "fp32";
     lo.mesh = m;
-    LoadedWanT2V loaded = load_wan_t2v(lo);
-    const T2VRequest r = t2v_request_from_json(cfg, loaded.preset.negative_prompt);
-    return run_wan_t2v(loaded.parts, r, {}, /*decode=*/false).latents;
+    wan::LoadedT2V loaded = wan::load_t2v(lo);
+    const pipeline::Request r = pipeline::request_from_json(cfg, loaded.preset.variant.defaults.negative_prompt);
+    return pipeline::run_generation(loaded.parts, r, {}, /*decode=*/false).latents;
   };
   const Tensor sharded = run(&mesh);
   const Diff o = diff(g.get("output.latents"), sharded);

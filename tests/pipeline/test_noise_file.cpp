@@ -9,14 +9,14 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "io/checkpoint.h"
-#include "pipeline/wan_t2v.h"
+#include "pipeline/generate.h"
 
 using namespace vidax;
 using namespace vidax::pipeline;
 
 using test::error_of;
 
-TEST(WanT2V, NoiseFile) {
+TEST(Generate, NoiseFile) {
   namespace fs = std::filesystem;
   const fs::path dir = vidax::test::scratch_dir("noise");
   const Shape shape{16, 2, 4, 6};

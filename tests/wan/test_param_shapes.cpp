@@ -6,17 +6,17 @@
 #include <map>
 #include <sstream>
 
-#include "pipeline/wan_param_shapes.h"
-#include "pipeline/wan_presets.h"
+#include "models/wan/param_shapes.h"
+#include "models/wan/presets.h"
 
 using namespace vidax;
-using namespace vidax::pipeline;
+using namespace vidax::wan;
 
 namespace {
 
 // "name<TAB>dtype<TAB>[d0,d1,...]" lines after '#' comments, in state_dict order.
 ParamShapes read_key_list(const std::string& file) {
-  std::ifstream is(std::string(VIDAX_TEST_DATA_DIR) + "/pipeline/data/" + file);
+  std::ifstream is(std::string(VIDAX_TEST_DATA_DIR) + "/wan/data/" + file);
   EXPECT_TRUE(is.is_open()) << file;
   ParamShapes out;
   std::string line;
@@ -49,22 +49,22 @@ void expect_same(const ParamShapes& got, const ParamShapes& want) {
 }  // namespace
 
 TEST(DemoParamShapes, DiTMatchesReferenceStateDict) {
-  expect_same(wan_dit_param_shapes(wan_t2v_preset(kTinyDemoModel).dit), read_key_list("demo_dit.txt"));
+  expect_same(wan_dit_param_shapes(preset(kTinyDemoModel).dit), read_key_list("demo_dit.txt"));
 }
 
 TEST(DemoParamShapes, VaeMatchesReferenceStateDict) {
-  expect_same(wan_vae_param_shapes(wan_t2v_preset(kTinyDemoModel).vae), read_key_list("demo_vae.txt"));
+  expect_same(wan_vae_param_shapes(preset(kTinyDemoModel).vae), read_key_list("demo_vae.txt"));
 }
 
 TEST(DemoParamShapes, Umt5MatchesReferenceStateDict) {
-  nlohmann::json t5 = wan_t2v_preset(kTinyDemoModel).t5;
+  nlohmann::json t5 = preset(kTinyDemoModel).t5;
   t5["vocab"] = 1000;  // the key list's vocabulary
   expect_same(umt5_param_shapes(t5), read_key_list("demo_t5.txt"));
 }
 
 TEST(DemoParamShapes, FullSizeDiTCountsMatchThePublishedModel) {
   // 1.3B: 825 tensors (translate's key list); parameters ~1.419e9 (reference page).
-  auto p = wan_dit_param_shapes(wan_t2v_preset("wan2.1-t2v-1.3b").dit);
+  auto p = wan_dit_param_shapes(preset("wan2.1-t2v-1.3b").dit);
   int64_t n = 0;
   for (auto& [name, s] : p) n += shape_numel(s);
   EXPECT_EQ(p.size(), 825u);

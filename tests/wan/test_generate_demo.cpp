@@ -3,7 +3,7 @@
 // (tools/golden/wan_pipeline.py).
 #include <gtest/gtest.h>
 
-#include "scratch.h"
+#include "pipeline/scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -12,38 +12,39 @@
 #include "io/video.h"
 #include <csignal>
 
-#include "pipeline/demo_weights.h"
+#include "models/wan/demo_weights.h"
 #include "pipeline/interrupt.h"
-#include "pipeline/wan_t2v.h"
-#include "pipeline/wan_t2v_load.h"
+#include "pipeline/generate.h"
+#include "models/wan/t2v_load.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
 using namespace vidax::pipeline;
+using namespace vidax::wan;
 
 namespace {
 
 const std::string kData = VIDAX_TEST_DATA_DIR;
 
 // One demo checkpoint for the whole suite (writing it takes a moment).
-const LoadedWanT2V& demo_model() {
-  static LoadedWanT2V loaded = [] {
+const LoadedT2V& demo_model() {
+  static LoadedT2V loaded = [] {
     const fs::path d = vidax::test::scratch_dir("demo");
-    DemoWeightsOptions o;
+    DemoOptions o;
     o.out_dir = d.string();
     o.spiece_model = kData + "/text/data/tiny_spiece.model";
     make_demo_weights(o);
-    WanT2VLoadOptions lo;
+    LoadOptions lo;
     lo.weights_dir = d.string();
-    return load_wan_t2v(lo);
+    return load_t2v(lo);
   }();
   return loaded;
 }
 
-T2VRequest demo_request(uint64_t seed) {
-  T2VRequest r;
+Request demo_request(uint64_t seed) {
+  Request r;
   r.prompt = "a red panda climbing a bamboo tree in the snow";
-  r.default_negative_prompt = demo_model().preset.negative_prompt;
+  r.default_negative_prompt = demo_model().preset.variant.defaults.negative_prompt;
   r.frames = 5;
   r.height = 32;
   r.width = 48;
@@ -66,16 +67,16 @@ double rel_l2(const Tensor& a, const Tensor& b) {
 }  // namespace
 
 TEST(DemoGenerate, DetectsTheDemoModel) {
-  EXPECT_EQ(demo_model().preset.name, "wan2.1-tiny-demo");
+  EXPECT_EQ(demo_model().preset.name(), "wan2.1-tiny-demo");
   EXPECT_EQ(demo_model().files.layout, "original");
   EXPECT_EQ(demo_model().precision, "fp32");
 }
 
 TEST(DemoGenerate, SameSeedSameFramesOtherSeedOtherFrames) {
   const auto& m = demo_model();
-  T2VResult a = run_wan_t2v(m.parts, demo_request(1));
-  T2VResult b = run_wan_t2v(m.parts, demo_request(1));
-  T2VResult c = run_wan_t2v(m.parts, demo_request(2));
+  Result a = run_generation(m.parts, demo_request(1));
+  Result b = run_generation(m.parts, demo_request(1));
+  Result c = run_generation(m.parts, demo_request(2));
   ASSERT_EQ(a.video.shape(), (Shape{3, 5, 32, 48}));
   const io::RgbVideo ra = io::rgb_from_video_tensor(a.video), rb = io::rgb_from_video_tensor(b.video),
                      rc = io::rgb_from_video_tensor(c.video);
@@ -88,14 +89,14 @@ TEST(DemoGenerate, SameSeedSameFramesOtherSeedOtherFrames) {
 
 TEST(DemoGenerate, OverlongPromptIsTruncatedWithAWarning) {
   const auto& m = demo_model();
-  T2VRequest r = demo_request(1);
+  Request r = demo_request(1);
   r.steps = 1;
   r.prompt.clear();
   for (int i = 0; i < 400; ++i) r.prompt += "panda bamboo snow ";
   std::vector<std::string> warnings;
-  T2VEvents ev;
+  Events ev;
   ev.warn = [&](const std::string& w) { warnings.push_back(w); };
-  run_wan_t2v(m.parts, r, ev, /*decode=*/false);
+  run_generation(m.parts, r, ev, /*decode=*/false);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("the prompt is longer than 512 tokens; it was truncated"), std::string::npos);
 }
@@ -122,15 +123,15 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   const std::string golden = kData + "/golden/pipeline/wan_pipeline_tiny.safetensors";
   io::Checkpoint g = io::Checkpoint::open(golden);
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
-  WanT2VLoadOptions lo;
+  LoadOptions lo;
   lo.weights_dir = kData + "/golden/pipeline/wan_pipeline_tiny";
   lo.precision = "fp32";
-  LoadedWanT2V m = load_wan_t2v(lo);
-  const T2VRequest r = t2v_request_from_json(cfg, m.preset.negative_prompt);
+  LoadedT2V m = load_t2v(lo);
+  const Request r = request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
   // The noise from the seed is the reference's (bit for bit).
   EXPECT_EQ(draw_noise(r.seed, latent_shape(m.parts.geometry, r)).to_f32_vector(),
             g.get("inter.noise").to_f32_vector());
-  T2VResult res = run_wan_t2v(m.parts, r);
+  Result res = run_generation(m.parts, r);
   const std::vector<double> ts = g.get("inter.timesteps").to_f64_vector();
   EXPECT_EQ(res.timesteps, ts);
   const double e_lat = rel_l2(res.latents, g.get("output.latents"));

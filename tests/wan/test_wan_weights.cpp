@@ -2,19 +2,19 @@
 // layouts) and the clear errors when something is missing or mismatched.
 #include <gtest/gtest.h>
 
-#include "error_of.h"
-#include "scratch.h"
+#include "pipeline/error_of.h"
+#include "pipeline/scratch.h"
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "core/error.h"
-#include "pipeline/wan_weights.h"
+#include "models/wan/weights.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
-using namespace vidax::pipeline;
+using namespace vidax::wan;
 
 namespace {
 
@@ -36,16 +36,16 @@ TEST(WanWeights, OriginalLayout) {
   touch(d / "models_t5_umt5-xxl-enc-bf16.pth");
   touch(d / "google/umt5-xxl/spiece.model");
   touch(d / "config.json", R"({"_class_name": "WanModel", "dim": 1536, "num_layers": 30})");
-  const auto& preset = wan_t2v_preset("wan2.1-t2v-1.3b");
-  WanWeightFiles f = find_wan_weights(d.string(), preset);
+  const auto& preset = wan::preset("wan2.1-t2v-1.3b");
+  WeightFiles f = find_weights(d.string(), preset);
   EXPECT_EQ(f.layout, "original");
   EXPECT_EQ(f.dit, (d / "diffusion_pytorch_model.safetensors").string());
   EXPECT_EQ(f.vae, (d / "Wan2.1_VAE.pth").string());
   EXPECT_EQ(f.t5, (d / "models_t5_umt5-xxl-enc-bf16.pth").string());
   EXPECT_EQ(f.tokenizer, (d / "google/umt5-xxl").string());
-  EXPECT_EQ(detect_wan_model(d.string()), "wan2.1-t2v-1.3b");
+  EXPECT_EQ(detect_model(d.string()), "wan2.1-t2v-1.3b");
   EXPECT_NO_THROW(check_preset_matches(f, preset));
-  const std::string e = error_of([&] { check_preset_matches(f, wan_t2v_preset("wan2.1-t2v-14b")); });
+  const std::string e = error_of([&] { check_preset_matches(f, wan::preset("wan2.1-t2v-14b")); });
   EXPECT_NE(e.find("--model wan2.1-t2v-14b expects a DiT of dim 5120 and 40 layers"), std::string::npos) << e;
   EXPECT_NE(e.find("says dim 1536 and 30 layers"), std::string::npos) << e;
 }
@@ -54,11 +54,11 @@ TEST(WanWeights, ShardedOriginalNeedsItsIndex) {
   fs::path d = fresh_dir("sharded");
   touch(d / "diffusion_pytorch_model-00001-of-00002.safetensors");
   touch(d / "diffusion_pytorch_model-00002-of-00002.safetensors");
-  const std::string e = error_of([&] { find_wan_weights(d.string(), wan_t2v_preset("wan2.1-t2v-14b")); });
+  const std::string e = error_of([&] { find_weights(d.string(), preset("wan2.1-t2v-14b")); });
   EXPECT_NE(e.find("has 2 shards"), std::string::npos) << e;
   EXPECT_NE(e.find("no diffusion_pytorch_model.safetensors.index.json"), std::string::npos) << e;
   touch(d / "diffusion_pytorch_model.safetensors.index.json", "{}");
-  const std::string e2 = error_of([&] { find_wan_weights(d.string(), wan_t2v_preset("wan2.1-t2v-14b")); });
+  const std::string e2 = error_of([&] { find_weights(d.string(), preset("wan2.1-t2v-14b")); });
   EXPECT_NE(e2.find("no VAE found; looked for:"), std::string::npos) << e2;
   EXPECT_NE(e2.find("Wan2.1_VAE.pth"), std::string::npos) << e2;
 }
@@ -71,37 +71,37 @@ TEST(WanWeights, DiffusersLayout) {
   touch(d / "vae/diffusion_pytorch_model.safetensors");
   touch(d / "text_encoder/model.safetensors.index.json", "{}");
   touch(d / "tokenizer/spiece.model");
-  WanWeightFiles f = find_wan_weights(d.string(), wan_t2v_preset("wan2.1-t2v-1.3b"));
+  WeightFiles f = find_weights(d.string(), preset("wan2.1-t2v-1.3b"));
   EXPECT_EQ(f.layout, "diffusers");
   EXPECT_EQ(f.dit, (d / "transformer/diffusion_pytorch_model.safetensors.index.json").string());
   EXPECT_EQ(f.t5, (d / "text_encoder/model.safetensors.index.json").string());
   EXPECT_EQ(f.tokenizer, (d / "tokenizer").string());
-  EXPECT_EQ(detect_wan_model(d.string()), "wan2.1-t2v-1.3b");
+  EXPECT_EQ(detect_model(d.string()), "wan2.1-t2v-1.3b");
 }
 
 TEST(WanWeights, MissingDirectoryAndTokenizer) {
-  std::string e = error_of([&] { find_wan_weights("/nonexistent/vidax/w", wan_t2v_preset("wan2.1-t2v-1.3b")); });
+  std::string e = error_of([&] { find_weights("/nonexistent/vidax/w", preset("wan2.1-t2v-1.3b")); });
   EXPECT_NE(e.find("weights directory /nonexistent/vidax/w does not exist"), std::string::npos) << e;
   fs::path d = fresh_dir("notok");
   touch(d / "diffusion_pytorch_model.safetensors");
   touch(d / "Wan2.1_VAE.pth");
   touch(d / "models_t5_umt5-xxl-enc-bf16.pth");
   fs::create_directories(d / "google/umt5-xxl");
-  e = error_of([&] { find_wan_weights(d.string(), wan_t2v_preset("wan2.1-t2v-1.3b")); });
+  e = error_of([&] { find_weights(d.string(), preset("wan2.1-t2v-1.3b")); });
   EXPECT_NE(e.find("has no spiece.model"), std::string::npos) << e;
 }
 
 TEST(WanPresets, OfficialDefaults) {
-  const auto& p = wan_t2v_preset("wan2.1-t2v-1.3b");
-  EXPECT_EQ(p.steps, 50);
-  EXPECT_EQ(p.shift, 5.0);
-  EXPECT_EQ(p.guidance, 5.0);
-  EXPECT_EQ(p.frames, 81);
-  EXPECT_EQ(p.fps, 16);
-  EXPECT_EQ(p.sampler, "unipc");
-  EXPECT_EQ(p.negative_prompt.rfind("色调艳丽，过曝，静态", 0), 0u);
-  EXPECT_NE(p.negative_prompt.find("背景人很多，倒着走"), std::string::npos);
-  const std::string e = error_of([] { wan_t2v_preset("wan2.2-t2v"); });
+  const auto& p = preset("wan2.1-t2v-1.3b");
+  EXPECT_EQ(p.variant.defaults.steps, 50);
+  EXPECT_EQ(p.variant.defaults.shift, 5.0);
+  EXPECT_EQ(p.variant.defaults.guidance, 5.0);
+  EXPECT_EQ(p.variant.defaults.frames, 81);
+  EXPECT_EQ(p.variant.defaults.fps, 16);
+  EXPECT_EQ(p.variant.defaults.sampler, "unipc");
+  EXPECT_EQ(p.variant.defaults.negative_prompt.rfind("色调艳丽，过曝，静态", 0), 0u);
+  EXPECT_NE(p.variant.defaults.negative_prompt.find("背景人很多，倒着走"), std::string::npos);
+  const std::string e = error_of([] { preset("wan2.2-t2v"); });
   EXPECT_NE(e.find("unknown model 'wan2.2-t2v'; known: wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-tiny-demo"),
             std::string::npos) << e;
 }

@@ -8,10 +8,10 @@
 #include <filesystem>
 #include <fstream>
 
-#include "scratch.h"
+#include "pipeline/scratch.h"
 #include "io/checkpoint.h"
-#include "pipeline/wan_t2v.h"
-#include "pipeline/wan_t2v_load.h"
+#include "pipeline/generate.h"
+#include "models/wan/t2v_load.h"
 #include "translate/keymap.h"
 #include "translate/wan.h"
 
@@ -111,17 +111,17 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
   fs::create_directories(d / "tokenizer");
   fs::copy_file(kGolden + "/google/umt5-xxl/spiece.model", d / "tokenizer/spiece.model");
 
-  pipeline::WanT2VLoadOptions lo;
+  pipeline::LoadOptions lo;
   lo.weights_dir = d.string();
   lo.model = "wan2.1-tiny-demo";
   lo.precision = "fp32";
-  pipeline::LoadedWanT2V m = pipeline::load_wan_t2v(lo);
+  wan::LoadedT2V m = wan::load_t2v(lo);
   EXPECT_EQ(m.files.layout, "diffusers");
 
   io::Checkpoint g = io::Checkpoint::open(kGolden + ".safetensors");
   const json cfg = json::parse(g.metadata().at("config"));
-  const pipeline::T2VRequest r = pipeline::t2v_request_from_json(cfg, m.preset.negative_prompt);
-  pipeline::T2VResult res = pipeline::run_wan_t2v(m.parts, r, {}, /*decode=*/false);
+  const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
+  pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
   const double e = rel_l2(res.latents, g.get("output.latents"));
   std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);
   EXPECT_LT(e, 1e-5);
