@@ -124,7 +124,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
     auto predict = [&](const EncodedPrompt& p) {
       ++res.denoiser_calls;
       Tensor out = parts.predict({x, t, p, embedded});
-      return to_flow_velocity(parts.prediction, out, x, sampler->sigmas()[static_cast<size_t>(i)]);
+      return to_scheduler_input(parts.prediction, out, x, *sampler, i);
     };
     Tensor v_cond, v_uncond;
     if (guidance->needs_uncond(i, total)) {

@@ -31,4 +31,13 @@ Tensor to_flow_velocity(PredictionType p, const Tensor& pred, const Tensor& x_t,
                        "(unipc, dpm++, euler) cannot step it");
 }
 
+Tensor to_scheduler_input(PredictionType p, const Tensor& prediction, const Tensor& x_t,
+                          const sched::Scheduler& scheduler, int64_t step) {
+  if (p == scheduler.prediction()) return prediction;
+  VIDAX_CHECK(scheduler.prediction() == PredictionType::FlowVelocity,
+              "a " << prediction_name(p) << " denoiser cannot drive a scheduler that steps with "
+                   << prediction_name(scheduler.prediction()) << " predictions");
+  return to_flow_velocity(p, prediction, x_t, scheduler.sigmas().at(static_cast<size_t>(step)));
+}
+
 }  // namespace vidax::pipeline

@@ -25,6 +25,13 @@
 
 namespace vidax::sched {
 
+// What a denoiser predicts (diffusers' prediction_type): the model output a
+// scheduler's step() takes. The flow solvers here take the flow velocity; a
+// DDPM-family scheduler (v-prediction DDIM / DPM++ with zero-terminal SNR for
+// CogVideoX) or an EDM-style one (Cosmos) declares its own, and the pipeline
+// converts a denoiser's output where the math allows (pipeline/prediction.h).
+enum class PredictionType { FlowVelocity, Epsilon, X0, VPrediction };
+
 struct SchedulerOptions {
   std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler
   int64_t steps = 50;
@@ -58,6 +65,8 @@ class Scheduler {
   // output (flow / velocity prediction) at that step. Steps must run in order
   // 0, 1, ..., num_steps()-1 (multistep solvers keep history); reset() starts over.
   virtual Tensor step(const Tensor& model_output, int64_t step_index, const Tensor& sample) = 0;
+  // What `model_output` must be. Every scheduler here is a flow solver.
+  virtual PredictionType prediction() const { return PredictionType::FlowVelocity; }
   virtual void reset() { next_step_ = 0; }
 
   // flow_euler with stochastic_sampling draws noise here (torch's CPU generator,

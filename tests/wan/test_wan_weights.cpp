@@ -11,6 +11,8 @@
 
 #include "core/error.h"
 #include "models/wan/weights.h"
+#include "engine/families.h"
+#include "pipeline/family.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
@@ -104,4 +106,30 @@ TEST(WanPresets, OfficialDefaults) {
   const std::string e = error_of([] { preset("wan2.2-t2v"); });
   EXPECT_NE(e.find("unknown model 'wan2.2-t2v'; known: wan2.1-t2v-1.3b, wan2.1-t2v-14b, wan2.1-tiny-demo"),
             std::string::npos) << e;
+}
+
+// The Wan family through the engine's registry: detection, variants, geometry and the memory
+// plan of the published 14B model (28.6 GB of bf16 DiT weights).
+TEST(WanFamily, RegistryGeometryAndMemory) {
+  const pipeline::Family& f = engine::family_of_model("wan2.1-t2v-14b");
+  EXPECT_EQ(f.name(), "wan");
+  EXPECT_EQ(&f, &engine::family("wan"));
+  EXPECT_NE(error_of([] { engine::family_of_model("wan2.2-t2v"); }).find("known: wan2.1-t2v-1.3b"),
+            std::string::npos);
+  const pipeline::Geometry g = f.geometry("wan2.1-t2v-1.3b");
+  EXPECT_EQ(g.frame_multiple(), 4);
+  EXPECT_EQ(g.height_multiple(), 16);
+  EXPECT_EQ(g.vae_label, "the Wan VAE");
+  pipeline::Request r;
+  r.frames = 81;
+  r.height = 720;
+  r.width = 1280;
+  const pipeline::MemoryPlan m = f.memory_plan("wan2.1-t2v-14b", r, "bf16");
+  ASSERT_GE(m.items.size(), 2u);
+  EXPECT_EQ(m.items[1].what, "DiT weights");
+  EXPECT_NEAR(m.items[1].bytes / 2, 28.6e9, 0.1e9);  // the weights and their packed copy
+  EXPECT_GT(m.peak_bytes(), 57e9);
+  const std::string j = engine::models_json().dump();
+  for (const char* v : {"wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.1-tiny-demo", "\"t2v\""})
+    EXPECT_NE(j.find(v), std::string::npos) << v;
 }
