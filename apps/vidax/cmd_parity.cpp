@@ -4,6 +4,7 @@
 
 #include "commands.h"
 #include "dist/communicator.h"
+#include "engine/builtin_kinds.h"
 #include "parity/parity.h"
 
 namespace vidax::app {
@@ -22,6 +23,7 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--mesh", a->opt.mesh, "device mesh, e.g. sp=2 (needs mpirun)");
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
+            engine::register_builtin_kinds();
             parity::Report rep = parity::run(a->file, a->opt);
             if (dist::world().rank() != 0) return rep.ok() ? 0 : 1;  // --mesh: rank 0 alone prints
             auto status = [](parity::Comparison::Status s) {

@@ -38,6 +38,8 @@ struct Golden {
 using Produced = std::map<std::string, Tensor>;
 using Runner = std::function<Produced(const Golden&, const Options&)>;
 
+// The kind registry. It starts empty: this layer sits just above io and knows no family; the
+// kinds are registered from the top (engine::register_builtin_kinds(), or a test's own).
 void register_kind(const std::string& kind, Runner runner);
 std::vector<std::string> registered_kinds();
 

@@ -10,28 +10,17 @@
 #include "sched/sched_golden.h"
 #include "sched/sched_config.h"
 #include "sched/scheduler.h"
+#include "test_diff.h"
 
 namespace vidax::sched {
 namespace {
 
-struct Diff {
-  double rel_l2 = 0;
-  int64_t mismatched_bits = 0;
-};
-
-Diff diff(const Tensor& want, const Tensor& got) {
-  auto a = want.to_f32_vector(), b = got.to_f32_vector();
-  EXPECT_EQ(a.size(), b.size());
-  double num = 0, den = 0;
-  Diff d;
-  for (size_t i = 0; i < a.size(); ++i) {
-    const double e = double(a[i]) - double(b[i]);
-    num += e * e;
-    den += double(a[i]) * double(a[i]);
-    d.mismatched_bits += f32_bits(a[i]) != f32_bits(b[i]);
-  }
-  d.rel_l2 = std::sqrt(num / std::max(den, 1e-300));
-  return d;
+// Values of `got` whose f32 bits differ from `want`'s (the shapes are checked by the caller).
+int64_t mismatched_bits(const Tensor& want, const Tensor& got) {
+  const auto a = want.to_f32_vector(), b = got.to_f32_vector();
+  int64_t n = 0;
+  for (size_t i = 0; i < a.size(); ++i) n += f32_bits(a[i]) != f32_bits(b[i]);
+  return n;
 }
 
 TEST(FlowSamplers, MatchReferenceSamplesStepByStep) {
@@ -47,13 +36,16 @@ TEST(FlowSamplers, MatchReferenceSamplesStepByStep) {
     int64_t bits = 0, total = 0;
     for (int64_t i = 0; i < s->num_steps(); ++i) {
       x = s->step(g.tensors.at("input.model_output." + std::to_string(i)), i, x);
-      Diff d = diff(g.tensors.at("output.sample." + std::to_string(i)), x);
-      EXPECT_LE(d.rel_l2, 1e-6) << "step " << i;
+      const Tensor& want = g.tensors.at("output.sample." + std::to_string(i));
+      ASSERT_EQ(want.shape(), x.shape()) << "step " << i;
+      const double rel = vidax::test::rel_l2(want, x);
+      const int64_t wrong_bits = mismatched_bits(want, x);
+      EXPECT_LE(rel, 1e-6) << "step " << i;
       // Every golden here replays bit for bit (coefficients as torch computes them,
       // one rounding per tensor op); a changed op order or fused multiply-add shows up here.
-      EXPECT_EQ(d.mismatched_bits, 0) << "step " << i;
-      worst = std::max(worst, d.rel_l2);
-      bits += d.mismatched_bits;
+      EXPECT_EQ(wrong_bits, 0) << "step " << i;
+      worst = std::max(worst, rel);
+      bits += wrong_bits;
       total += x.numel();
     }
     std::printf("  %-48s worst rel_l2 %.3g, %lld/%lld values not bit-identical\n", c.file, worst,

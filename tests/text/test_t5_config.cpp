@@ -54,7 +54,7 @@ TEST(T5Config, OfficialAndTransformersSpellings) {
   EXPECT_EQ(off.head_dim(), 12);
   EXPECT_FALSE(off.shared_pos);
   auto names = t5_encoder_parameter_names(off);
-  EXPECT_EQ(names.size(), 2u + 3 * 10);
+  ASSERT_EQ(names.size(), 2u + 3 * 10);
   EXPECT_EQ(names[1], "blocks.0.norm1.weight");
   EXPECT_NE(std::find(names.begin(), names.end(), "blocks.2.pos_embedding.embedding.weight"), names.end());
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "text/t5_encoder.h"
+#include "test_diff.h"
 #include "test_names.h"
 #include "text/t5_parity.h"
 #include "text/wan_text_encoder.h"
@@ -19,20 +20,7 @@ namespace {
 const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/";
 const std::string kData = std::string(VIDAX_TEST_DATA_DIR) + "/text/data";
 
-struct Error2 {
-  double rel_l2 = 0, max_abs = 0;
-};
-Error2 measure(const Tensor& expected, const Tensor& got) {
-  EXPECT_EQ(expected.shape(), got.shape());
-  auto e = expected.to_f64_vector(), g = got.to_f64_vector();
-  double num = 0, den = 0, mx = 0;
-  for (size_t i = 0; i < e.size() && i < g.size(); ++i) {
-    num += (e[i] - g[i]) * (e[i] - g[i]);
-    den += e[i] * e[i];
-    mx = std::max(mx, std::abs(e[i] - g[i]));
-  }
-  return {std::sqrt(num / std::max(den, 1e-300)), mx};
-}
+using vidax::test::diff;
 
 struct GoldenCase {
   const char* file;       // under tests/golden/ (fp32) or tests/text/data/ (bf16 reference)
@@ -49,7 +37,7 @@ TEST_P(T5Golden, MatchesReference) {
   ASSERT_EQ(file.metadata().at("kind"), "t5.encoder");
   auto config = nlohmann::json::parse(file.metadata().at("config"));
   auto out = run_t5_golden(file, config, c.precision, path);
-  Error2 err = measure(file.get("output"), out.at("output"));
+  const vidax::test::Diff err = diff(file.get("output"), out.at("output"));
   std::printf("%s %s rel_l2=%.3g max_abs=%.3g\n", c.file, c.precision, err.rel_l2, err.max_abs);
   EXPECT_LE(err.rel_l2, c.rtol);
 }
@@ -164,7 +152,7 @@ TEST(WanTextEncoder, TrimsEachPromptToItsTokens) {
   EXPECT_TRUE(out.truncated[2]);  // longer than 32 tokens
   // A prompt's encoding does not depend on the other prompts in the batch (mask respected).
   EncodedPrompts alone = text.encode({prompts[1]});
-  Error2 err = measure(alone.context[0].contiguous(), out.context[1].contiguous());
+  const vidax::test::Diff err = diff(alone.context[0].contiguous(), out.context[1].contiguous());
   EXPECT_LE(err.rel_l2, 1e-6);
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "pipeline/scratch.h"
+#include "test_diff.h"
 #include "io/checkpoint.h"
 #include "pipeline/generate.h"
 #include "models/wan/t2v_load.h"
@@ -42,15 +43,6 @@ void write_json(const fs::path& p, const json& j) {
   std::ofstream(p) << j.dump(1);
 }
 
-double rel_l2(const Tensor& a, const Tensor& b) {
-  auto x = a.to_f64_vector(), y = b.to_f64_vector();
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / den);
-}
 
 }  // namespace
 
@@ -122,7 +114,7 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
   const json cfg = json::parse(g.metadata().at("config"));
   const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
   pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
-  const double e = rel_l2(res.latents, g.get("output.latents"));
+  const double e = vidax::test::rel_l2(g.get("output.latents"), res.latents);
   std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);
   EXPECT_LT(e, 1e-5);
 }

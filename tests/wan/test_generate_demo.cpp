@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "pipeline/scratch.h"
+#include "test_diff.h"
 #include <unistd.h>
 
 #include <filesystem>
@@ -53,16 +54,6 @@ Request demo_request(uint64_t seed) {
   return r;
 }
 
-double rel_l2(const Tensor& a, const Tensor& b) {
-  auto x = a.to_f64_vector(), y = b.to_f64_vector();
-  EXPECT_EQ(x.size(), y.size());
-  double num = 0, den = 0;
-  for (size_t i = 0; i < x.size(); ++i) {
-    num += (x[i] - y[i]) * (x[i] - y[i]);
-    den += y[i] * y[i];
-  }
-  return std::sqrt(num / std::max(den, 1e-30));
-}
 
 }  // namespace
 
@@ -134,8 +125,8 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   Result res = run_generation(m.parts, r);
   const std::vector<double> ts = g.get("inter.timesteps").to_f64_vector();
   EXPECT_EQ(res.timesteps, ts);
-  const double e_lat = rel_l2(res.latents, g.get("output.latents"));
-  const double e_vid = rel_l2(res.video, g.get("output.video"));
+  const double e_lat = vidax::test::rel_l2(g.get("output.latents"), res.latents);
+  const double e_vid = vidax::test::rel_l2(g.get("output.video"), res.video);
   std::printf("golden: latents rel_l2 %.3g, video rel_l2 %.3g\n", e_lat, e_vid);
   // fp32 bounds: the latents within DESIGN's 1e-5; the video ~2.6x that, the
   // VAE amplifying the latents' difference (see src/pipeline/parity_kind.h).

@@ -10,6 +10,7 @@
 #include "models/wan/dit_config.h"
 #include "nn/params.h"
 #include "nn/synthetic_init.h"
+#include "test_diff.h"
 
 namespace wan_dit_test {
 
@@ -50,21 +51,8 @@ inline vidax::nn::ParamSource meta_params() {
       "meta");
 }
 
-struct Diff {
-  double max_abs = 0, rel_l2 = 0;
-};
-
-inline Diff diff(const vidax::Tensor& expected, const vidax::Tensor& got) {
-  const std::vector<double> e = expected.to_f64_vector(), g = got.to_f64_vector();
-  double num = 0, den = 0, mx = 0;
-  for (size_t i = 0; i < e.size(); ++i) {
-    const double d = g[i] - e[i];
-    num += d * d;
-    den += e[i] * e[i];
-    mx = std::max(mx, std::abs(d));
-  }
-  return {mx, std::sqrt(num) / std::max(std::sqrt(den), 1e-30)};
-}
+using vidax::test::Diff;
+using vidax::test::diff;
 
 // The tiny config the behaviour tests use (head dim 24: rope split 8/8/8).
 inline vidax::wan::DiTConfig tiny_config() {

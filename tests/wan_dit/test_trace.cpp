@@ -103,6 +103,7 @@ TEST(WanDiTTrace, OneStepOfTheReal1_3BModelIsStaticAndHasTheExpectedOps) {
     }
     // pad, text_embedding (linear, gelu, linear), then k, RMSNorm(k), v per block (+1 cast in bf16).
     EXPECT_EQ(ctx_trace.ops.size(), 4u + 90u + (p == wan::Precision::BF16 ? 1u : 0u)) << ctx_trace.str();
+    ASSERT_EQ(text.blocks.size(), 30u);
     EXPECT_EQ(text.blocks[29].k.shape(), (Shape{1, 512, 12, 128}));
 
     Step a = record_step(model, text);

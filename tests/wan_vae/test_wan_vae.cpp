@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <map>
+#include <set>
 #include <string>
 
 #include "backend/ops.h"
@@ -206,6 +207,63 @@ TEST(WanVAEParityStrict, MissingParameterIsNamed) {
                                          "encoder.downsamples.5.time_conv.bias", "");
   const std::string err = parity_error(path);
   EXPECT_NE(err.find("encoder.downsamples.5.time_conv.bias"), std::string::npos) << err;
+}
+
+// The whole state dict, as Wan2.1_VAE.pth publishes it: the official decode and encode goldens
+// come from one model (tools/golden/wan_vae.py), so one file's parameters plus the other's are
+// that model's whole state dict. `src` keeps its inputs, outputs and kind; `stray` adds a key.
+std::string whole_state_dict_golden(const std::string& src, const std::string& other_half,
+                                    const std::string& dst_name, const std::string& stray = "") {
+  vidax::io::Checkpoint file = vidax::io::Checkpoint::open(golden(src));
+  vidax::io::Checkpoint other = vidax::io::Checkpoint::open(golden(other_half));
+  std::map<std::string, Tensor> tensors;
+  for (const auto& n : file.names()) tensors.emplace(n, file.get(n));
+  const auto is_param = [](const std::string& n) {
+    for (const char* p : {"input.", "output", "inter.", "scale."})
+      if (n.rfind(p, 0) == 0) return false;
+    return true;
+  };
+  for (const auto& n : other.names())
+    if (is_param(n)) EXPECT_TRUE(tensors.emplace(n, other.get(n)).second) << n << " is in both halves";
+  if (!stray.empty()) tensors.emplace(stray, Tensor::zeros({4}, vidax::DType::F32));
+  // It is the whole VAE: exactly the translator's parameter list for the config, no more, no less.
+  const auto cfg = vidax::translate::wan::VaeConfig::from_json(nlohmann::json::parse(file.metadata().at("config")));
+  std::set<std::string> want, have;
+  for (const auto& p : vidax::translate::wan::vae_params(cfg).params) want.insert(p.name);
+  for (const auto& [n, t] : tensors)
+    if (is_param(n) && n != stray) have.insert(n);
+  EXPECT_EQ(have, want);
+  const std::string path = std::string(VIDAX_BINARY_DIR) + "/" + dst_name;
+  vidax::io::save_safetensors(path, tensors, file.metadata());
+  return path;
+}
+
+void expect_whole_state_dict_passes(const std::string& path) {
+  vidax::wan::register_vae_parity_kinds();
+  const vidax::parity::Report r = vidax::parity::run(path, {});
+  for (const auto& c : r.rows) EXPECT_EQ(c.status, vidax::parity::Comparison::Status::Ok) << c.name << " " << c.note;
+  EXPECT_EQ(r.rows.size(), 9u);
+  EXPECT_TRUE(r.ok()) << path << ": " << r.passed << "/" << r.compared;
+}
+
+// The published Wan2.1_VAE.pth holds encoder and decoder; each kind runs its half of it.
+TEST(WanVAEParityStrict, WholeStateDictPassesDecode) {
+  expect_whole_state_dict_passes(whole_state_dict_golden("wan_vae_decode.safetensors", "wan_vae_encode.safetensors",
+                                                         "wan_vae_whole_decode.safetensors"));
+}
+TEST(WanVAEParityStrict, WholeStateDictPassesEncode) {
+  expect_whole_state_dict_passes(whole_state_dict_golden("wan_vae_encode.safetensors", "wan_vae_decode.safetensors",
+                                                         "wan_vae_whole_encode.safetensors"));
+}
+
+// A key that belongs to no part of the VAE still fails, named; so does one in the half not run.
+TEST(WanVAEParityStrict, WholeStateDictWithAStrayKeyFailsNamingIt) {
+  for (const std::string stray : {"middle.stray.weight", "encoder.stray.weight"}) {
+    const std::string err = parity_error(whole_state_dict_golden(
+        "wan_vae_decode.safetensors", "wan_vae_encode.safetensors", "wan_vae_whole_stray.safetensors", stray));
+    EXPECT_NE(err.find("not used"), std::string::npos) << err;
+    EXPECT_NE(err.find(stray), std::string::npos) << err;
+  }
 }
 
 }  // namespace

@@ -21,23 +21,25 @@ bool is_golden_data(const std::string& name) {
 }
 
 // The parameters of the half a golden file exercises, under official names, through the
-// translator (any layout it knows: original, diffusers, comfyui), strictly: every key of the file
-// must be used and every parameter of that half found with its shape.
+// translator (any layout it knows: original, diffusers, comfyui). The file may hold that half only
+// or the whole VAE state dict as published (Wan2.1_VAE.pth holds encoder and decoder): it is
+// matched against the whole VAE, so every key of the file must belong to some part of the VAE
+// (a stray key fails, named by the translator) and every parameter of the half run must be found
+// with its shape; the other half's parameters may be absent, and are left out when present.
 std::map<std::string, Tensor> golden_parameters(const parity::Golden& g, const WanVAEConfig& cfg, bool decode) {
   auto file = std::make_shared<translate::CheckpointSource>(g.file, g.path);
   const translate::SubsetSource params(file, [](const std::string& n) { return !is_golden_data(n); }, g.path);
   translate::Match m = translate::match(params, translate::wan::vae_component(), cfg.to_json());
-  // The other half's parameters are not expected in the file.
-  const auto other_half = [&](const std::string& name) {
-    for (const char* p : decode ? std::vector<const char*>{"encoder.", "conv1."}
-                                : std::vector<const char*>{"decoder.", "conv2."})
-      if (name.rfind(p, 0) == 0) return true;
-    return false;
-  };
+  // The half run, as the translator's own component for it defines it.
+  std::set<std::string> half;
+  const auto& part = decode ? translate::wan::vae_decoder_component() : translate::wan::vae_encoder_component();
+  for (const auto& p : part.params(cfg.to_json()).params) half.insert(p.name);
+  const auto other_half = [&](const std::string& name) { return half.count(name) == 0; };
   std::erase_if(m.plan.missing, [&](const translate::Missing& x) { return other_half(x.param.name); });
   VIDAX_CHECK(m.plan.complete(), g.path << ": the parameters do not match the Wan VAE "
                                         << (decode ? "decoder" : "encoder") << " (layout '" << m.layout
                                         << "'):\n" << m.plan.problems());
+  std::erase_if(m.plan.bound, [&](const translate::Binding& b) { return other_half(b.param.name); });
   return translate::materialize(params, m.plan, {});
 }
 

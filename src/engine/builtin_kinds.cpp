@@ -1,0 +1,26 @@
+// The golden-file kinds `vidax parity` knows: the shared components' (rng, schedulers, text
+// encoders), then every registered family's (engine/families.cpp). The parity core (src/parity)
+// only holds the registry; each family's kinds live with the family, and this top layer, which
+// may include them all, registers them (no static initializers in the layers below).
+#include "engine/builtin_kinds.h"
+
+#include <mutex>
+
+#include "engine/families.h"
+#include "parity/parity.h"
+#include "sched/parity_kinds.h"
+#include "text/t5_parity_kind.h"
+
+namespace vidax::engine {
+
+void register_builtin_kinds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    vidax::register_rng_parity_kinds();        // rng.torch_cpu
+    vidax::sched::register_parity_kinds();     // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp
+    vidax::text::register_parity_kinds();      // t5.encoder
+    for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
+  });
+}
+
+}  // namespace vidax::engine
