@@ -10,9 +10,11 @@
 //   ops (ops_fused.cpp), run through ops:: on the inputs' device, so a new
 //   backend that writes only the core set runs every op. A default computes
 //   the values of the fused CPU kernel: the same roundings in the same order
-//   (in fp32, or f64 when an operand is F64), except that a kernel may contract
-//   a multiply-add or sum in another order, so a default may differ from it by
-//   one rounding of the compute dtype before the output's rounding. Backends
+//   (in fp32, or f64 when the output or an operand is F64), except where a
+//   kernel contracts a multiply-add into an FMA or sums in another order: there
+//   a default may differ by one rounding of the compute dtype per contracted
+//   term (axpby: u*|a x| + u*|b y|), then the output's rounding. The Wan DiT
+//   runs bit-identically through the defaults (tests/plugin). Backends
 //   override a fused op to save passes over memory (the CPU backend overrides
 //   all of them).
 #pragma once
