@@ -2,6 +2,7 @@
 
 #include "backend/ops.h"
 #include "backend/recording.h"
+#include "core/host_memory.h"
 #include "helpers.h"
 
 using namespace vidax;
@@ -225,4 +226,20 @@ TEST(RecordingSsa, CollectivesAreOps) {
   EXPECT_EQ(coll[0]->str(), "%2 = all_gather(x=%1, group_size=2, dim=0) : F32[4, 8]");
   EXPECT_EQ(trace.of_kind(OpKind::Op)[1]->input_ids[0], coll[0]->id);
   EXPECT_THROW(record_collective("all_gather", randn({2}, 1), {4}, {}), Error);
+}
+
+// A name is keyed by buffer and offset; a freed buffer's address handed to a new tensor
+// (the host cache reuses a freed block of the same size) must not inherit the name.
+TEST(RecordingSsa, ANameDiesWithItsBuffer) {
+  host_memory::trim();  // no other cached block to hand out instead
+  const void* address = nullptr;
+  {
+    const Tensor w = Tensor::empty({1 << 19}, DType::F32);  // 2 MiB: a cached block
+    set_param_name(w, "old.weight");
+    EXPECT_EQ(param_name(w), "old.weight");
+    address = w.data_ptr();
+  }
+  const Tensor reused = Tensor::empty({1 << 19}, DType::F32);
+  ASSERT_EQ(reused.data_ptr(), address) << "the premise: the host cache hands out the freed block again";
+  EXPECT_EQ(param_name(reused), "");
 }

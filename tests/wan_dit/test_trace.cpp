@@ -115,11 +115,11 @@ TEST(WanDiTTrace, OneStepOfTheReal1_3BModelIsStaticAndHasTheExpectedOps) {
     // 20 ops per block (bf16: +2 in block 0) and 11 (bf16: +1 cast) outside.
     EXPECT_EQ(a.trace.of_kind(OpKind::Op).size(), p == wan::Precision::BF16 ? 614u : 611u);
     // The weights the step reads are params by their checkpoint names, one value each.
-    std::map<std::string, int> params;
-    for (const OpRecord* r : a.trace.of_kind(OpKind::Param)) ++params[r->param_name];
+    std::map<std::string, int> param_uses;
+    for (const OpRecord* r : a.trace.of_kind(OpKind::Param)) ++param_uses[r->param_name];
     for (const char* n : {"blocks.0.self_attn.q.weight", "blocks.29.ffn.2.bias", "blocks.7.modulation",
-                          "blocks.3.cross_attn.norm_k.weight", "head.head.weight"})
-      EXPECT_EQ(params[n], 1) << n;
+                          "blocks.3.cross_attn.norm_q.weight", "head.head.weight"})
+      EXPECT_EQ(param_uses[n], 1) << n;
     EXPECT_EQ(a.trace.str(), b.trace.str());  // same shapes, same ops, same order
 
     EXPECT_EQ(a.out.shape(), (Shape{16, 21, 60, 104}));
