@@ -17,7 +17,7 @@ namespace {
 
 constexpr size_t kDevices = 3;  // Device::CPU, CUDA, Meta
 std::array<DeviceMemory*, kDevices> g_device_memory{};
-MetaTensorObserver g_meta_observer = nullptr;
+std::atomic<MetaTensorObserver> g_meta_observer{nullptr};
 std::atomic<uint64_t> g_next_meta_value{1};
 
 uint64_t next_meta_value() { return g_next_meta_value.fetch_add(1, std::memory_order_relaxed); }
@@ -76,12 +76,12 @@ const char* meta_tensor_op_name(MetaTensorOp op) {
   return "?";
 }
 
-void set_meta_tensor_observer(MetaTensorObserver observer) { g_meta_observer = observer; }
+void set_meta_tensor_observer(MetaTensorObserver observer) { g_meta_observer.store(observer, std::memory_order_relaxed); }
 
 Tensor Tensor::observed(MetaTensorOp op, Tensor out, const std::vector<int64_t>& args) const {
   if (device() != Device::Meta) return out;
   out.meta_value_ = next_meta_value();
-  if (g_meta_observer) g_meta_observer(op, *this, out, args);
+  if (MetaTensorObserver f = g_meta_observer.load(std::memory_order_relaxed)) f(op, *this, out, args);
   return out;
 }
 
@@ -278,6 +278,7 @@ Tensor Tensor::view_unobserved(const Shape& shape) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  if (device() != Device::Meta) return permute_unobserved(dims);
   std::vector<int64_t> p(dims.size());
   for (size_t i = 0; i < dims.size(); ++i) p[i] = dims[i] < 0 ? dims[i] + dim() : dims[i];
   return observed(MetaTensorOp::Permute, permute_unobserved(dims), p);
