@@ -1,11 +1,25 @@
 // Fused ops the Wan VAE's memory budget relies on (ops::causal_conv3d, ops::l2_norm_scale_silu):
-// validation, output shape, dispatch; and the Backend defaults of every fused op (these two, and
-// linear_gelu / linear_gated_residual, whose ops live next to linear in ops.cpp), built from the
-// plain ops.
+// validation, output shape, dispatch; and the Backend defaults of every fused op (backend.h marks
+// them; the others' ops live in ops.cpp), built from the core ops. A default runs its ops through
+// ops:: on the inputs' device and rounds as the CPU kernel does: operands widened to the compute
+// dtype (f64 when the output or an operand is F64, else f32), every step rounded in it, one cast
+// into `out` at the end.
 #include "backend/backend.h"
 #include "backend/ops.h"
 
 namespace vidax {
+
+namespace {
+
+DType compute_dtype(std::initializer_list<const Tensor*> ts) {
+  for (const Tensor* t : ts)
+    if (t->dtype() == DType::F64) return DType::F64;
+  return DType::F32;
+}
+
+Tensor widen(const Tensor& t, DType dt) { return t.dtype() == dt ? t : ops::cast(t, dt); }
+
+}  // namespace
 
 namespace ops {
 
@@ -73,6 +87,53 @@ Tensor l2_norm_scale_silu(Tensor x, const Tensor& gamma, double scale, double ep
 }
 
 }  // namespace ops
+
+void Backend::pixel_shuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) {
+  // Channel order (c, rt, rh, rw): out[n, c, t*rt + i, h*rh + j, w*rw + k] = x[n, (c, i, j, k), t, h, w].
+  const int64_t N = x.size(0), C = out.size(1), T = x.size(2), H = x.size(3), W = x.size(4);
+  const Tensor xc = x.is_contiguous() ? x : ops::copy(x);
+  const Tensor moved = xc.view({N, C, r[0], r[1], r[2], T, H, W}).permute({0, 1, 5, 2, 6, 3, 7, 4});
+  Tensor o = out.view({N, C, T, r[0], H, r[1], W, r[2]});
+  copy(moved, o);
+}
+
+void Backend::pixel_unshuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out) {
+  const int64_t N = x.size(0), C = x.size(1), T = out.size(2), H = out.size(3), W = out.size(4);
+  const Tensor xc = x.is_contiguous() ? x : ops::copy(x);
+  const Tensor moved = xc.view({N, C, T, r[0], H, r[1], W, r[2]}).permute({0, 1, 3, 5, 7, 2, 4, 6});
+  Tensor o = out.view({N, C, r[0], r[1], r[2], T, H, W});
+  copy(moved, o);
+}
+
+void Backend::axpby(double a, const Tensor& x, double b, const Tensor& y, Tensor& out) {
+  const DType dt = compute_dtype({&x, &y, &out});
+  cast(ops::add(ops::scale(widen(x, dt), a), ops::scale(widen(y, dt), b)), out);
+}
+
+void Backend::modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& out) {
+  const DType dt = compute_dtype({&x, &shift, &scale, &out});
+  const Tensor one_plus = ops::add_scalar(widen(scale, dt), 1.0);
+  cast(ops::add(ops::mul(widen(x, dt), one_plus), widen(shift, dt)), out);
+}
+
+void Backend::gated_residual(const Tensor& x, const Tensor& gate, const Tensor& y, Tensor& out) {
+  const DType dt = compute_dtype({&x, &gate, &y, &out});
+  cast(ops::add(widen(x, dt), ops::mul(widen(gate, dt), widen(y, dt))), out);
+}
+
+void Backend::rms_norm(const Tensor& x, const std::optional<Tensor>& weight, double eps, Tensor& out) {
+  const Tensor x64 = widen(x, DType::F64);
+  const Tensor sum_sq = ops::sum(ops::mul(x64, x64), -1, /*keepdim=*/true);
+  rms_norm_with_sum_sq(x, sum_sq, x.size(-1), weight, eps, out);
+}
+
+void Backend::layer_norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps,
+                                  Tensor& out) {
+  // The reference rounds LN(x) to f32 and modulates in f32 (whatever x's dtype).
+  const Tensor n = ops::layer_norm(x, std::nullopt, std::nullopt, eps, DType::F32);
+  const Tensor one_plus = ops::add_scalar(widen(scale, DType::F32), 1.0);
+  cast(ops::add(ops::mul(n, one_plus), widen(shift, DType::F32)), out);
+}
 
 void Backend::l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out) {
   Shape g(static_cast<size_t>(x.dim()) - 1, 1);

@@ -1,5 +1,6 @@
 #include "backend/recording.h"
 
+#include <mutex>
 #include <sstream>
 
 #include "backend/backend.h"
@@ -28,30 +29,121 @@ std::string fmt_list(const C& c) {
   return o.str();
 }
 
-// Builds one OpRecord and appends it to the active trace (if any).
+// ---- parameter names ----------------------------------------------------------------
+
+using NameKey = std::tuple<const void*, size_t, Shape, DType>;
+struct NameEntry {
+  std::weak_ptr<Buffer> buffer;  // the name dies with the buffer (its address may be reused)
+  std::string name;
+};
+struct NameRegistry {
+  std::mutex mu;
+  std::map<NameKey, NameEntry> host;
+  std::unordered_map<uint64_t, std::string> meta;
+  size_t prune_at = 1024;
+};
+NameRegistry& names() {
+  static NameRegistry r;
+  return r;
+}
+NameKey name_key(const Tensor& t) { return {t.buffer().get(), t.byte_offset(), t.shape(), t.dtype()}; }
+
+// ---- value ids ------------------------------------------------------------------------
+
+int64_t define(Trace& trace, OpRecord r, const Tensor& value) {
+  r.id = static_cast<int64_t>(trace.ops.size());
+  if (value.device() == Device::Meta) trace.meta_ids[value.meta_value()] = r.id;
+  trace.ops.push_back(std::move(r));
+  return trace.ops.back().id;
+}
+
+Trace::HostKey host_key(const Tensor& t) {
+  return {t.buffer().get(), t.byte_offset(), t.shape(), t.strides(), t.dtype()};
+}
+
+// The value id of an op's input, defining it (Input / Param / Constant) at its first use.
+int64_t value_of(Trace& trace, const Tensor& t) {
+  if (t.device() == Device::Meta) {
+    auto it = trace.meta_ids.find(t.meta_value());
+    if (it != trace.meta_ids.end()) return it->second;
+  } else {
+    auto it = trace.host_ids.find(host_key(t));
+    if (it != trace.host_ids.end()) return it->second;
+  }
+  OpRecord r;
+  r.output = describe(t);
+  r.param_name = param_name(t);
+  if (t.device() == Device::Meta) {
+    r.kind = r.param_name.empty() ? OpKind::Input : OpKind::Param;
+  } else if (r.param_name.empty() && t.device() == Device::CPU && t.numel() <= kConstantMaxElements) {
+    r.kind = OpKind::Constant;  // by value, a fresh value at each use (host memory may change)
+    r.values = t.to_f64_vector();
+    r.name = op_kind_name(r.kind);
+    return define(trace, std::move(r), t);
+  } else {
+    r.kind = OpKind::Param;
+    trace.host_ids[host_key(t)] = static_cast<int64_t>(trace.ops.size());
+    trace.held.push_back(t.buffer());
+  }
+  r.name = op_kind_name(r.kind);
+  return define(trace, std::move(r), t);
+}
+
+// Builds one record and appends it to the active trace (if any); its inputs are
+// defined first where the trace has not seen them.
 class Rec {
  public:
-  explicit Rec(const char* name) { r_.name = name; }
+  explicit Rec(const char* name, OpKind kind = OpKind::Op) : trace_(t_active) {
+    r_.name = name;
+    r_.kind = kind;
+  }
   Rec& in(const char* n, const Tensor& t) {
-    r_.inputs.push_back(describe(t));
+    if (!trace_) return *this;
+    r_.input_ids.push_back(value_of(*trace_, t));
     r_.input_names.emplace_back(n);
+    r_.inputs.push_back(describe(t));
     return *this;
   }
   Rec& in(const char* n, const std::optional<Tensor>& t) { return t ? in(n, *t) : *this; }
-  Rec& attr(const char* k, const std::string& v) { r_.attrs.emplace_back(k, v); return *this; }
-  Rec& attr(const char* k, double v) { return attr(k, fmt_double(v)); }
-  Rec& attr(const char* k, int64_t v) { return attr(k, std::to_string(v)); }
-  Rec& attr(const char* k, bool v) { return attr(k, std::string(v ? "true" : "false")); }
+  Rec& attr(const char* k, AttrValue v) { r_.attrs.emplace_back(k, std::move(v)); return *this; }
+  Rec& attr(const char* k, const char* v) { return attr(k, AttrValue(std::string(v))); }
+  Rec& attr(const char* k, double v) { return attr(k, AttrValue(v)); }
+  Rec& attr(const char* k, int64_t v) { return attr(k, AttrValue(v)); }
+  Rec& attr(const char* k, bool v) { return attr(k, AttrValue(v)); }
   template <class C>
-  Rec& list(const char* k, const C& c) { return attr(k, fmt_list(c)); }
+  Rec& list(const char* k, const C& c) { return attr(k, AttrValue(std::vector<int64_t>(c.begin(), c.end()))); }
   void out(const Tensor& o) {
+    if (!trace_) return;
     r_.output = describe(o);
-    if (t_active) t_active->ops.push_back(std::move(r_));
+    define(*trace_, std::move(r_), o);
   }
 
  private:
+  Trace* trace_;
   OpRecord r_;
 };
+
+// Core's Tensor methods on Meta tensors (installed by RecordingScope).
+void observe_meta_tensor(MetaTensorOp op, const Tensor& in, const Tensor& out, const std::vector<int64_t>& args) {
+  if (!t_active) return;
+  Rec r(meta_tensor_op_name(op), OpKind::View);
+  r.in("x", in);
+  switch (op) {
+    case MetaTensorOp::View:
+    case MetaTensorOp::Reshape: r.attr("shape", AttrValue(args)); break;
+    case MetaTensorOp::Permute: r.attr("dims", AttrValue(args)); break;
+    case MetaTensorOp::Slice:
+      r.attr("dim", args[0]).attr("start", args[1]).attr("end", args[2]).attr("step", args[3]);
+      break;
+    case MetaTensorOp::Select: r.attr("dim", args[0]).attr("index", args[1]); break;
+    case MetaTensorOp::Unsqueeze:
+    case MetaTensorOp::Squeeze: r.attr("dim", args[0]); break;
+    case MetaTensorOp::Cast: r.attr("dtype", AttrValue(out.dtype())); break;
+    case MetaTensorOp::Contiguous:
+    case MetaTensorOp::Clone: break;
+  }
+  r.out(out);
+}
 
 const char* pad_mode_name(ops::PadMode m) { return m == ops::PadMode::Zero ? "zero" : "replicate"; }
 
@@ -61,7 +153,7 @@ class RecordingBackend final : public Backend {
 
   void copy(const Tensor& x, Tensor& o) override { Rec("copy").in("x", x).out(o); }
   void cast(const Tensor& x, Tensor& o) override {
-    Rec("cast").in("x", x).attr("dtype", std::string(dtype_name(o.dtype()))).out(o);
+    Rec("cast").in("x", x).attr("dtype", AttrValue(o.dtype())).out(o);
   }
   void concat(const std::vector<Tensor>& xs, int64_t dim, Tensor& o) override {
     Rec r("concat");
@@ -69,7 +161,7 @@ class RecordingBackend final : public Backend {
     r.attr("dim", dim).out(o);
   }
   void pad(const Tensor& x, const std::vector<int64_t>& pads, ops::PadMode mode, Tensor& o) override {
-    Rec("pad").in("x", x).list("pads", pads).attr("mode", std::string(pad_mode_name(mode))).out(o);
+    Rec("pad").in("x", x).list("pads", pads).attr("mode", pad_mode_name(mode)).out(o);
   }
   void embedding(const Tensor& ids, const Tensor& table, Tensor& o) override {
     Rec("embedding").in("ids", ids).in("table", table).out(o);
@@ -90,7 +182,7 @@ class RecordingBackend final : public Backend {
     Rec("clamp").in("x", x).attr("lo", lo).attr("hi", hi).out(o);
   }
   void gelu(const Tensor& x, ops::GeluMode mode, Tensor& o) override {
-    Rec("gelu").in("x", x).attr("mode", std::string(mode == ops::GeluMode::Erf ? "erf" : "tanh")).out(o);
+    Rec("gelu").in("x", x).attr("mode", mode == ops::GeluMode::Erf ? "erf" : "tanh").out(o);
   }
   void silu(const Tensor& x, Tensor& o) override { Rec("silu").in("x", x).out(o); }
   void sigmoid(const Tensor& x, Tensor& o) override { Rec("sigmoid").in("x", x).out(o); }
@@ -138,7 +230,7 @@ class RecordingBackend final : public Backend {
   void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ops::GeluMode mode,
                    Tensor& o) override {
     Rec("linear_gelu").in("x", x).in("w", w).in("bias", b)
-        .attr("mode", std::string(mode == ops::GeluMode::Erf ? "erf" : "tanh")).out(o);
+        .attr("mode", mode == ops::GeluMode::Erf ? "erf" : "tanh").out(o);
   }
   void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b,
                              const Tensor& residual, const Tensor& gate, Tensor& o) override {
@@ -155,7 +247,7 @@ class RecordingBackend final : public Backend {
   }
   void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& o) override {
     Rec("rope").in("x", x).in("cos", cos).in("sin", sin)
-        .attr("mode", std::string(mode == ops::RopeMode::InterleavedPairs ? "interleaved_pairs" : "split_half"))
+        .attr("mode", mode == ops::RopeMode::InterleavedPairs ? "interleaved_pairs" : "split_half")
         .out(o);
   }
 
@@ -195,18 +287,57 @@ std::string TensorDesc::str() const {
   return s;
 }
 
-std::string OpRecord::attr(const std::string& key) const {
+const char* op_kind_name(OpKind k) {
+  switch (k) {
+    case OpKind::Input: return "input";
+    case OpKind::Param: return "param";
+    case OpKind::Constant: return "constant";
+    case OpKind::View: return "view";
+    case OpKind::Op: return "op";
+    case OpKind::Collective: return "collective";
+  }
+  return "?";
+}
+
+std::string attr_str(const AttrValue& v) {
+  struct Fmt {
+    std::string operator()(int64_t x) const { return std::to_string(x); }
+    std::string operator()(double x) const { return fmt_double(x); }
+    std::string operator()(bool x) const { return x ? "true" : "false"; }
+    std::string operator()(const std::string& x) const { return x; }
+    std::string operator()(const std::vector<int64_t>& x) const { return fmt_list(x); }
+    std::string operator()(DType x) const { return dtype_name(x); }
+  };
+  return std::visit(Fmt{}, v);
+}
+
+bool OpRecord::has_attr(const std::string& key) const {
+  for (const auto& [k, v] : attrs)
+    if (k == key) return true;
+  return false;
+}
+
+const AttrValue& OpRecord::attr(const std::string& key) const {
   for (const auto& [k, v] : attrs)
     if (k == key) return v;
-  return "";
+  throw Error(msg() << "op record " << str() << " has no attribute '" << key << "'");
 }
+
+std::string OpRecord::attr_text(const std::string& key) const { return has_attr(key) ? attr_str(attr(key)) : ""; }
 
 std::string OpRecord::str() const {
   std::ostringstream o;
-  o << name << '(';
-  for (size_t i = 0; i < inputs.size(); ++i) o << (i ? ", " : "") << input_names[i] << '=' << inputs[i].str();
-  for (const auto& [k, v] : attrs) o << ", " << k << '=' << v;
-  o << ") -> " << output.str();
+  o << '%' << id << " = " << name;
+  if (kind == OpKind::Param && !param_name.empty()) o << " \"" << param_name << '"';
+  if (kind == OpKind::Constant) o << ' ' << fmt_list(values);
+  if (kind != OpKind::Input && kind != OpKind::Param && kind != OpKind::Constant) {
+    o << '(';
+    for (size_t i = 0; i < input_ids.size(); ++i) o << (i ? ", " : "") << input_names[i] << "=%" << input_ids[i];
+    for (size_t i = 0; i < attrs.size(); ++i)
+      o << (i || !input_ids.empty() ? ", " : "") << attrs[i].first << '=' << attr_str(attrs[i].second);
+    o << ')';
+  }
+  o << " : " << output.str();
   return o.str();
 }
 
@@ -216,7 +347,17 @@ std::string Trace::str() const {
   return s;
 }
 
-RecordingScope::RecordingScope(Trace& trace) : previous_(t_active) { t_active = &trace; }
+std::vector<const OpRecord*> Trace::of_kind(OpKind k) const {
+  std::vector<const OpRecord*> out;
+  for (const OpRecord& r : ops)
+    if (r.kind == k) out.push_back(&r);
+  return out;
+}
+
+RecordingScope::RecordingScope(Trace& trace) : previous_(t_active) {
+  set_meta_tensor_observer(&observe_meta_tensor);
+  t_active = &trace;
+}
 RecordingScope::~RecordingScope() { t_active = previous_; }
 
 Trace* active_trace() { return t_active; }
@@ -224,6 +365,44 @@ Trace* active_trace() { return t_active; }
 Backend& recording_backend() {
   static RecordingBackend be;
   return be;
+}
+
+void set_param_name(const Tensor& t, const std::string& name) {
+  NameRegistry& r = names();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (t.device() == Device::Meta) {
+    r.meta[t.meta_value()] = name;
+    return;
+  }
+  if (!t.buffer()) return;
+  if (r.host.size() >= r.prune_at) {  // drop the names of freed buffers
+    for (auto it = r.host.begin(); it != r.host.end();) it = it->second.buffer.expired() ? r.host.erase(it) : ++it;
+    r.prune_at = std::max<size_t>(1024, 2 * r.host.size());
+  }
+  r.host[name_key(t)] = NameEntry{t.buffer(), name};
+}
+
+std::string param_name(const Tensor& t) {
+  NameRegistry& r = names();
+  std::lock_guard<std::mutex> lock(r.mu);
+  if (t.device() == Device::Meta) {
+    auto it = r.meta.find(t.meta_value());
+    return it == r.meta.end() ? "" : it->second;
+  }
+  auto it = r.host.find(name_key(t));
+  if (it == r.host.end() || it->second.buffer.lock() != t.buffer()) return "";
+  return it->second.name;
+}
+
+Tensor record_collective(const char* name, const Tensor& x, const Shape& out_shape,
+                         std::vector<std::pair<std::string, AttrValue>> attrs) {
+  VIDAX_CHECK(x.device() == Device::Meta, "record_collective(" << name << "): " << x.str() << " is not a Meta tensor");
+  Tensor out = Tensor::empty(out_shape, x.dtype(), Device::Meta);
+  Rec r(name, OpKind::Collective);
+  r.in("x", x);
+  for (auto& [k, v] : attrs) r.attr(k.c_str(), std::move(v));
+  r.out(out);
+  return out;
 }
 
 }  // namespace vidax

@@ -1,14 +1,89 @@
 #include "core/tensor.h"
 
-#include "core/host_memory.h"
-
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
 #include <sstream>
 
+#include "core/device_memory.h"
+#include "core/host_memory.h"
+
 namespace vidax {
+
+namespace {
+
+constexpr size_t kDevices = 3;  // Device::CPU, CUDA, Meta
+std::array<DeviceMemory*, kDevices> g_device_memory{};
+std::atomic<MetaTensorObserver> g_meta_observer{nullptr};
+std::atomic<uint64_t> g_next_meta_value{1};
+
+uint64_t next_meta_value() { return g_next_meta_value.fetch_add(1, std::memory_order_relaxed); }
+
+bool on_host(Device d) { return d == Device::CPU; }
+
+// Bytes from a tensor's first element to one past its last (0 when empty).
+size_t span_bytes(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t hi = 0;
+  for (int64_t i = 0; i < t.dim(); ++i) hi += (t.shape()[static_cast<size_t>(i)] - 1) * t.strides()[static_cast<size_t>(i)];
+  return static_cast<size_t>(hi + 1) * dtype_size(t.dtype());
+}
+
+void check_has_values(const Tensor& t, const char* what) {
+  VIDAX_CHECK(t.device() != Device::Meta, what << ": " << t.str() << " is a Meta tensor (shapes only, no values)");
+}
+
+void copy_into_host(const Tensor& src, Tensor& dst);
+
+}  // namespace
+
+void register_device_memory(Device device, DeviceMemory* memory) {
+  VIDAX_CHECK(device != Device::CPU && device != Device::Meta,
+              "register_device_memory: " << device_name(device) << " memory is built in and cannot be replaced");
+  g_device_memory[static_cast<size_t>(device)] = memory;
+}
+
+std::string registered_device_memories() {
+  std::string s = "cpu (built in)";
+  for (size_t i = 0; i < kDevices; ++i)
+    if (g_device_memory[i]) s += std::string(", ") + device_name(static_cast<Device>(i));
+  return s;
+}
+
+DeviceMemory& device_memory(Device device) {
+  DeviceMemory* m = g_device_memory[static_cast<size_t>(device)];
+  VIDAX_CHECK(m != nullptr, "no device memory registered for " << device_name(device) << " (registered: "
+                                                               << registered_device_memories() << ")");
+  return *m;
+}
+
+const char* meta_tensor_op_name(MetaTensorOp op) {
+  switch (op) {
+    case MetaTensorOp::View: return "view";
+    case MetaTensorOp::Permute: return "permute";
+    case MetaTensorOp::Slice: return "slice";
+    case MetaTensorOp::Select: return "select";
+    case MetaTensorOp::Unsqueeze: return "unsqueeze";
+    case MetaTensorOp::Squeeze: return "squeeze";
+    case MetaTensorOp::Reshape: return "reshape";
+    case MetaTensorOp::Contiguous: return "contiguous";
+    case MetaTensorOp::Clone: return "copy";
+    case MetaTensorOp::Cast: return "cast";
+  }
+  return "?";
+}
+
+void set_meta_tensor_observer(MetaTensorObserver observer) { g_meta_observer.store(observer, std::memory_order_relaxed); }
+
+Tensor Tensor::observed(MetaTensorOp op, Tensor out, const std::vector<int64_t>& args) const {
+  if (device() != Device::Meta) return out;
+  out.meta_value_ = next_meta_value();
+  if (MetaTensorObserver f = g_meta_observer.load(std::memory_order_relaxed)) f(op, *this, out, args);
+  return out;
+}
 
 const char* device_name(Device d) {
   switch (d) {
@@ -68,15 +143,23 @@ Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   t.dtype_ = dtype;
   t.dtype_set_ = true;
   t.device_ = device;
-  if (device == Device::CPU) t.buf_ = Buffer::allocate_host(t.nbytes());
-  else VIDAX_CHECK(device == Device::Meta, "Tensor::empty on " << device_name(device)
-                                            << " needs that backend's allocator");
+  if (device == Device::CPU) {
+    t.buf_ = Buffer::allocate_host(t.nbytes());
+  } else if (device == Device::Meta) {
+    t.meta_value_ = next_meta_value();
+  } else {
+    t.buf_ = device_memory(device).allocate(t.nbytes());
+    VIDAX_CHECK(t.buf_ && t.buf_->device() == device && t.buf_->bytes() >= t.nbytes(),
+                "the " << device_name(device) << " device memory returned a wrong buffer for " << t.str());
+  }
   return t;
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) {
-  Tensor t = empty(shape, dtype);
-  std::memset(t.data_ptr(), 0, t.nbytes());
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+  VIDAX_CHECK(device != Device::Meta, "Tensor::zeros on meta: a Meta tensor has no values (use empty)");
+  Tensor t = empty(shape, dtype, device);
+  if (on_host(device)) std::memset(t.data_ptr(), 0, t.nbytes());
+  else device_memory(device).fill_zero(*t.buf_, 0, t.nbytes());
   return t;
 }
 
@@ -167,6 +250,11 @@ static int64_t norm_dim(int64_t d, int64_t n, const Tensor& t) {
 }
 
 Tensor Tensor::view(const Shape& shape) const {
+  Tensor t = view_unobserved(shape);
+  return observed(MetaTensorOp::View, t, t.shape_);
+}
+
+Tensor Tensor::view_unobserved(const Shape& shape) const {
   VIDAX_CHECK(is_contiguous(), "view of non-contiguous tensor " << str() << " (use reshape)");
   Shape s = shape;
   int64_t known = 1, infer = -1;
@@ -190,6 +278,13 @@ Tensor Tensor::view(const Shape& shape) const {
 }
 
 Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
+  if (device() != Device::Meta) return permute_unobserved(dims);
+  std::vector<int64_t> p(dims.size());
+  for (size_t i = 0; i < dims.size(); ++i) p[i] = dims[i] < 0 ? dims[i] + dim() : dims[i];
+  return observed(MetaTensorOp::Permute, permute_unobserved(dims), p);
+}
+
+Tensor Tensor::permute_unobserved(const std::vector<int64_t>& dims) const {
   VIDAX_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: " << dims.size() << " dims for " << str());
   Tensor t = *this;
   std::vector<bool> seen(dims.size(), false);
@@ -207,10 +302,20 @@ Tensor Tensor::transpose(int64_t a, int64_t b) const {
   std::vector<int64_t> p(static_cast<size_t>(dim()));
   std::iota(p.begin(), p.end(), 0);
   std::swap(p[static_cast<size_t>(norm_dim(a, dim(), *this))], p[static_cast<size_t>(norm_dim(b, dim(), *this))]);
-  return permute(p);
+  return observed(MetaTensorOp::Permute, permute_unobserved(p), p);
 }
 
 Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const {
+  d = norm_dim(d, dim(), *this);
+  const int64_t n = shape_[static_cast<size_t>(d)];
+  if (start < 0) start += n;
+  if (end < 0) end += n;
+  start = std::clamp<int64_t>(start, 0, n);
+  end = std::clamp<int64_t>(end, start, n);
+  return observed(MetaTensorOp::Slice, slice_unobserved(d, start, end, step), {d, start, end, step});
+}
+
+Tensor Tensor::slice_unobserved(int64_t d, int64_t start, int64_t end, int64_t step) const {
   d = norm_dim(d, dim(), *this);
   int64_t n = shape_[static_cast<size_t>(d)];
   if (start < 0) start += n;
@@ -230,10 +335,10 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t n = shape_[static_cast<size_t>(d)];
   if (index < 0) index += n;
   VIDAX_CHECK(index >= 0 && index < n, "select: index " << index << " out of range for " << str());
-  Tensor t = slice(d, index, index + 1);
+  Tensor t = slice_unobserved(d, index, index + 1, 1);
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
-  return t;
+  return observed(MetaTensorOp::Select, t, {d, index});
 }
 
 Tensor Tensor::unsqueeze(int64_t d) const {
@@ -243,7 +348,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
   int64_t st = d < dim() ? strides_[static_cast<size_t>(d)] * shape_[static_cast<size_t>(d)] : 1;
   t.shape_.insert(t.shape_.begin() + d, 1);
   t.strides_.insert(t.strides_.begin() + d, st);
-  return t;
+  return observed(MetaTensorOp::Unsqueeze, t, {d});
 }
 
 Tensor Tensor::squeeze(int64_t d) const {
@@ -252,16 +357,23 @@ Tensor Tensor::squeeze(int64_t d) const {
   Tensor t = *this;
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
-  return t;
+  return observed(MetaTensorOp::Squeeze, t, {d});
 }
 
 Tensor Tensor::reshape(const Shape& shape) const {
-  return is_contiguous() ? view(shape) : contiguous().view(shape);
+  if (device() != Device::Meta) return is_contiguous() ? view(shape) : contiguous().view(shape);
+  Tensor t = is_contiguous() ? view_unobserved(shape) : clone_unobserved().view_unobserved(shape);
+  return observed(MetaTensorOp::Reshape, t, t.shape_);
 }
 
-Tensor Tensor::contiguous() const { return is_contiguous() ? *this : clone(); }
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  return observed(MetaTensorOp::Contiguous, clone_unobserved(), {});
+}
 
-Tensor Tensor::clone() const {
+Tensor Tensor::clone() const { return observed(MetaTensorOp::Clone, clone_unobserved(), {}); }
+
+Tensor Tensor::clone_unobserved() const {
   Tensor out = Tensor::empty(shape_, dtype_, device());
   if (device() == Device::Meta) return out;
   copy_into(*this, out);
@@ -271,20 +383,33 @@ Tensor Tensor::clone() const {
 Tensor Tensor::to(DType dtype) const {
   if (dtype == dtype_) return *this;
   Tensor out = Tensor::empty(shape_, dtype, device());
-  if (device() == Device::Meta) return out;
+  if (device() == Device::Meta) return observed(MetaTensorOp::Cast, out, {});
   copy_into(*this, out);
   return out;
 }
 
+Tensor Tensor::to_host() const {
+  check_has_values(*this, "to_host");
+  if (on_host(device())) return contiguous();
+  // Stage the bytes the view spans, then walk the strides in host memory.
+  const size_t span = span_bytes(*this);
+  if (span == 0) return Tensor::empty(shape_, dtype_);
+  std::shared_ptr<Buffer> staged = Buffer::allocate_host(span);
+  device_memory(device()).copy_to_host(*buf_, offset_, staged->data(), span);
+  return Tensor::from_buffer(staged, 0, shape_, dtype_, strides_).contiguous();
+}
+
 std::vector<float> Tensor::to_f32_vector() const {
-  Tensor c = contiguous();
+  check_has_values(*this, "to_f32_vector");
+  Tensor c = to_host();
   std::vector<float> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F32, v.size());
   return v;
 }
 
 std::vector<double> Tensor::to_f64_vector() const {
-  Tensor c = contiguous();
+  check_has_values(*this, "to_f64_vector");
+  Tensor c = to_host();
   std::vector<double> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F64, v.size());
   return v;
@@ -297,6 +422,35 @@ std::string Tensor::str() const {
 
 void copy_into(const Tensor& src, Tensor& dst) {
   VIDAX_CHECK(src.shape() == dst.shape(), "copy: shape " << src.str() << " into " << dst.str());
+  check_has_values(src, "copy_into (source)");
+  check_has_values(dst, "copy_into (destination)");
+  if (on_host(src.device()) && on_host(dst.device())) return copy_into_host(src, dst);
+  if (src.numel() == 0) return;
+  if (on_host(dst.device())) return copy_into_host(src.to_host(), dst);
+  DeviceMemory& mem = device_memory(dst.device());
+  if (src.device() == dst.device() && src.dtype() == dst.dtype() && src.is_contiguous() && dst.is_contiguous())
+    return mem.copy_on_device(*src.buffer(), src.byte_offset(), *dst.buffer(), dst.byte_offset(), dst.nbytes());
+  // Convert on the host, then upload: straight into a contiguous destination, else
+  // read-modify-write of the bytes the destination view spans.
+  Tensor h = src.to_host();
+  if (h.dtype() != dst.dtype()) {
+    Tensor c = Tensor::empty(h.shape(), dst.dtype());
+    copy_into_host(h, c);
+    h = c;
+  }
+  if (dst.is_contiguous())
+    return mem.copy_from_host(h.data_ptr(), *dst.buffer(), dst.byte_offset(), dst.nbytes());
+  const size_t span = span_bytes(dst);
+  std::shared_ptr<Buffer> staged = Buffer::allocate_host(span);
+  mem.copy_to_host(*dst.buffer(), dst.byte_offset(), staged->data(), span);
+  Tensor view = Tensor::from_buffer(staged, 0, dst.shape(), dst.dtype(), dst.strides());
+  copy_into_host(h, view);
+  mem.copy_from_host(staged->data(), *dst.buffer(), dst.byte_offset(), span);
+}
+
+namespace {
+
+void copy_into_host(const Tensor& src, Tensor& dst) {
   const int64_t n = src.numel();
   if (n == 0) return;
   const size_t es = dtype_size(src.dtype()), ed = dtype_size(dst.dtype());
@@ -334,5 +488,7 @@ void copy_into(const Tensor& src, Tensor& dst) {
     }
   }
 }
+
+}  // namespace
 
 }  // namespace vidax

@@ -1,8 +1,9 @@
 // Tensor: a typed, strided view of a shared buffer. Buffers are owned aligned
 // host memory, non-owning views into an mmap'd file (kept alive by a shared
-// handle), device memory, or nothing at all (Device::Meta: shapes only, used by
-// the recording backend). Copies of a Tensor share the buffer; ops are
-// out-of-place unless named *_inplace (DESIGN.md principle 5).
+// handle), device memory (allocated and copied through core/device_memory.h,
+// never read here as host memory), or nothing at all (Device::Meta: shapes
+// only, used by the recording backend). Copies of a Tensor share the buffer;
+// ops are out-of-place unless named *_inplace (DESIGN.md principle 5).
 #pragma once
 #include <cstdint>
 #include <initializer_list>
@@ -51,12 +52,16 @@ class Buffer {
   size_t block_bytes_ = 0;  // owned: the host_memory block's size
 };
 
+// The Tensor methods that make a new Meta value from another (see set_meta_tensor_observer).
+enum class MetaTensorOp { View, Permute, Slice, Select, Unsqueeze, Squeeze, Reshape, Contiguous, Clone, Cast };
+
 class Tensor {
  public:
   Tensor() = default;
 
+  // Host memory for CPU, the registered DeviceMemory for other devices, none for Meta.
   static Tensor empty(const Shape& shape, DType dtype, Device device = Device::CPU);
-  static Tensor zeros(const Shape& shape, DType dtype);
+  static Tensor zeros(const Shape& shape, DType dtype, Device device = Device::CPU);  // not Meta
   static Tensor full(const Shape& shape, double value, DType dtype);
   // Wraps existing bytes. strides empty = contiguous. Checks the view fits the buffer.
   static Tensor from_buffer(std::shared_ptr<Buffer> buf, size_t byte_offset, const Shape& shape,
@@ -78,8 +83,13 @@ class Tensor {
   size_t byte_offset() const { return offset_; }
   const std::shared_ptr<Buffer>& buffer() const { return buf_; }
   bool is_contiguous() const;
+  // Meta tensors: the identity of the value this handle shows (every Meta tensor made by
+  // empty() or a view gets a fresh one; copies of the handle share it), which the
+  // recording backend maps to its SSA value ids. 0 for other devices.
+  uint64_t meta_value() const { return meta_value_; }
 
-  // Raw access, for kernels and I/O only (model code never calls these).
+  // Raw access, for kernels and I/O only (model code never calls these). On a device
+  // other than the host this is a device pointer.
   void* data_ptr() const;
   template <class T> T* data() const { return static_cast<T*>(data_ptr()); }
 
@@ -92,18 +102,29 @@ class Tensor {
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
 
-  // Copies (new buffer).
+  // Copies (new buffer, on the same device).
   Tensor reshape(const Shape& shape) const;  // a view when contiguous, else a copy
   Tensor contiguous() const;                 // self when already contiguous
   Tensor clone() const;                      // always a new contiguous buffer
   Tensor to(DType dtype) const;              // converts (RNE like torch); self when same dtype
+  // A contiguous host copy of any tensor but Meta's (self when already host and contiguous).
+  Tensor to_host() const;
 
-  // Host conveniences for tests and small host-side math (any dtype, any strides).
+  // Host conveniences for tests and small host-side math (any dtype, any strides, any
+  // device but Meta: device tensors are copied to the host first).
   std::vector<float> to_f32_vector() const;
   std::vector<double> to_f64_vector() const;
   std::string str() const;  // "F32[2, 3]"
 
  private:
+  // The view methods without the Meta observer (each public one notifies once).
+  Tensor view_unobserved(const Shape& shape) const;
+  Tensor permute_unobserved(const std::vector<int64_t>& dims) const;
+  Tensor slice_unobserved(int64_t dim, int64_t start, int64_t end, int64_t step) const;
+  Tensor clone_unobserved() const;
+  // For a Meta tensor: gives `out` a fresh value identity and tells the observer; else `out`.
+  Tensor observed(MetaTensorOp op, Tensor out, const std::vector<int64_t>& args) const;
+
   std::shared_ptr<Buffer> buf_;
   size_t offset_ = 0;  // bytes
   Shape shape_;
@@ -111,9 +132,24 @@ class Tensor {
   DType dtype_ = DType::F32;
   Device device_ = Device::CPU;  // used when there is no buffer (Meta)
   bool dtype_set_ = false;
+  uint64_t meta_value_ = 0;
 };
 
-// Copies src (any strides) into dst (any strides, same shape), converting dtype.
+// Copies src (any strides) into dst (any strides, same shape), converting dtype. Either may
+// live on any device but Meta (device bytes move through its DeviceMemory).
 void copy_into(const Tensor& src, Tensor& dst);
+
+// What core does to Meta tensors, for the recording backend (which cannot be included
+// here: core < backend). The Tensor methods that make a new Meta value from another
+// call the installed observer once with the input, the result and the method's integer
+// arguments: View / Reshape: the result's shape; Permute: the permutation (transpose is
+// recorded as its permutation); Slice: {dim, start, end, step} normalised (0 <= start <=
+// end <= size); Select: {dim, index} normalised; Unsqueeze / Squeeze: {dim} normalised;
+// Contiguous / Clone / Cast: none (Cast's dtype is the result's). A method that returns
+// its input (contiguous() of a contiguous tensor, to() of the same dtype) calls nothing.
+const char* meta_tensor_op_name(MetaTensorOp op);  // "view", "permute", ..., "copy" (Clone), "cast"
+using MetaTensorObserver = void (*)(MetaTensorOp op, const Tensor& in, const Tensor& out,
+                                    const std::vector<int64_t>& args);
+void set_meta_tensor_observer(MetaTensorObserver observer);  // nullptr: none
 
 }  // namespace vidax

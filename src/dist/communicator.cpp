@@ -5,6 +5,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backend/recording.h"
 #include "core/error.h"
 #include "dist/mpi_communicator.h"
 
@@ -18,17 +19,34 @@ void check_host_contiguous(const Tensor& t, const char* what) {
 }
 }  // namespace
 
+// A collective on a Meta tensor is recorded (recording.h): the handle then shows the
+// collective's result, a new value (SSA), as the in-place helpers' callers expect.
 void Communicator::all_reduce_sum_inplace(Tensor& t) {
+  if (t.device() == Device::Meta) {
+    t = record_collective("all_reduce_sum", t, t.shape(), {{"group_size", int64_t{size()}}});
+    return;
+  }
   check_host_contiguous(t, "all_reduce_sum");
   all_reduce_sum(t.data_ptr(), static_cast<size_t>(t.numel()), t.dtype());
 }
 
 void Communicator::broadcast_inplace(Tensor& t, int root) {
+  if (t.device() == Device::Meta) {
+    t = record_collective("broadcast", t, t.shape(), {{"group_size", int64_t{size()}}, {"root", int64_t{root}}});
+    return;
+  }
   check_host_contiguous(t, "broadcast");
   broadcast(t.data_ptr(), static_cast<size_t>(t.numel()), t.dtype(), root);
 }
 
 Tensor Communicator::all_gather(const Tensor& t, int64_t dim) {
+  if (t.device() == Device::Meta) {
+    if (dim < 0) dim += t.dim();
+    VIDAX_CHECK(dim >= 0 && dim < t.dim(), "all_gather: dim out of range for " << t.str());
+    Shape out_shape = t.shape();
+    out_shape[static_cast<size_t>(dim)] *= size();
+    return record_collective("all_gather", t, out_shape, {{"group_size", int64_t{size()}}, {"dim", dim}});
+  }
   const Tensor c = t.contiguous();
   check_host_contiguous(c, "all_gather");
   if (dim < 0) dim += c.dim();
@@ -49,6 +67,20 @@ Tensor Communicator::all_gather(const Tensor& t, int64_t dim) {
 }
 
 Tensor Communicator::all_to_all(const Tensor& t, int64_t scatter_dim, int64_t gather_dim) {
+  if (t.device() == Device::Meta) {
+    const int n = size();
+    if (scatter_dim < 0) scatter_dim += t.dim();
+    if (gather_dim < 0) gather_dim += t.dim();
+    VIDAX_CHECK(scatter_dim >= 0 && scatter_dim < t.dim() && gather_dim >= 0 && gather_dim < t.dim(),
+                "all_to_all: dims out of range for " << t.str());
+    VIDAX_CHECK(t.size(scatter_dim) % n == 0, "all_to_all: dim " << scatter_dim << " of " << t.str()
+                                                                   << " is not divisible by the group size " << n);
+    Shape out_shape = t.shape();
+    out_shape[static_cast<size_t>(scatter_dim)] /= n;
+    out_shape[static_cast<size_t>(gather_dim)] *= n;
+    return record_collective("all_to_all", t, out_shape,
+                             {{"group_size", int64_t{n}}, {"scatter_dim", scatter_dim}, {"gather_dim", gather_dim}});
+  }
   const Tensor c = t.contiguous();
   check_host_contiguous(c, "all_to_all");
   const int n = size();

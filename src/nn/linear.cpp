@@ -1,5 +1,7 @@
 #include "nn/linear.h"
 
+#include "backend/recording.h"
+
 #include "nn/cast.h"
 #include "nn/parallel.h"
 
@@ -24,7 +26,11 @@ Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_f
   Tensor w = params.take(prefix + ".weight", {out_features, in_features});
   std::optional<Tensor> b;
   if (has_bias) b = params.take(prefix + ".bias", {out_features});
-  return make(w, b, compute);
+  Linear l = make(w, b, compute);
+  // The tensors the ops read (bf16 compute: cast copies) keep the checkpoint names in a recorded step.
+  set_param_name(l.weight, prefix + ".weight");
+  if (l.bias) set_param_name(*l.bias, prefix + ".bias");
+  return l;
 }
 
 void Linear::check_input(const Tensor& x) const {

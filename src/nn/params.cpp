@@ -1,5 +1,7 @@
 #include "nn/params.h"
 
+#include "backend/recording.h"
+
 #include <algorithm>
 
 namespace vidax::nn {
@@ -37,6 +39,7 @@ std::optional<Tensor> ParamSource::take_optional(const std::string& name, const 
   VIDAX_CHECK(dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
                                                   << dtype_name(t->dtype()) << ", expected a float type");
   if (taken_.insert(name).second) order_.push_back(name);
+  set_param_name(*t, name);  // a recorded step reads it as param "name"
   return t;
 }
 

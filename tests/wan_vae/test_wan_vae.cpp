@@ -286,6 +286,7 @@ std::pair<int64_t, double> widest_activation(const vidax::Trace& trace, int64_t 
   int64_t frames = 0;
   double bytes = 0;
   for (const auto& op : trace.ops) {
+    if (op.kind != vidax::OpKind::Op) continue;  // views and the inputs hold no new memory
     const auto& s = op.output.shape;
     if (s.size() != 5 || s[1] <= channels) continue;
     frames = std::max(frames, s[2]);

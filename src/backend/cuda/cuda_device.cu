@@ -4,6 +4,8 @@
 
 #include "backend/cuda/cuda_device.h"
 
+#include "core/device_memory.h"
+
 namespace vidax::cuda {
 
 namespace {
@@ -69,5 +71,38 @@ Tensor cast(const Tensor& dev, DType dtype) {
   check(cudaDeviceSynchronize(), "convert kernel");
   return out;
 }
+
+namespace {
+
+// Device memory of GPU 0 for core (Tensor::empty / clone / to / copy_into on Device::CUDA),
+// registered when this library is linked in.
+class CudaMemory final : public DeviceMemory {
+ public:
+  std::shared_ptr<Buffer> allocate(size_t bytes) override { return cuda::allocate(bytes, 0); }
+  void copy_from_host(const void* src, const Buffer& dst, size_t dst_offset, size_t bytes) override {
+    check(cudaMemcpy(static_cast<char*>(dst.data()) + dst_offset, src, bytes, cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  }
+  void copy_to_host(const Buffer& src, size_t src_offset, void* dst, size_t bytes) override {
+    check(cudaMemcpy(dst, static_cast<const char*>(src.data()) + src_offset, bytes, cudaMemcpyDeviceToHost),
+          "cudaMemcpy D2H");
+  }
+  void copy_on_device(const Buffer& src, size_t src_offset, const Buffer& dst, size_t dst_offset,
+                      size_t bytes) override {
+    check(cudaMemcpy(static_cast<char*>(dst.data()) + dst_offset, static_cast<const char*>(src.data()) + src_offset,
+                     bytes, cudaMemcpyDeviceToDevice),
+          "cudaMemcpy D2D");
+  }
+  void fill_zero(const Buffer& dst, size_t dst_offset, size_t bytes) override {
+    check(cudaMemset(static_cast<char*>(dst.data()) + dst_offset, 0, bytes), "cudaMemset");
+  }
+};
+
+[[maybe_unused]] const bool kRegistered = [] {
+  static CudaMemory memory;
+  register_device_memory(Device::CUDA, &memory);
+  return true;
+}();
+
+}  // namespace
 
 }  // namespace vidax::cuda
