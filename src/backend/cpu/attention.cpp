@@ -143,19 +143,35 @@ void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const floa
 // Whether any of V's [B, Lk, H, Dv] values is NaN (one pass over V: Lq times
 // less work than the attention itself).
 bool any_nan(const View& Vv, int64_t B, int64_t Lk, int64_t H, int64_t Dv) {
-  int found = 0;
-#pragma omp parallel reduction(| : found)
-  {
-    std::vector<float> row(static_cast<size_t>(Dv));
-#pragma omp for collapse(2) schedule(static)
+  // On the raw bits (exponent all ones, mantissa not zero), so that the loop vectorizes.
+  const auto scan = [&](auto abs_mask, auto exp_mask) {
+    using U = decltype(abs_mask);
+    int found = 0;
+#pragma omp parallel for collapse(2) reduction(| : found) schedule(static)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < Lk; ++j)
         for (int64_t h = 0; h < H; ++h) {
-          load_row(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, row.data());
-          for (float x : row) found |= std::isnan(x);
+          const U* r = reinterpret_cast<const U*>(Vv.row(b, j, h));
+          for (int64_t d = 0; d < Dv; ++d) found |= static_cast<U>(r[d * Vv.sd] & abs_mask) > exp_mask;
         }
+    return found != 0;
+  };
+  switch (Vv.dtype) {
+    case DType::F32: return scan(uint32_t{0x7fffffff}, uint32_t{0x7f800000});
+    case DType::BF16: return scan(uint16_t{0x7fff}, uint16_t{0x7f80});
+    case DType::F16: return scan(uint16_t{0x7fff}, uint16_t{0x7c00});
+    default: {  // other dtypes: through f32
+      int found = 0;
+      std::vector<float> row(static_cast<size_t>(Dv));
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < Lk; ++j)
+          for (int64_t h = 0; h < H; ++h) {
+            load_row(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, row.data());
+            for (float x : row) found |= std::isnan(x);
+          }
+      return found != 0;
+    }
   }
-  return found != 0;
 }
 
 }  // namespace
