@@ -1,4 +1,4 @@
-// ops::attention against torch (tests/golden/attention_nan.safetensors, made by
+// ops::attention against torch (tests/backend/data/attention_nan.safetensors, made by
 // tools/golden/attention_nan.py: SDPA's math path on the reference's attention
 // contract): one NaN in q, k, v or the bias, masked or not. The NaN positions must
 // match exactly, the values to the path's tolerance, on every path (f32; bf16 on
@@ -27,7 +27,7 @@ Tensor with_nan(const Tensor& t, const std::vector<int64_t>& at) {
 }  // namespace
 
 TEST(AttentionGolden, NanPositionsAndValuesMatchTorch) {
-  const io::Checkpoint ck = io::Checkpoint::open(std::string(VIDAX_TEST_DATA_DIR) + "/golden/attention_nan.safetensors");
+  const io::Checkpoint ck = io::Checkpoint::open(std::string(VIDAX_TEST_DATA_DIR) + "/backend/data/attention_nan.safetensors");
   ASSERT_EQ(ck.metadata().at("kind"), "backend.attention_nan");
   const nlohmann::json cases = nlohmann::json::parse(ck.metadata().at("cases"));
   ASSERT_GE(cases.size(), 13u);

@@ -1,6 +1,7 @@
-"""Golden file for NaN in attention (issue 16): tests/golden/attention_nan.safetensors,
+"""Golden file for NaN in attention (issue 16): tests/backend/data/attention_nan.safetensors,
 read by tests/backend/test_attention_golden.cpp (metadata kind `backend.attention_nan`;
-not a `vidax parity` kind: parity rejects non-finite values).
+not a `vidax parity` kind, so it lives beside its test, not in tests/golden/, whose
+every file test_parity runs).
 
 The reference is the attention call as the Wan reference makes it, flash_attention's
 contract ([B, L, N, D] in and out, keys >= k_lens[b] masked), computed the way
@@ -103,7 +104,7 @@ def flash_zeroes_nan_rows():
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/golden/attention_nan.safetensors")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/backend/data/attention_nan.safetensors")
     g = torch.Generator().manual_seed(16)
 
     def bf16_values(*shape, scale=1.0):

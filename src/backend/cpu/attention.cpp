@@ -15,16 +15,20 @@
 // aligned, as torch's scaled_dot_product_attention(is_causal=True)). A query
 // row with no visible key (kv_len 0, or every score -inf) outputs zeros.
 //
-// NaN, as torch's CPU scaled_dot_product_attention (its flash kernel, which
-// tests/golden/attention_nan.safetensors comes from) and its math path agree: a
-// NaN in a row's visible scores (from q, k or the bias) makes every column of
-// that row's output NaN; a NaN in V makes the output columns NaN of every row
-// that sees that key, even where its probability underflowed to 0 (0 * NaN).
-// A masked key is not part of the problem: keys at or past kv_lens[b] are never
-// read (as the reference's flash_attn_varlen / sliced keys), and a causal row
-// never sees later keys, not even through 0 * NaN (torch's kernels multiply 0
-// by V inside a partly masked key block, an artefact of their block size that
-// this kernel does not copy: it would make the result depend on tile sizes).
+// NaN, as torch's scaled_dot_product_attention on its math path (which
+// tests/backend/data/attention_nan.safetensors comes from, made by
+// tools/golden/attention_nan.py) and flash_attn on CUDA (the reference's GPU
+// path): a NaN in a row's visible scores (from q, k or the bias) makes every
+// column of that row's output NaN; a NaN in V makes the output columns NaN of
+// every row that sees that key, even where its probability underflowed to 0
+// (0 * NaN). torch's CPU flash backend (SDPA's default on the CPU) instead
+// outputs zeros for an all-NaN score row, as this kernel did: that hid NaN
+// weights (issue 16), so it is not followed. A masked key is not part of the
+// problem: keys at or past kv_lens[b] are never read (as flash_attn_varlen with
+// the reference's k_lens), and a causal row never sees later keys, not even
+// through 0 * NaN (torch's kernels multiply 0 by V inside a partly masked key
+// block, an artefact of their block size that would make results depend on
+// tile sizes here).
 // GCC 12 flags its own _mm512_reduce_* helpers (-Wmaybe-uninitialized): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
