@@ -246,7 +246,16 @@ InspectReport inspect(const std::string& path, const InspectOptions& opts) {
   InspectReport r;
   r.path = path;
   std::error_code ec;
-  VIDAX_CHECK(fs::exists(path, ec), path << ": no such file or directory");
+  const fs::file_status st = fs::status(path, ec);  // follows links: a link to a checkpoint is fine
+  VIDAX_CHECK(!ec || ec == std::errc::no_such_file_or_directory, path << ": " << ec.message());  // e.g. a link loop
+  VIDAX_CHECK(fs::exists(st), path << ": no such file or directory");
+  // Opening a FIFO blocks until a writer comes, and a device reads forever: only a
+  // regular file or a folder can be a checkpoint.
+  VIDAX_CHECK(fs::is_regular_file(st) || fs::is_directory(st),
+              path << ": is " << (fs::is_fifo(st) ? "a FIFO (named pipe)" : fs::is_character_file(st) ? "a character device"
+                                  : fs::is_block_file(st) ? "a block device" : fs::is_socket(st) ? "a socket"
+                                                                                                   : "a special file")
+                   << ", not a checkpoint file or folder");
   if (fs::is_directory(path) && fs::exists(fs::path(path) / "model_index.json")) {
     // diffusers pipeline: one folder per component (transformer/, vae/, text_encoder/, ...)
     std::vector<fs::path> subs;

@@ -3,8 +3,10 @@
 // the exact parameter counts, failures that name the key, zero-copy opening,
 // and the `vidax` CLI itself.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include "io/checkpoint.h"
@@ -451,4 +453,27 @@ TEST(Inspect, CheckValuesFindsInfInABf16TextEncoder) {
   auto [crc, cout_] = run_vidax("inspect --check-values " + clean.path.string());
   EXPECT_EQ(crc, 0) << cout_;
   EXPECT_NE(cout_.find("OK: full coverage, every value finite"), std::string::npos) << cout_;
+}
+
+TEST(Inspect, SpecialFilesAreRefusedNotOpened) {
+  // Issue 16: inspect on a FIFO blocked in open(). Scratch nodes only.
+  TempDir dir;
+  const std::string fifo = dir / "pipe.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  try {
+    inspect(fifo);
+    ADD_FAILURE() << "a FIFO was inspected";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": is a FIFO (named pipe), not a checkpoint file or folder");
+  }
+  std::filesystem::create_symlink(dir / "loop", dir / "loop");
+  try {
+    inspect(dir / "loop");
+    ADD_FAILURE() << "a symlink loop was inspected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic links"), std::string::npos) << e.what();
+  }
+  auto [rc, out] = run_vidax("inspect " + fifo);  // returns: it does not block
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("is a FIFO (named pipe)"), std::string::npos) << out;
 }
