@@ -1,6 +1,7 @@
 // vidax inspect PATH: which model, variant and layout a checkpoint is, what it
 // holds (tensors, parameters, dtypes, bytes) and whether it covers the
-// engine's parameters exactly. Reads headers only.
+// engine's parameters exactly. Reads headers only, unless --check-values asks
+// for every value to be scanned for NaN and Inf.
 #include <cstdio>
 
 #include "commands.h"
@@ -14,6 +15,7 @@ Command add_inspect(CLI::App& app) {
   struct Args {
     std::string path;
     bool json = false;
+    translate::InspectOptions opt;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("path", a->path,
@@ -21,12 +23,14 @@ Command add_inspect(CLI::App& app) {
                   "pipeline folder")
       ->required();
   sub->add_flag("--json", a->json, "print a JSON report");
+  sub->add_flag("--check-values", a->opt.check_values,
+                "also read every weight and report tensors holding NaN or Inf (reads the whole checkpoint)");
   return {sub, [a]() {
-            translate::InspectReport r = translate::inspect(a->path);
+            translate::InspectReport r = translate::inspect(a->path, a->opt);
             if (a->json) std::printf("%s\n", r.to_json().dump(2).c_str());
             else std::fputs(r.to_text().c_str(), stdout);
-            // Incomplete coverage is an error: the keys are named above.
-            return r.complete() ? 0 : 1;
+            // Incomplete coverage or non-finite weights are an error: named above.
+            return r.ok() ? 0 : 1;
           }};
 }
 

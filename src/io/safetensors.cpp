@@ -1,4 +1,5 @@
 #include "io/safetensors.h"
+#include "io/output_target.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -219,6 +220,7 @@ void write_all(int fd, const void* data, size_t n, const std::string& path) {
 
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
+  check_output_target(path);  // before any work: -o /dev/null must not be replaced by a file
   // Largest elements first, then by name (the order the reference writer uses):
   // with an 8-aligned data section every tensor is then aligned to its element size.
   std::vector<const std::pair<const std::string, Tensor>*> order;
@@ -263,6 +265,7 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   }
   VIDAX_CHECK(::close(tmp.fd) == 0, path << ": close failed: " << std::strerror(errno));
   tmp.fd = -1;
+  check_output_target(path);  // again, just before the rename
   VIDAX_CHECK(::rename(tmp.path.c_str(), path.c_str()) == 0,
               path << ": cannot rename the temporary file into place: " << std::strerror(errno));
   tmp.keep = true;

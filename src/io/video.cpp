@@ -58,8 +58,9 @@ const char* video_format_name(VideoFormat f) {
 
 // ---- pending output -------------------------------------------------------------
 
-PendingOutput::PendingOutput(std::string final_path) : final_(std::move(final_path)) {
+PendingOutput::PendingOutput(std::string final_path, OutputKind kind) : final_(std::move(final_path)), kind_(kind) {
   VIDAX_CHECK(!final_.empty(), "output path is empty");
+  check_output_target(final_, kind_);
   fs::path p(final_);
   VIDAX_CHECK(p.has_filename(), "output path " << final_ << " names a directory, not a file");
   fs::path dir = p.parent_path();
@@ -83,6 +84,7 @@ PendingOutput::~PendingOutput() {
 }
 
 void PendingOutput::commit() {
+  check_output_target(final_, kind_);  // again: the target may have appeared while the output was built
   std::error_code ec;
   fs::rename(temp_, final_, ec);
   VIDAX_CHECK(!ec, "cannot move " << temp_ << " to " << final_ << ": " << ec.message());
@@ -207,7 +209,7 @@ void write_png_frames(const std::string& path, const RgbVideo& video, const Vide
   std::error_code ec;
   VIDAX_CHECK(!fs::exists(path, ec), "output " << path << " already exists; png output writes a new directory of "
                                                   "frames, remove it or choose another -o");
-  PendingOutput out(path);
+  PendingOutput out(path, OutputKind::Directory);
   fs::create_directory(out.temp_path(), ec);
   VIDAX_CHECK(!ec, "cannot create directory " << out.temp_path() << ": " << ec.message());
   const AVCodec* codec = avcodec_find_encoder(AV_CODEC_ID_PNG);

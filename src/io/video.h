@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/output_target.h"
 
 namespace vidax::io {
 
@@ -72,9 +73,11 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
 
 // A file or directory built under a temporary name in the target's directory
 // and renamed into place by commit(); removed by the destructor otherwise.
+// Both the constructor and commit() refuse a target that exists and is a link or
+// not of `kind` (io/output_target.h): -o /dev/null must not replace /dev/null.
 class PendingOutput {
  public:
-  explicit PendingOutput(std::string final_path);
+  explicit PendingOutput(std::string final_path, OutputKind kind = OutputKind::File);
   ~PendingOutput();
   PendingOutput(const PendingOutput&) = delete;
   PendingOutput& operator=(const PendingOutput&) = delete;
@@ -84,6 +87,7 @@ class PendingOutput {
 
  private:
   std::string final_, temp_;
+  OutputKind kind_;
   bool committed_ = false;
 };
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "io/checkpoint.h"
+#include "io/output_target.h"
 #include "io/video.h"
 #include "pipeline/interrupt.h"
 
@@ -34,6 +35,11 @@ OutputFormat output_format_from_path(const std::string& path) {
   return OutputFormat::Mp4;
 }
 
+void check_output_paths(const std::string& path, OutputFormat format) {
+  io::check_output_target(path, format == OutputFormat::Png ? io::OutputKind::Directory : io::OutputKind::File);
+  io::check_output_target(path + ".json");
+}
+
 void write_json_file(const std::string& path, const nlohmann::json& j) {
   io::PendingOutput out(path);
   {
@@ -49,6 +55,7 @@ void write_json_file(const std::string& path, const nlohmann::json& j) {
 std::string write_output(const OutputRequest& req, const Tensor& video, const Tensor& latents) {
   const std::string where = "writing " + req.path;
   throw_if_interrupted(where);
+  check_output_paths(req.path, req.format);
   nlohmann::json params = req.params;
   params["output_format"] = output_format_name(req.format);
   if (req.format == OutputFormat::Latents) {

@@ -28,6 +28,13 @@ struct OutputRequest {
   std::function<void(const std::string&)> warn;
 };
 
+// Throws when the output or its sidecar `<path>.json` exists and is not what
+// the writer would replace (a regular file; a directory for png frames): a
+// device, FIFO, socket or symbolic link (io/output_target.h). write_output calls
+// it first, so neither file is written when either target is refused; callers
+// may call it before the run, so that a refusal costs no generation.
+void check_output_paths(const std::string& path, OutputFormat format);
+
 // Writes `video` ([3, F, H, W] in [-1, 1]) or, for OutputFormat::Latents,
 // `latents`, then the sidecar. Returns the sidecar's path.
 std::string write_output(const OutputRequest& req, const Tensor& video, const Tensor& latents);

@@ -1,5 +1,6 @@
 #include "translate/inspect.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -170,13 +171,91 @@ const Unit* main_unit(const std::vector<Unit>& units) {
   return first;
 }
 
+// NaN and Inf counts of n values of an IEEE-style format: exponent field all ones,
+// mantissa zero (Inf) or not (NaN). One pass over the raw bits, vectorized by the
+// compiler, threads over chunks.
+template <class U>
+void count_special(const U* p, int64_t n, U exp_mask, U man_mask, int64_t& nan, int64_t& inf) {
+  int64_t a = 0, b = 0;
+#pragma omp parallel for reduction(+ : a, b) schedule(static)
+  for (int64_t i = 0; i < n; ++i) {
+    const U x = p[i];
+    const bool special = (x & exp_mask) == exp_mask;
+    a += special && (x & man_mask) != 0;
+    b += special && (x & man_mask) == 0;
+  }
+  nan = a;
+  inf = b;
+}
+
+void check_values(Unit& u) {
+  u.values_checked = true;
+  for (const auto& n : u.source->names()) {
+    if (!dtype_is_float(u.source->find(n)->dtype)) continue;
+    NonFinite f = count_non_finite(u.source->get(n));
+    if (f.nan == 0 && f.inf == 0) continue;
+    f.name = n;
+    u.non_finite.push_back(std::move(f));
+  }
+}
+
+// "name (3 NaN, 1 Inf)".
+std::string non_finite_string(const NonFinite& f) {
+  std::string s = f.name + " (";
+  if (f.nan) s += std::to_string(f.nan) + " NaN";
+  if (f.nan && f.inf) s += ", ";
+  if (f.inf) s += std::to_string(f.inf) + " Inf";
+  return s + ")";
+}
+
 }  // namespace
 
-InspectReport inspect(const std::string& path) {
+NonFinite count_non_finite(const Tensor& t) {
+  NonFinite f;
+  const Tensor c = t.contiguous();
+  const int64_t n = c.numel();
+  const void* p = c.data_ptr();
+  switch (c.dtype()) {
+    case DType::F64:
+      count_special(static_cast<const uint64_t*>(p), n, uint64_t{0x7ff0000000000000}, uint64_t{0x000fffffffffffff},
+                    f.nan, f.inf);
+      break;
+    case DType::F32:
+      count_special(static_cast<const uint32_t*>(p), n, uint32_t{0x7f800000}, uint32_t{0x007fffff}, f.nan, f.inf);
+      break;
+    case DType::F16:
+      count_special(static_cast<const uint16_t*>(p), n, uint16_t{0x7c00}, uint16_t{0x03ff}, f.nan, f.inf);
+      break;
+    case DType::BF16:
+      count_special(static_cast<const uint16_t*>(p), n, uint16_t{0x7f80}, uint16_t{0x007f}, f.nan, f.inf);
+      break;
+    case DType::F8_E5M2:
+      count_special(static_cast<const uint8_t*>(p), n, uint8_t{0x7c}, uint8_t{0x03}, f.nan, f.inf);
+      break;
+    case DType::F8_E4M3: {  // no Inf; NaN is S.1111.111 only
+      const uint8_t* b = static_cast<const uint8_t*>(p);
+      for (int64_t i = 0; i < n; ++i) f.nan += (b[i] & 0x7f) == 0x7f;
+      break;
+    }
+    default: break;
+  }
+  return f;
+}
+
+InspectReport inspect(const std::string& path, const InspectOptions& opts) {
   InspectReport r;
   r.path = path;
   std::error_code ec;
-  VIDAX_CHECK(fs::exists(path, ec), path << ": no such file or directory");
+  const fs::file_status st = fs::status(path, ec);  // follows links: a link to a checkpoint is fine
+  VIDAX_CHECK(!ec || ec == std::errc::no_such_file_or_directory, path << ": " << ec.message());  // e.g. a link loop
+  VIDAX_CHECK(fs::exists(st), path << ": no such file or directory");
+  // Opening a FIFO blocks until a writer comes, and a device reads forever: only a
+  // regular file or a folder can be a checkpoint.
+  VIDAX_CHECK(fs::is_regular_file(st) || fs::is_directory(st),
+              path << ": is " << (fs::is_fifo(st) ? "a FIFO (named pipe)" : fs::is_character_file(st) ? "a character device"
+                                  : fs::is_block_file(st) ? "a block device" : fs::is_socket(st) ? "a socket"
+                                                                                                   : "a special file")
+                   << ", not a checkpoint file or folder");
   if (fs::is_directory(path) && fs::exists(fs::path(path) / "model_index.json")) {
     // diffusers pipeline: one folder per component (transformer/, vae/, text_encoder/, ...)
     std::vector<fs::path> subs;
@@ -196,7 +275,15 @@ InspectReport inspect(const std::string& path) {
   } else {
     inspect_checkpoint(path, r.units);
   }
+  if (opts.check_values)
+    for (Unit& u : r.units) check_values(u);
   return r;
+}
+
+bool InspectReport::values_ok() const {
+  for (const auto& u : units)
+    if (!u.non_finite.empty()) return false;
+  return true;
 }
 
 bool InspectReport::complete() const {
@@ -248,6 +335,11 @@ Json InspectReport::to_json() const {
     }
     if (u.excluded_golden) c["excluded_golden_tensors"] = u.excluded_golden;
     c["complete"] = u.complete();
+    if (u.values_checked) {
+      Json nf = Json::array();
+      for (const auto& f : u.non_finite) nf.push_back(Json{{"name", f.name}, {"nan", f.nan}, {"inf", f.inf}});
+      c["non_finite"] = nf;
+    }
     comps.push_back(c);
     tensors += u.tensors;
     parameters += u.parameters;
@@ -267,6 +359,8 @@ Json InspectReport::to_json() const {
   j["missing_params"] = missing_all;
   j["shape_mismatches"] = mismatch_all;
   j["complete"] = complete();
+  if (std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.values_checked; }))
+    j["values_finite"] = values_ok();
   j["components"] = comps;
   return j;
 }
@@ -301,8 +395,24 @@ std::string InspectReport::to_text() const {
       o << "    coverage: none; keys:\n";
       for (const auto& k : u.source->names()) o << "      unused: " << k << "\n";
     }
+    if (u.values_checked && u.non_finite.empty()) o << "    values: all finite\n";
+    if (!u.non_finite.empty()) {
+      // The first few by name: one bad tensor usually means a bad file.
+      constexpr size_t kShown = 8;
+      o << "    values: NON-FINITE in " << u.non_finite.size() << " tensor" << (u.non_finite.size() == 1 ? "" : "s")
+        << ":\n";
+      for (size_t i = 0; i < std::min(kShown, u.non_finite.size()); ++i)
+        o << "      " << non_finite_string(u.non_finite[i]) << "\n";
+      if (u.non_finite.size() > kShown) o << "      ... and " << u.non_finite.size() - kShown << " more\n";
+    }
   }
-  o << (complete() ? "OK: full coverage\n" : "FAIL: incomplete coverage\n");
+  const bool checked = std::any_of(units.begin(), units.end(), [](const Unit& u) { return u.values_checked; });
+  if (!complete()) o << "FAIL: incomplete coverage\n";
+  if (!values_ok()) o << "FAIL: non-finite (NaN or Inf) weights\n";
+  // Unchecked, say so: a NaN weight passes a header check (issue 16).
+  if (ok())
+    o << (checked ? "OK: full coverage, every value finite\n"
+                  : "OK: full coverage (values not read; --check-values scans them for NaN and Inf)\n");
   return o.str();
 }
 

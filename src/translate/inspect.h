@@ -19,6 +19,12 @@ struct DTypeStats {
   uint64_t bytes = 0;
 };
 
+// A tensor holding non-finite values, and how many of each.
+struct NonFinite {
+  std::string name;
+  int64_t nan = 0, inf = 0;
+};
+
 // One component found in the input (or a group of files nothing recognizes).
 struct Unit {
   std::string label;                     // the file(s) or folder it came from
@@ -31,6 +37,9 @@ struct Unit {
   int64_t parameters = 0;
   uint64_t bytes = 0;
   std::map<std::string, DTypeStats> dtypes;
+  // InspectOptions::check_values: the tensors holding NaN or Inf (name order).
+  bool values_checked = false;
+  std::vector<NonFinite> non_finite;
   bool complete() const { return comp && match.plan.complete(); }
 };
 
@@ -38,12 +47,26 @@ struct InspectReport {
   std::string path;
   std::vector<Unit> units;
   bool complete() const;
+  bool values_ok() const;  // no NaN or Inf found (true when values were not checked)
+  bool ok() const { return complete() && values_ok(); }
   Json to_json() const;
   std::string to_text() const;
 };
 
-// Opens `path` and matches every component in it (data is not read).
-InspectReport inspect(const std::string& path);
+struct InspectOptions {
+  // Also read every floating-point value and count NaN and Inf per tensor
+  // (`vidax inspect --check-values`). Off by default: the default reads headers
+  // only and answers at once at any size, while the values are the whole file
+  // (docs/translate.md has the measured scan rate: from a cold disk the disk's).
+  bool check_values = false;
+};
+
+// Opens `path` and matches every component in it (data is not read unless
+// opts.check_values).
+InspectReport inspect(const std::string& path, const InspectOptions& opts = {});
+
+// NaN and Inf among a tensor's values (floating-point dtypes; 0 for others).
+NonFinite count_non_finite(const Tensor& t);
 
 struct ConvertOptions {
   std::string dtype = "keep";   // keep | f32 | bf16 | f16 (floating-point tensors only)

@@ -14,7 +14,10 @@ using namespace vidax::test;
 
 namespace {
 
-// Plain softmax(q k^T * scale + bias + mask) v in double, full score rows.
+// Plain softmax(q k^T * scale + bias + mask) v in double, full score rows. A masked
+// key takes no part; a NaN among a row's visible scores makes the row NaN, and a
+// NaN in V reaches every row that sees its key, whatever the key's probability (the
+// NaN contract in attention.cpp).
 std::vector<double> ref_attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& o) {
   const int64_t B = q.size(0), Lq = q.size(1), H = q.size(2), D = q.size(3), Lk = k.size(1), Dv = v.size(3);
   const auto qv = q.contiguous().to_f64_vector(), kv = k.contiguous().to_f64_vector(), vv = v.contiguous().to_f64_vector();
@@ -36,14 +39,14 @@ std::vector<double> ref_attention(const Tensor& q, const Tensor& k, const Tensor
             d += bias[((bb * o.bias->size(1) + bh) * Lq + i) * Lk + j];
           }
           s[j] = masked ? -std::numeric_limits<double>::infinity() : d;
-          mx = std::max(mx, s[j]);
+          mx = std::isnan(s[j]) || std::isnan(mx) ? std::nan("") : std::max(mx, s[j]);
         }
         if (mx == -std::numeric_limits<double>::infinity()) continue;  // no visible key: zeros
         double z = 0;
         for (int64_t j = 0; j < Lk; ++j) z += std::exp(s[j] - mx);
         for (int64_t j = 0; j < Lk; ++j) {
+          if (s[j] == -std::numeric_limits<double>::infinity()) continue;  // masked (or a -inf bias)
           const double p = std::exp(s[j] - mx) / z;
-          if (p == 0) continue;
           for (int64_t c = 0; c < Dv; ++c) out[((b * Lq + i) * H + h) * Dv + c] += p * vv[((b * Lk + j) * H + h) * Dv + c];
         }
       }
@@ -218,4 +221,94 @@ TEST(Attention, LongSequence) {
   ops::AttentionOptions o;
   o.kv_lens = {1999};
   check(q, k, v, o, 2e-5, "N=2000");
+}
+
+namespace {
+
+// Sets element [b, l, h, d] of a contiguous [B, L, H, D] tensor (any float dtype) to NaN.
+Tensor with_nan(const Tensor& t, int64_t b, int64_t l, int64_t h, int64_t d) {
+  std::vector<double> v = t.contiguous().to_f64_vector();
+  v[static_cast<size_t>(lin(t.shape(), {b, l, h, d}))] = std::nan("");
+  return Tensor::from_f64(v, t.shape(), t.dtype());
+}
+
+size_t count_nan(const std::vector<double>& v) {
+  size_t n = 0;
+  for (double x : v) n += std::isnan(x);
+  return n;
+}
+
+}  // namespace
+
+TEST(Attention, NanPropagatesAsTorchAndMaskedKeysStayOut) {
+  // Issue 16: the online softmax's std::max dropped a NaN row max and zeroed the
+  // row, so NaN weights gave a finite video. Every path (f32, bf16 on AVX-512 and,
+  // where the CPU has it, AMX), one tile and several (Lk = 300: two AMX key blocks,
+  // five AVX-512 tiles), masks and bias. `nans` is how many NaNs the reference has:
+  // it keeps each case from passing vacuously.
+  const int64_t B = 2, Lq = 70, Lk = 300, H = 2, D = 64, Dv = 40;
+  struct Case {
+    const char* what;
+    char operand;  // q, k, v, b (bias)
+    int64_t b, l, h, d;  // where the NaN goes (bias: [b, h, i = l, j = d])
+    bool causal;
+    std::vector<int64_t> lens;
+    size_t nans;
+  };
+  const std::vector<Case> cases = {
+      {"q: its row", 'q', 1, 5, 0, 3, false, {}, Dv},
+      {"k in the first tile: every row", 'k', 0, 2, 1, 7, false, {}, Lq * Dv},
+      {"k in the last tile, after a finite max", 'k', 0, 290, 1, 0, false, {}, Lq * Dv},
+      {"v: its column of every row", 'v', 1, 150, 0, 9, false, {}, Lq},
+      {"k past kv_len: nothing", 'k', 1, 250, 0, 1, false, {300, 200}, 0},
+      {"v past kv_len: nothing", 'v', 1, 299, 1, 2, false, {300, 200}, 0},
+      {"k inside kv_len", 'k', 1, 199, 1, 2, false, {300, 200}, Lq * Dv},
+      {"causal k: rows at and after the key", 'k', 0, 40, 0, 5, true, {}, (Lq - 40) * Dv},
+      {"causal v: rows at and after the key", 'v', 0, 40, 0, 5, true, {}, Lq - 40},
+      {"causal v of a key no row sees", 'v', 0, 100, 0, 5, true, {}, 0},
+      {"bias at a visible key: its row", 'b', 0, 9, 1, 30, false, {300, 300}, Dv},
+      {"bias at a masked key: nothing", 'b', 1, 9, 1, 250, false, {300, 200}, 0},
+  };
+  for (DType dt : {DType::F32, DType::BF16}) {
+    for (bool amx : {true, false}) {
+      if (dt == DType::F32 && !amx) continue;  // f32 has one path
+      cpu::attn::set_amx_enabled(amx);
+      for (const Case& c : cases) {
+        Tensor q = randn({B, Lq, H, D}, 40, dt), k = randn({B, Lk, H, D}, 41, dt), v = randn({B, Lk, H, Dv}, 42, dt);
+        ops::AttentionOptions o;
+        o.causal = c.causal;
+        o.kv_lens = c.lens;
+        if (c.operand == 'b' || dt == DType::F32) o.bias = randn({B, H, Lq, Lk}, 43, DType::F32, 0.5);
+        if (c.operand == 'q') q = with_nan(q, c.b, c.l, c.h, c.d);
+        if (c.operand == 'k') k = with_nan(k, c.b, c.l, c.h, c.d);
+        if (c.operand == 'v') v = with_nan(v, c.b, c.l, c.h, c.d);
+        if (c.operand == 'b') o.bias = with_nan(*o.bias, c.b, c.h, c.l, c.d);
+        const std::string what = std::string(dtype_name(dt)) + (amx ? " " : " no-amx ") + c.what;
+        const std::vector<double> ref = ref_attention(q, k, v, o);
+        ASSERT_EQ(count_nan(ref), c.nans) << what << " (the reference)";
+        const Tensor out = ops::attention(q, k, v, o);
+        EXPECT_EQ(count_nan(out.to_f64_vector()), c.nans) << what;
+        expect_close(out, ref, dt == DType::F32 ? 2e-5 : 1.0 / 64, dt == DType::F32 ? 2e-5 : 1.0 / 64, what);
+      }
+    }
+  }
+  cpu::attn::set_amx_enabled(true);
+}
+
+TEST(Attention, NanScoresEverywhereInARow) {
+  // A whole score row NaN (a NaN q row: the issue's case, the max never sees a
+  // number) and a NaN in every key's k (every row).
+  for (DType dt : {DType::F32, DType::BF16}) {
+    Tensor q = randn({1, 20, 1, 32}, 44, dt), k = randn({1, 130, 1, 32}, 45, dt), v = randn({1, 130, 1, 32}, 46, dt);
+    std::vector<double> qv = q.to_f64_vector();
+    for (int64_t d = 0; d < 32; ++d) qv[static_cast<size_t>(3 * 32 + d)] = std::nan("");
+    const Tensor qn = Tensor::from_f64(qv, q.shape(), dt);
+    const std::vector<double> out = ops::attention(qn, k, v, {}).to_f64_vector();
+    for (int64_t i = 0; i < 20; ++i)
+      for (int64_t c = 0; c < 32; ++c)
+        EXPECT_EQ(std::isnan(out[static_cast<size_t>(i * 32 + c)]), i == 3) << dtype_name(dt) << " row " << i;
+    Tensor kn = k;
+    for (int64_t j = 0; j < 130; ++j) kn = with_nan(kn, 0, j, 0, j % 32);
+    EXPECT_EQ(count_nan(ops::attention(q, kn, v, {}).to_f64_vector()), 20u * 32u) << dtype_name(dt);
+  }
 }

@@ -3,8 +3,10 @@
 // the exact parameter counts, failures that name the key, zero-copy opening,
 // and the `vidax` CLI itself.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include "io/checkpoint.h"
@@ -355,4 +357,123 @@ TEST(Convert, CliEngineLayoutThenInspect) {
   EXPECT_EQ(j["components"][0]["config_origin"], "metadata");
   // Bad arguments are refused by the parser.
   EXPECT_NE(run_vidax("convert a b --dtype int3").first, 0);
+}
+
+namespace {
+
+// The demo checkpoint (`vidax make-demo`) in dir, with `edit` applied to one of its
+// files' tensors (file name, tensor name, flat index, value).
+void make_demo_with(const TempDir& dir, const std::string& file, const std::string& tensor, int64_t index,
+                    float value) {
+  const std::string spiece = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
+  auto [rc, out] = run_vidax("make-demo " + dir.path.string() + " --tokenizer " + spiece);
+  ASSERT_EQ(rc, 0) << out;
+  if (file.empty()) return;
+  const std::string path = dir / file;
+  std::map<std::string, Tensor> tensors;
+  std::map<std::string, std::string> meta;
+  {
+    const io::Checkpoint ck = io::Checkpoint::open(path);
+    for (const auto& n : ck.names()) tensors[n] = ck.get(n).clone();
+    meta = ck.metadata();
+  }
+  Tensor& t = tensors.at(tensor);
+  std::vector<double> v = t.to_f64_vector();
+  v.at(static_cast<size_t>(index)) = value;
+  t = Tensor::from_f64(v, t.shape(), t.dtype());
+  io::save_safetensors(path, tensors, meta);
+}
+
+}  // namespace
+
+TEST(Inspect, CountNonFiniteEveryFloatDtype) {
+  const double nan = std::nan(""), inf = INFINITY;
+  for (DType dt : {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E5M2}) {
+    const Tensor t = Tensor::from_f64({1.0, nan, -inf, 0.0, inf, nan, nan, -2.5}, {8}, dt);
+    const NonFinite f = count_non_finite(t);
+    EXPECT_EQ(f.nan, 3) << dtype_name(dt);
+    EXPECT_EQ(f.inf, 2) << dtype_name(dt);
+  }
+  // E4M3 has no Inf: S.1111.111 is its only NaN.
+  const Tensor e4 = Tensor::from_f64({1.0, nan, 448.0, -nan}, {4}, DType::F8_E4M3);
+  EXPECT_EQ(count_non_finite(e4).nan, 2);
+  EXPECT_EQ(count_non_finite(Tensor::from_f64({1, 2, 3}, {3}, DType::I32)).nan, 0);
+  // Largest finite values are not Inf.
+  const Tensor big = Tensor::from_f64({65504.0, -3.3895e38}, {2}, DType::F32);
+  EXPECT_EQ(count_non_finite(big).inf, 0);
+}
+
+TEST(Inspect, CheckValuesNamesNonFiniteWeights) {
+  // Issue 16: a NaN in a DiT q.weight gave "OK: full coverage". Headers alone cannot
+  // see it (and the default says so); --check-values finds and names it, exit 1.
+  TempDir dir;
+  make_demo_with(dir, "diffusion_pytorch_model.safetensors", "blocks.0.self_attn.q.weight", 5, std::nanf(""));
+  {
+    auto [rc, out] = run_vidax("inspect " + dir.path.string());
+    EXPECT_EQ(rc, 0) << out;
+    EXPECT_NE(out.find("OK: full coverage (values not read; --check-values scans them for NaN and Inf)"),
+              std::string::npos)
+        << out;
+  }
+  auto [rc, out] = run_vidax("inspect --check-values " + dir.path.string());
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("values: NON-FINITE in 1 tensor:\n      blocks.0.self_attn.q.weight (1 NaN)"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("FAIL: non-finite (NaN or Inf) weights"), std::string::npos) << out;
+  EXPECT_EQ(out.find("OK:"), std::string::npos) << out;
+  EXPECT_NE(out.find("values: all finite"), std::string::npos) << out;  // the VAE and T5 files are fine
+
+  const InspectReport r = inspect(dir.path.string(), {.check_values = true});
+  EXPECT_TRUE(r.complete());
+  EXPECT_FALSE(r.values_ok());
+  EXPECT_FALSE(r.ok());
+  auto [jrc, js] = run_vidax("inspect --json --check-values " + dir.path.string());
+  EXPECT_EQ(jrc, 1);
+  const Json j = Json::parse(js);
+  EXPECT_EQ(j["values_finite"], false);
+  bool found = false;
+  for (const auto& c : j["components"])
+    for (const auto& f : c.value("non_finite", Json::array())) {
+      EXPECT_EQ(f["name"], "blocks.0.self_attn.q.weight");
+      EXPECT_EQ(f["nan"], 1);
+      EXPECT_EQ(f["inf"], 0);
+      found = true;
+    }
+  EXPECT_TRUE(found) << js;
+}
+
+TEST(Inspect, CheckValuesFindsInfInABf16TextEncoder) {
+  TempDir dir;
+  make_demo_with(dir, "models_t5_umt5-xxl-enc-bf16.safetensors", "token_embedding.weight", 0, -INFINITY);
+  auto [rc, out] = run_vidax("inspect --check-values " + dir.path.string());
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("token_embedding.weight (1 Inf)"), std::string::npos) << out;
+  TempDir clean;
+  make_demo_with(clean, "", "", 0, 0);
+  auto [crc, cout_] = run_vidax("inspect --check-values " + clean.path.string());
+  EXPECT_EQ(crc, 0) << cout_;
+  EXPECT_NE(cout_.find("OK: full coverage, every value finite"), std::string::npos) << cout_;
+}
+
+TEST(Inspect, SpecialFilesAreRefusedNotOpened) {
+  // Issue 16: inspect on a FIFO blocked in open(). Scratch nodes only.
+  TempDir dir;
+  const std::string fifo = dir / "pipe.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  try {
+    inspect(fifo);
+    ADD_FAILURE() << "a FIFO was inspected";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), fifo + ": is a FIFO (named pipe), not a checkpoint file or folder");
+  }
+  std::filesystem::create_symlink(dir / "loop", dir / "loop");
+  try {
+    inspect(dir / "loop");
+    ADD_FAILURE() << "a symlink loop was inspected";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("symbolic links"), std::string::npos) << e.what();
+  }
+  auto [rc, out] = run_vidax("inspect " + fifo);  // returns: it does not block
+  EXPECT_NE(rc, 0);
+  EXPECT_NE(out.find("is a FIFO (named pipe)"), std::string::npos) << out;
 }

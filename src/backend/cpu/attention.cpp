@@ -14,6 +14,21 @@
 // Masking: keys j >= kv_lens[b] are skipped; causal masks j > i (top-left
 // aligned, as torch's scaled_dot_product_attention(is_causal=True)). A query
 // row with no visible key (kv_len 0, or every score -inf) outputs zeros.
+//
+// NaN, as torch's scaled_dot_product_attention on its math path (which
+// tests/backend/data/attention_nan.safetensors comes from, made by
+// tools/golden/attention_nan.py) and flash_attn on CUDA (the reference's GPU
+// path): a NaN in a row's visible scores (from q, k or the bias) makes every
+// column of that row's output NaN; a NaN in V makes the output columns NaN of
+// every row that sees that key, even where its probability underflowed to 0
+// (0 * NaN). torch's CPU flash backend (SDPA's default on the CPU) instead
+// outputs zeros for an all-NaN score row, as this kernel did: that hid NaN
+// weights (issue 16), so it is not followed. A masked key is not part of the
+// problem: keys at or past kv_lens[b] are never read (as flash_attn_varlen with
+// the reference's k_lens), and a causal row never sees later keys, not even
+// through 0 * NaN (torch's kernels multiply 0 by V inside a partly masked key
+// block, an artefact of their block size that would make results depend on
+// tile sizes here).
 // GCC 12 flags its own _mm512_reduce_* helpers (-Wmaybe-uninitialized): a known false positive.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
@@ -88,7 +103,10 @@ void qk_block(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S,
   for (; r < nq; ++r) qk_rows<1>(Q + r * D, D, Kt, ldk, S + r * kK);
 }
 
-void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq) {
+// row_nk (optional): each row's own key count (< nk where a causal row sees
+// fewer keys of the tile); the rows then go one at a time.
+void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq,
+              const int64_t* row_nk) {
   for (int64_t c0 = 0; c0 < Dv; c0 += 64) {
     __mmask16 mask[4];
     for (int c = 0; c < 4; ++c) {
@@ -96,8 +114,10 @@ void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const floa
       mask[c] = static_cast<__mmask16>((1u << left) - 1u);
     }
     int64_t r = 0;
-    for (; r + 4 <= nq; r += 4) pv_rows<4>(P + r * kK, V + c0, Dv, nk, corr + r, O + r * Dv + c0, Dv, mask);
-    for (; r < nq; ++r) pv_rows<1>(P + r * kK, V + c0, Dv, nk, corr + r, O + r * Dv + c0, Dv, mask);
+    if (!row_nk)
+      for (; r + 4 <= nq; r += 4) pv_rows<4>(P + r * kK, V + c0, Dv, nk, corr + r, O + r * Dv + c0, Dv, mask);
+    for (; r < nq; ++r)
+      pv_rows<1>(P + r * kK, V + c0, Dv, row_nk ? row_nk[r] : nk, corr + r, O + r * Dv + c0, Dv, mask);
   }
 }
 
@@ -113,15 +133,50 @@ void qk_block(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S,
     }
 }
 
-void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq) {
+void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq,
+              const int64_t* row_nk) {
   for (int64_t r = 0; r < nq; ++r) {
     for (int64_t c = 0; c < Dv; ++c) O[r * Dv + c] *= corr[r];
-    for (int64_t j = 0; j < nk; ++j)
+    for (int64_t j = 0; j < (row_nk ? row_nk[r] : nk); ++j)
       for (int64_t c = 0; c < Dv; ++c) O[r * Dv + c] += P[r * kK + j] * V[j * Dv + c];
   }
 }
 
 #endif
+
+// Whether any of V's [B, Lk, H, Dv] values is NaN (one pass over V: Lq times
+// less work than the attention itself).
+bool any_nan(const View& Vv, int64_t B, int64_t Lk, int64_t H, int64_t Dv) {
+  // On the raw bits (exponent all ones, mantissa not zero), so that the loop vectorizes.
+  const auto scan = [&](auto abs_mask, auto exp_mask) {
+    using U = decltype(abs_mask);
+    int found = 0;
+#pragma omp parallel for collapse(2) reduction(| : found) schedule(static)
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t j = 0; j < Lk; ++j)
+        for (int64_t h = 0; h < H; ++h) {
+          const U* r = reinterpret_cast<const U*>(Vv.row(b, j, h));
+          for (int64_t d = 0; d < Dv; ++d) found |= static_cast<U>(r[d * Vv.sd] & abs_mask) > exp_mask;
+        }
+    return found != 0;
+  };
+  switch (Vv.dtype) {
+    case DType::F32: return scan(uint32_t{0x7fffffff}, uint32_t{0x7f800000});
+    case DType::BF16: return scan(uint16_t{0x7fff}, uint16_t{0x7f80});
+    case DType::F16: return scan(uint16_t{0x7fff}, uint16_t{0x7c00});
+    default: {  // other dtypes: through f32
+      int found = 0;
+      std::vector<float> row(static_cast<size_t>(Dv));
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t j = 0; j < Lk; ++j)
+          for (int64_t h = 0; h < H; ++h) {
+            load_row(Vv.row(b, j, h), Vv.dtype, Vv.sd, Dv, row.data());
+            for (float x : row) found |= std::isnan(x);
+          }
+      return found != 0;
+    }
+  }
+}
 
 }  // namespace
 
@@ -131,8 +186,13 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
   // bf16 q/k/v: P is rounded to bf16 before P V, as torch's CPU flash attention
   // and FlashAttention do; on AMX machines the tiles run on AMX.
   const bool p_bf16 = q.dtype() == DType::BF16 && k.dtype() == DType::BF16 && v.dtype() == DType::BF16;
-  if (p_bf16 && amx_available()) return attention_bf16_amx(q, k, v, opt, out);
   const View Qv = view_of(q), Kv = view_of(k), Vv = view_of(v);
+  // Causal tiles hold keys that some of their rows must not see; their P is 0
+  // there, and 0 * NaN would leak a later key's NaN V into earlier rows. With a
+  // NaN in V, such tiles take each row's own key count (here; the AMX path
+  // multiplies whole tiles, so such calls stay on this path).
+  const bool exact_causal_pv = opt.causal && any_nan(Vv, B, Lk, H, Dv);
+  if (p_bf16 && amx_available() && !exact_causal_pv) return attention_bf16_amx(q, k, v, opt, out);
   const float scale = static_cast<float>(opt.scale);
 
   // Bias [B|1, H|1, Lq, Lk] staged as f32 with broadcast strides.
@@ -173,6 +233,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
         }
         std::vector<float> Qt(static_cast<size_t>(kQ * D)), S(static_cast<size_t>(kQ * kK)),
             O(static_cast<size_t>(kQ * Dv)), m(kQ), l(kQ), corr(kQ);
+        std::vector<int64_t> row_nk(kQ);  // keys of the tile each row sees (exact_causal_pv)
 #pragma omp for schedule(dynamic, 1)
         for (int64_t qt = 0; qt < qtiles; ++qt) {
           const int64_t i0 = qt * kQ, nq = std::min(kQ, Lq - i0);
@@ -199,11 +260,13 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
               corr[static_cast<size_t>(r)] = softmax_row(s, visible, m[static_cast<size_t>(r)], l[static_cast<size_t>(r)]);
 #endif
               if (p_bf16) round_to_bf16(s, nk);
+              row_nk[static_cast<size_t>(r)] = visible;
             }
-            pv_block(S.data(), Vp.data() + j0 * Dv, Dv, nk, corr.data(), O.data(), nq);
+            pv_block(S.data(), Vp.data() + j0 * Dv, Dv, nk, corr.data(), O.data(), nq,
+                     exact_causal_pv ? row_nk.data() : nullptr);
           }
           for (int64_t r = 0; r < nq; ++r) {
-            const float lr = l[static_cast<size_t>(r)], inv = lr > 0.0f ? 1.0f / lr : 0.0f;
+            const float inv = inv_row_sum(l[static_cast<size_t>(r)]);
             float* orow = O.data() + r * Dv;
             for (int64_t c = 0; c < Dv; ++c) orow[c] *= inv;
             store_row(orow, Dv, ob + (((b * Lq + i0 + r) * H + h) * Dv) * oes, out.dtype());

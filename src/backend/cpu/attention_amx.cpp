@@ -23,6 +23,14 @@
 // pipelining, S double-buffered) and software prefetch did not help there.
 // Blocks with a mask (key length, causal diagonal) or a bias first turn S into
 // base-2 logits with masked keys at -1e30, which the exp maps to exactly 0.
+// NaN (the contract is in attention.cpp): a NaN logit gives a NaN P (exp2_bounded
+// passes NaN), so the row sum l turns NaN whichever max the NaN-blind
+// reductions below keep, and a NaN l makes the row's output NaN (inv_row_sum);
+// masked keys are -1e30 whatever their score and keys past kv_len are packed as
+// zeros, so neither leaks. A causal call whose V holds a NaN does not come here
+// (tiles would multiply a hidden key's P = 0 by its NaN V); attention.cpp keeps
+// it on the AVX-512 path. Built on AMX machines only: on others this file
+// compiles to the stub below, and these rules hold by construction, unmeasured.
 // Every output row is computed by one thread in a fixed key order: results are
 // bit-identical whatever the thread count.
 // Every AMX tile here is 16 rows x 64 bytes (16 x 32 bf16 or 16 x 16 f32).
@@ -110,14 +118,16 @@ void load_bf16(const char* src, int64_t stride, int64_t n, uint16_t* dst) {
 // [0, 1) (relative error 7.5e-5 evaluated in fp32; P is rounded to bf16 right after,
 // a relative step of 2^-8, so at most a few percent of P values round the other
 // way; the degree-4 fit cost one more FMA per 16 values). x < -126 gives 0 (no
-// denormals), x >= 128 gives inf.
+// denormals), x >= 128 gives inf, NaN gives NaN (a NaN logit must reach the row
+// sum: see attention.cpp on NaN).
 inline __m512 exp2_bounded(__m512 x) {
   const __m512 f = _mm512_reduce_ps(x, 0x09);  // x - floor(x): M = 0 fraction bits, round down, no exceptions
   __m512 p = _mm512_set1_ps(0.07802419364452362f);
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.2260672152042389f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.6958337426185608f));
   p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.9999251961708069f));
-  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_GE_OQ);
+  // Not (x < -126): unordered (NaN) lanes keep p = NaN, scalef(NaN, NaN) = NaN.
+  const __mmask16 normal = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-126.0f), _CMP_NLT_UQ);
   return _mm512_maskz_scalef_ps(normal, p, x);  // scalef multiplies by 2^floor(x)
 }
 
@@ -453,7 +463,7 @@ void run_item(Worker& w, const Problem& pb, int64_t b, int64_t h, int64_t qb) {
     pv_tiles(w, rp0, npairs, kblock, (block_keys + 31) / 32, w.P.data());
   }
   for (int64_t r = 0; r < nq; ++r) {
-    const float l = w.rows[r / 16].l[r % 16], inv = l > 0.0f ? 1.0f / l : 0.0f;  // no visible key: zeros
+    const float inv = inv_row_sum(w.rows[r / 16].l[r % 16]);  // no visible key: zeros; a NaN row: NaN
     float* orow = w.O.data() + r * w.Dvp;
     char* dst = pb.out + (((b * pb.Lq + i0 + r) * pb.H + h) * pb.Dv) * pb.oes;
     const __m512 f = _mm512_set1_ps(inv);

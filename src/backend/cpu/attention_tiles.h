@@ -18,6 +18,21 @@ constexpr int64_t kQ = 64;  // query rows per tile
 constexpr int64_t kK = 64;  // keys per tile (4 AVX-512 vectors)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+// A score row met a NaN that the running max did not keep: its state and the
+// returned rescale factor become NaN, so the row's output O * corr + P V and its
+// sum l are NaN from here on (every later step keeps a NaN m and l NaN).
+inline float poison_row(float& m, float& l) {
+  m = kNaN;
+  l = kNaN;
+  return kNaN;
+}
+
+// 1 / l for a row's finished sum: 0 for a row that saw no key (l = 0: zeros out),
+// NaN for a NaN row (a NaN l must not read as "no key").
+inline float inv_row_sum(float l) { return l == 0.0f ? 0.0f : 1.0f / l; }
+
 #if defined(__AVX512F__)
 
 using vmath::exp512;
@@ -40,13 +55,20 @@ inline float softmax_row_fused(const float* s, int64_t visible, float scale, con
     v[c] = _mm512_mask_blend_ps(k, ninf, x);
     mx = _mm512_max_ps(mx, v[c]);
   }
+  // NaN scores: a max that sees a NaN lane may keep it or drop it. Where it drops it,
+  // m_new is finite and exp(NaN - m_new) = NaN makes the row's sum l NaN; where every
+  // visible score is NaN (or the NaN survived while m was -inf), m_new is -inf and the
+  // branch below poisons the row. Either way the row's output is NaN, as in torch
+  // (module comment of attention.cpp), and the common path pays nothing.
   const float m_new = std::max(m, _mm512_reduce_max_ps(mx));
   if (m_new == kNegInf) {  // nothing visible yet: P = 0, keep the (zero) output
+    __mmask16 nan = 0;
     for (int c = 0; c < NV; ++c) {
+      nan |= _mm512_cmp_ps_mask(v[c], v[c], _CMP_UNORD_Q);
       if (p32) _mm512_storeu_ps(p32 + c * 16, _mm512_setzero_ps());
       if (p16) _mm256_storeu_si256(reinterpret_cast<__m256i*>(p16 + c * 16), _mm256_setzero_si256());
     }
-    return 1.0f;
+    return nan ? poison_row(m, l) : 1.0f;
   }
   const float corr = m_new > m ? std::exp(m - m_new) : 1.0f;  // 0 on the first visible tile
   const __m512 mn = _mm512_set1_ps(m_new);
@@ -71,10 +93,14 @@ inline float softmax_row(float* s, int64_t visible, float& m, float& l) {
   for (int64_t j = visible; j < kK; ++j) s[j] = kNegInf;
   float bm = kNegInf;
   for (int64_t j = 0; j < kK; ++j) bm = std::max(bm, s[j]);
-  const float m_new = std::max(m, bm);
+  const float m_new = std::max(m, bm);  // std::max drops NaN scores: see softmax_row_fused
   if (m_new == kNegInf) {
-    for (int64_t j = 0; j < kK; ++j) s[j] = 0.0f;
-    return 1.0f;
+    bool nan = false;
+    for (int64_t j = 0; j < kK; ++j) {
+      nan |= std::isnan(s[j]);
+      s[j] = 0.0f;
+    }
+    return nan ? poison_row(m, l) : 1.0f;
   }
   const float corr = std::exp(m - m_new);
   float sum = 0;
