@@ -97,6 +97,7 @@ int run_generate(const GenerateArgs& a) {
     VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir),
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
+  check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
 
   // Load. A one-shot run frees the text encoder once the prompts are encoded.
   auto t0 = std::chrono::steady_clock::now();

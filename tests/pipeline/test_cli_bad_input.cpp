@@ -145,6 +145,7 @@ TEST(CliBadInput, GenerateAndConvertRefuseSpecialOutputs) {
     EXPECT_NE(r.err.find("output " + t.path.string() + " " + t.words), std::string::npos) << r.err;
     EXPECT_EQ(type_of(t.path), t.type) << t.path << " was replaced";
     EXPECT_FALSE(fs::exists(t.path.string() + ".json")) << "the sidecar was written without its video";
+    EXPECT_EQ(r.err.find("loading"), std::string::npos) << "refused only after loading:\n" << r.err;
 
     CmdResult c = run({"convert", demo_weights() + "/diffusion_pytorch_model.safetensors", t.path.string()});
     EXPECT_EQ(c.code, 1) << c.err;
