@@ -6,6 +6,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
+#include "engine/builtin_kinds.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"vidax: inference engine for open video diffusion models"};
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
     return app.exit(e);
   }
   try {
+    vidax::engine::register_builtins();  // every family's parity kinds and checkpoint components
     for (auto& c : cmds)
       if (c.sub->parsed()) return c.run();
   } catch (const vidax::Error& e) {

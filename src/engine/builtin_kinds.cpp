@@ -8,6 +8,8 @@
 
 #include "engine/families.h"
 #include "parity/parity.h"
+#include "text/umt5_keys.h"
+#include "translate/component.h"
 #include "sched/parity_kinds.h"
 #include "text/t5_parity_kind.h"
 
@@ -21,6 +23,20 @@ void register_builtin_kinds() {
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
   });
+}
+
+void register_builtin_components() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (const pipeline::Family* f : families())
+      for (const translate::Component* c : f->components()) translate::register_component(*c);
+    translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
+  });
+}
+
+void register_builtins() {
+  register_builtin_kinds();
+  register_builtin_components();
 }
 
 }  // namespace vidax::engine

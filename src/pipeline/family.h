@@ -15,6 +15,7 @@
 #include "pipeline/memory_plan.h"
 #include "pipeline/parts.h"
 #include "pipeline/residency.h"
+#include "translate/component.h"
 
 namespace vidax::pipeline {
 
@@ -89,6 +90,9 @@ class Family {
   virtual nlohmann::json make_demo(const std::string& variant, const DemoOptions& opt) const;
   // `vidax bench`: the family's stages on random weights of the real shapes (bench.h).
   virtual nlohmann::json bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) const;
+  // The translator's components of the family's checkpoints (key maps, parameter specs), in
+  // detection order; the engine registers them for `vidax inspect`, `convert` and detection.
+  virtual std::vector<const translate::Component*> components() const { return {}; }
   // Registers the family's golden-file kinds (parity/parity.h); called once by the engine.
   virtual void register_parity_kinds() const {}
 

@@ -5,7 +5,7 @@
 #include "text/t5_encoder.h"
 #include "text/t5_parity.h"
 #include "translate/component.h"
-#include "translate/wan.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::text {
 
@@ -15,7 +15,7 @@ std::map<std::string, Tensor> t5_encoder_weights_from_golden(const std::map<std:
   // detected from the keys, strict plan (every key used, every parameter filled).
   translate::MemorySource src("golden parameters");
   for (const auto& [name, t] : params) src.add(name, t);
-  return translate::load(src, translate::wan::umt5_component(), cfg.to_json());
+  return translate::load(src, translate::t5::umt5_component(), cfg.to_json());
 }
 
 std::map<std::string, Tensor> run_t5_golden(const io::Checkpoint& file, const nlohmann::json& config,

@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "translate/component.h"
-#include "translate/wan.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::text {
 
@@ -11,7 +11,7 @@ WanTextEncoder WanTextEncoder::open(const std::string& checkpoint, const std::st
   auto src = translate::CheckpointSource::open(checkpoint);
   std::optional<nlohmann::json> given;
   if (cfg) given = cfg->to_json();
-  translate::Match m = translate::match(*src, translate::wan::umt5_component(), given);
+  translate::Match m = translate::match(*src, translate::t5::umt5_component(), given);
   auto weights = translate::materialize(*src, m.plan, {});  // throws listing unused / missing / mismatched
   T5EncoderConfig config = T5EncoderConfig::from_json(m.config);
   if (cfg) {  // keep what the translator's spelling does not carry

@@ -1,16 +1,34 @@
 #include "translate/component.h"
 
+#include <mutex>
 #include <set>
-
-#include "translate/wan.h"
 
 namespace vidax::translate {
 
-const std::vector<const Component*>& components() {
-  static const std::vector<const Component*> all = {&wan::dit_component(),         &wan::vae_component(),
-                                                    &wan::vae_encoder_component(), &wan::vae_decoder_component(),
-                                                    &wan::umt5_component()};
+namespace {
+std::vector<const Component*>& registry() {
+  static std::vector<const Component*> all;
   return all;
+}
+std::mutex& registry_mutex() {
+  static std::mutex m;
+  return m;
+}
+}  // namespace
+
+void register_component(const Component& c) {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  for (const Component* r : registry())
+    if (r->name() == c.name()) {
+      VIDAX_CHECK(r == &c, "two translator components are named '" << c.name() << "'");
+      return;
+    }
+  registry().push_back(&c);
+}
+
+const std::vector<const Component*>& components() {
+  std::lock_guard<std::mutex> lock(registry_mutex());
+  return registry();
 }
 
 const Component& component(const std::string& name) {
@@ -19,6 +37,8 @@ const Component& component(const std::string& name) {
     if (c->name() == name) return *c;
     known += (known.empty() ? "" : ", ") + c->name();
   }
+  VIDAX_CHECK(!known.empty(), "unknown model component '" << name
+                                   << "': no components are registered (call engine::register_builtins() first)");
   throw Error(msg() << "unknown model component '" << name << "' (known: " << known << ")");
 }
 

@@ -35,7 +35,10 @@ class Component {
   virtual std::string variant(const Json& config) const = 0;
 };
 
-// Every component the translator knows, in detection order.
+// Every component registered, in registration (= detection) order. The translator
+// knows none by itself: each family and text encoder registers its own, from the
+// top (engine::register_builtins); registering one twice is a no-op.
+void register_component(const Component& c);
 const std::vector<const Component*>& components();
 const Component& component(const std::string& name);  // throws listing the known names
 

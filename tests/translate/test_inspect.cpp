@@ -3,6 +3,8 @@
 // the exact parameter counts, failures that name the key, zero-copy opening,
 // and the `vidax` CLI itself.
 #include <gtest/gtest.h>
+
+#include "engine/builtin_kinds.h"
 #include <sys/stat.h>
 
 #include <chrono>
@@ -12,10 +14,17 @@
 #include "io/checkpoint.h"
 #include "sparse_checkpoint.h"
 #include "translate/inspect.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 using namespace vidax;
 using namespace vidax::translate;
+
+// Detection matches against the registered components: the engine registers every family's.
+struct RegisteredComponents : ::testing::Environment {
+  void SetUp() override { vidax::engine::register_builtin_components(); }
+};
+const auto* const kRegistered = ::testing::AddGlobalTestEnvironment(new RegisteredComponents);
 using vidax::testing::TempDir;
 using vidax::testing::write_sparse_safetensors;
 
@@ -301,7 +310,7 @@ TEST(TranslatePairs, BothLayoutsGiveTheSameEngineTensors) {
                         Pair{"wan_pair_vae.original.pth", "wan_pair_vae.diffusers.safetensors",
                              &wan::vae_component(), 194},
                         Pair{"wan_pair_t5.original.pth", "wan_pair_t5.diffusers.safetensors",
-                             &wan::umt5_component(), 22}}) {
+                             &t5::umt5_component(), 22}}) {
     InspectReport ro = inspect(data_path(p.original)), rd = inspect(data_path(p.diffusers));
     ASSERT_TRUE(ro.complete()) << ro.to_text();
     ASSERT_TRUE(rd.complete()) << rd.to_text();

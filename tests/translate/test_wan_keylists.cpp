@@ -8,7 +8,8 @@
 #include <fstream>
 #include <set>
 
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 #include "test_names.h"
 
 using namespace vidax;
@@ -183,12 +184,12 @@ TEST(WanConfig, ReadsBothSpellingsAndRejectsOthers) {
   Json diffusers = read_header("wan2.1_dit_i2v_14b.diffusers.txt").config;
   EXPECT_EQ(DitConfig::from_json(diffusers), DitConfig::i2v_14b());
   EXPECT_THROW(DitConfig::from_json(Json{{"z_dim", 16}}), Error);
-  EXPECT_EQ(wan::T5Config::from_json(read_header("umt5_xxl.diffusers.txt").config), wan::T5Config::umt5_xxl());
-  EXPECT_EQ(wan::T5Config::from_json(read_header("umt5_xxl.original.txt").config), wan::T5Config::umt5_xxl());
+  EXPECT_EQ(t5::T5Config::from_json(read_header("umt5_xxl.diffusers.txt").config), t5::T5Config::umt5_xxl());
+  EXPECT_EQ(t5::T5Config::from_json(read_header("umt5_xxl.original.txt").config), t5::T5Config::umt5_xxl());
   // A config of another component is not taken for this one.
   EXPECT_FALSE(wan::dit_component().read_config(read_header("umt5_xxl.original.txt").config));
   EXPECT_FALSE(wan::vae_component().read_config(official));
-  EXPECT_FALSE(wan::umt5_component().read_config(official));
+  EXPECT_FALSE(t5::umt5_component().read_config(official));
 }
 
 TEST(WanConfig, DiffusersFieldsFollowWanTransformer3DModel) {

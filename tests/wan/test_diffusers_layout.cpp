@@ -14,7 +14,8 @@
 #include "pipeline/generate.h"
 #include "models/wan/t2v_load.h"
 #include "translate/keymap.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
@@ -59,7 +60,7 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
                 d / "transformer/diffusion_pytorch_model.safetensors");
   write_renamed(kGolden + "/Wan2.1_VAE.safetensors", tw::vae_keymap("diffusers", tw::VaeConfig::from_json(vae)),
                 d / "vae/diffusion_pytorch_model.safetensors");
-  write_renamed(kGolden + "/models_t5_umt5-xxl-enc-bf16.safetensors", tw::t5_keymap("diffusers"),
+  write_renamed(kGolden + "/models_t5_umt5-xxl-enc-bf16.safetensors", translate::t5::t5_keymap("diffusers"),
                 d / "text_encoder/model.safetensors");
   write_json(d / "model_index.json", {{"_class_name", "WanPipeline"}});
   // The configs as diffusers / transformers spell them.

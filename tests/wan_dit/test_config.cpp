@@ -2,7 +2,7 @@
 
 #include "core/error.h"
 #include "models/wan/dit_config.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 using vidax::wan::DiTConfig;
 using vidax::wan::DiTLayout;

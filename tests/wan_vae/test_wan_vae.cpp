@@ -12,7 +12,7 @@
 #include "io/checkpoint.h"
 #include "models/wan/vae.h"
 #include "parity/parity.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace {
 

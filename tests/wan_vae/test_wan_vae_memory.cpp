@@ -12,7 +12,7 @@
 
 #include "backend/cpu/kernels.h"
 #include "models/wan/vae.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace {
 

@@ -1,7 +1,7 @@
 #include "models/wan/dit_config.h"
 
 #include "core/error.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace vidax::wan {
 

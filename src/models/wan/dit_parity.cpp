@@ -10,7 +10,7 @@
 #include "translate/component.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace vidax::wan {
 

@@ -11,7 +11,8 @@
 #include "models/wan/vae.h"
 #include "models/wan/weights.h"
 #include "parity/parity.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::wan {
 
@@ -55,7 +56,7 @@ class WanFamily final : public pipeline::Family {
       if (info.name.rfind("decoder.", 0) == 0 || info.name.rfind("conv2.", 0) == 0)
         vae_decoder_params += static_cast<double>(shape_numel(info.shape));
     const double t5_params =
-        static_cast<double>(translate::wan::t5_params(translate::wan::T5Config::from_json(p.t5)).parameter_count());
+        static_cast<double>(translate::t5::t5_params(translate::t5::T5Config::from_json(p.t5)).parameter_count());
     const double b = dtype_bytes(precision.empty() ? p.variant.defaults.precision : precision);
     pipeline::MemoryPlan m;
     m.items.push_back({"text encoder weights", t5_params * b});
@@ -92,6 +93,12 @@ class WanFamily final : public pipeline::Family {
   nlohmann::json bench(const pipeline::BenchOptions& opt,
                        const std::function<void(const std::string&)>& log) const override {
     return run_bench(opt, log);
+  }
+
+  std::vector<const translate::Component*> components() const override {
+    return {&translate::wan::dit_component(), &translate::wan::vae_component(),
+            &translate::wan::vae_encoder_component(), &translate::wan::vae_decoder_component(),
+            &translate::t5::umt5_component()};
   }
 
   void register_parity_kinds() const override {

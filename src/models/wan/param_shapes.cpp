@@ -1,6 +1,7 @@
 #include "models/wan/param_shapes.h"
 
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 using nlohmann::json;
 
@@ -27,7 +28,7 @@ ParamShapes wan_vae_param_shapes(const json& c) {
 }
 
 ParamShapes umt5_param_shapes(const json& c) {
-  return shapes_of(translate::wan::t5_params(translate::wan::T5Config::from_json(c)));
+  return shapes_of(translate::t5::t5_params(translate::t5::T5Config::from_json(c)));
 }
 
 }  // namespace vidax::wan

@@ -1,7 +1,8 @@
 #include "models/wan/presets.h"
 
 #include "core/error.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::wan {
 
@@ -46,7 +47,7 @@ std::vector<Preset> make_presets() {
   d.negative_prompt = wan21_default_negative_prompt();
   small.dit = dit_args(tw::DitConfig::t2v_1_3b());
   small.vae = tw::VaeConfig{}.to_json();  // WanVAE's _video_vae(): dim 96, z_dim 16
-  small.t5 = tw::T5Config::umt5_xxl().to_json();
+  small.t5 = translate::t5::T5Config::umt5_xxl().to_json();
   v.push_back(small);
 
   Preset big = small;
@@ -77,7 +78,7 @@ std::vector<Preset> make_presets() {
   tw::VaeConfig tvae;
   tvae.dim = 4;
   tiny.vae = tvae.to_json();
-  tw::T5Config tt5;
+  translate::t5::T5Config tt5;
   tt5.vocab = 0;  // set from the demo tokenizer
   tt5.dim = 32;
   tt5.dim_attn = 32;

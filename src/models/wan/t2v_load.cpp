@@ -18,7 +18,8 @@
 #include "text/wan_text_encoder.h"
 #include "translate/component.h"
 #include "translate/source.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::wan {
 
@@ -134,7 +135,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     if (on_stage) on_stage("loading the text encoder " + t5_path);
     std::string lay;
     auto t5_weights = std::make_shared<std::map<std::string, Tensor>>(
-        translate_part(t5_path, translate::wan::umt5_component(), t5_json, &lay));
+        translate_part(t5_path, translate::t5::umt5_component(), t5_json, &lay));
     text::T5Encoder t5(
         t5_cfg,
         [t5_weights, t5_path](const std::string& name) {

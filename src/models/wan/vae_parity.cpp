@@ -10,7 +10,7 @@
 #include "parity/parity.h"
 #include "translate/component.h"
 #include "translate/source.h"
-#include "translate/wan.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace vidax::wan {
 namespace {

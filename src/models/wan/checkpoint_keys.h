@@ -1,13 +1,14 @@
-// Wan 2.1 components for the translator: the DiT (WanModel), the VAE
-// (WanVAE_) and the UMT5 text encoder (T5Encoder), each with
+// The Wan 2.1 checkpoints as the translator sees them (the family's key maps,
+// kept with the family; the UMT5 text encoder's are in text/umt5_keys.h): the
+// DiT (WanModel) and the VAE (WanVAE_), each with
 //  - a typed config that reads the original init args or the diffusers /
 //    transformers config.json spelling,
 //  - the engine's expected parameters (names = the official checkpoint's
 //    state_dict names) with shapes, derived from the config,
 //  - key maps for the layouts "original", "diffusers" and "comfyui".
-// Sources: Wan2.1 wan/modules/{model,vae,t5}.py; diffusers
+// Sources: Wan2.1 wan/modules/{model,vae}.py; diffusers
 // scripts/convert_wan_to_diffusers.py and transformer_wan.py /
-// autoencoder_kl_wan.py; transformers modeling_umt5.py. Checked against the
+// autoencoder_kl_wan.py. Checked against the
 // key lists in tests/translate/data (tools/golden/wan_keylists.py).
 #pragma once
 #include <array>
@@ -49,33 +50,18 @@ struct VaeConfig {
   bool operator==(const VaeConfig&) const = default;
 };
 
-struct T5Config {
-  int64_t vocab = 256384, dim = 4096, dim_attn = 4096, dim_ffn = 10240, num_heads = 64, num_layers = 24,
-          num_buckets = 32;
-  bool shared_pos = false;  // false: UMT5, a relative-position table per layer
-
-  static T5Config umt5_xxl();
-  // T5Encoder init args, or a transformers T5Config/UMT5Config (vocab_size, d_model, ...).
-  static T5Config from_json(const Json& j);
-  Json to_json() const;
-  bool operator==(const T5Config&) const = default;
-};
-
 // True for a diffusers WanTransformer3DModel config (its class name, else its parameter names).
 bool is_diffusers_dit_config(const Json& j);
 
 ParamSpec dit_params(const DitConfig& c);
 ParamSpec vae_params(const VaeConfig& c);
-ParamSpec t5_params(const T5Config& c);
 
 KeyMap dit_keymap(const std::string& layout);
 KeyMap vae_keymap(const std::string& layout, const VaeConfig& c);
-KeyMap t5_keymap(const std::string& layout);
 
 const Component& dit_component();   // "wan2.1-dit"
 const Component& vae_component();          // "wan2.1-vae"
 const Component& vae_encoder_component();  // "wan2.1-vae-encoder": encoder.* and conv1.* only
 const Component& vae_decoder_component();  // "wan2.1-vae-decoder": conv2.* and decoder.* only
-const Component& umt5_component();  // "umt5-encoder"
 
 }  // namespace vidax::translate::wan
