@@ -7,7 +7,7 @@ namespace vidax::wan {
 
 namespace {
 
-// The model-defining fields, as the one config parser (translate/wan.h) reads them.
+// The model-defining fields, as the one config parser (models/wan/checkpoint_keys.h) reads them.
 DiTConfig from_shape(const translate::wan::DitConfig& t) {
   DiTConfig c;
   c.model_type = t.model_type;
