@@ -18,7 +18,7 @@
 #include "engine/families.h"
 #include "pipeline/generate.h"
 #include "pipeline/interrupt.h"
-#include "pipeline/memory_plan.h"
+#include "pipeline/request_check.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
 
@@ -80,13 +80,11 @@ int run_generate(const GenerateArgs& a) {
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
-  Geometry geom = model.family->geometry(model.variant.name);
-  validate_request(geom, req);
-  if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
   const std::string precision = a.precision.empty() ? d.precision : a.precision;
-  check_memory(model.family->memory_plan(model.variant.name, req, precision),
-               static_cast<double>(mem_available_bytes()), static_cast<double>(mem_total_bytes()),
-               [](const std::string& s) { note("warning: " + s); });
+  const CheckedRequest checked = check_request(*model.family, model.variant.name, req, precision,
+                                               [](const std::string& s) { note("warning: " + s); });
+  Geometry geom = checked.geometry;
+  if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
 
   const std::string out_path =
       a.output.empty() ? model.variant.name + "-seed" + std::to_string(req.seed) + ".mp4" : a.output;

@@ -13,6 +13,7 @@
 #include "models/wan/weights.h"
 #include "engine/families.h"
 #include "pipeline/family.h"
+#include "pipeline/request_check.h"
 
 namespace fs = std::filesystem;
 using namespace vidax;
@@ -132,4 +133,33 @@ TEST(WanFamily, RegistryGeometryAndMemory) {
   const std::string j = engine::models_json().dump();
   for (const char* v : {"wan2.1-t2v-1.3b", "wan2.1-t2v-14b", "wan2.1-tiny-demo", "\"t2v\""})
     EXPECT_NE(j.find(v), std::string::npos) << v;
+}
+
+// The one request check: the family's size rules and the memory, before anything is loaded.
+TEST(WanFamily, RequestCheckRefusesBeforeLoading) {
+  const pipeline::Family& f = engine::family("wan");
+  pipeline::Request r;
+  r.frames = 80;
+  r.height = 480;
+  r.width = 832;
+  EXPECT_NE(error_of([&] { pipeline::check_request(f, "wan2.1-t2v-1.3b", r, "bf16", {}); })
+                .find("--frames 80: the Wan VAE needs 4k+1 frames (e.g. 77 or 81)"),
+            std::string::npos);
+  // The 14B model at 1280x720x81 in bf16: about 60 GB at its peak (weights and their packed copy).
+  r.frames = 81;
+  r.height = 720;
+  r.width = 1280;
+  const double peak = f.memory_plan("wan2.1-t2v-14b", r, "bf16").peak_bytes();
+  if (static_cast<double>(pipeline::mem_total_bytes()) < peak) {
+    EXPECT_NE(error_of([&] { pipeline::check_request(f, "wan2.1-t2v-14b", r, "bf16", {}); })
+                  .find("but the machine has"),
+              std::string::npos);
+  } else {
+    EXPECT_NO_THROW(pipeline::check_request(f, "wan2.1-t2v-14b", r, "bf16", {}));
+  }
+  // The tiny demo fits anywhere and comes back with its geometry.
+  r.frames = 9;
+  r.height = 64;
+  r.width = 96;
+  EXPECT_EQ(pipeline::check_request(f, "wan2.1-tiny-demo", r, "fp32", {}).geometry.frame_multiple(), 4);
 }
