@@ -35,7 +35,7 @@ CONFIGS = {
 
 
 def step_flops(tokens, text_len, dim, ffn, layers, in_ch=16, out_ch=16, patch=4, freq=256):
-    """vidax bench's count (src/pipeline/bench.cpp dit_step_flops): 2 FLOPs per multiply-add."""
+    """vidax bench's count (src/models/wan/bench.cpp dit_step_flops): 2 FLOPs per multiply-add."""
     linear = layers * 2 * tokens * (6 * dim * dim + 2 * dim * ffn)
     linear += 2 * tokens * dim * patch * (in_ch + out_ch) + 2 * (freq * dim + dim * dim + 6 * dim * dim)
     attn = layers * 4 * tokens * tokens * dim + layers * 4 * tokens * text_len * dim

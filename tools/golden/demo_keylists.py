@@ -1,5 +1,5 @@
 """Key lists (state_dict names, dtypes, shapes) of the reference Wan 2.1 modules
-at the tiny sizes `vidax make-demo` writes (src/pipeline/wan_presets.cpp,
+at the tiny sizes `vidax make-demo` writes (src/models/wan/presets.cpp,
 preset wan2.1-tiny-demo), so tests/pipeline can check that the demo checkpoint
 has exactly the official names and shapes.
 
@@ -20,7 +20,7 @@ model = load("wan.modules.model")
 vae = load("wan.modules.vae")
 t5 = load("wan.modules.t5")
 
-# Keep in sync with wan2.1-tiny-demo in src/pipeline/wan_presets.cpp.
+# Keep in sync with wan2.1-tiny-demo in src/models/wan/presets.cpp.
 DIT = dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=64, ffn_dim=128, freq_dim=64,
            text_dim=32, out_dim=16, num_heads=2, num_layers=2, window_size=(-1, -1), qk_norm=True,
            cross_attn_norm=True, eps=1e-6)

@@ -41,7 +41,7 @@ SPIECE = os.environ.get("SPIECE", os.path.join(ROOT, "tests", "text", "data", "t
 OUT_DIR = os.path.join(ROOT, "tests", "golden", "pipeline", "wan_pipeline_tiny")
 OUT_FILE = os.path.join(ROOT, "tests", "golden", "pipeline", "wan_pipeline_tiny.safetensors")
 
-# The same tiny architecture as vidax's wan2.1-tiny-demo preset (src/pipeline/wan_presets.cpp).
+# The same tiny architecture as vidax's wan2.1-tiny-demo preset (src/models/wan/presets.cpp).
 DIT = dict(model_type="t2v", patch_size=(1, 2, 2), text_len=512, in_dim=16, dim=64, ffn_dim=128, freq_dim=64,
            text_dim=32, out_dim=16, num_heads=2, num_layers=2, window_size=(-1, -1), qk_norm=True,
            cross_attn_norm=True, eps=1e-6)
