@@ -331,3 +331,26 @@ TEST(WanVAEMemory, PublishedEncodeHoldsOneFrameAtATime) {
 }
 
 }  // namespace
+
+// One reader of the VAE's model fields: the engine's config takes them from the translator's
+// parser (models/wan/checkpoint_keys.h), so the two cannot build different models from one file.
+TEST(WanVAEConfigOneParser, ModelFieldsAreTheTranslatorsOwn) {
+  const std::vector<nlohmann::json> configs = {
+      {{"dim", 96}, {"z_dim", 16}},  // WanVAE_ args, the rest at the class defaults
+      {{"dim", 8}, {"z_dim", 4}, {"dim_mult", {1, 2}}, {"num_res_blocks", 1}, {"temperal_downsample", {true}}},
+      {{"_class_name", "AutoencoderKLWan"}, {"base_dim", 96}, {"z_dim", 16}, {"num_res_blocks", nullptr},
+       {"temperal_downsample", {false, true, true}}, {"attn_scales", nlohmann::json::array()}},
+  };
+  for (const auto& j : configs) {
+    const vidax::wan::WanVAEConfig e = vidax::wan::WanVAEConfig::from_json(j);
+    const vidax::translate::wan::VaeConfig t = vidax::translate::wan::VaeConfig::from_json(j);
+    EXPECT_EQ(e.dim, t.dim) << j.dump();
+    EXPECT_EQ(e.z_dim, t.z_dim) << j.dump();
+    EXPECT_EQ(e.dim_mult, t.dim_mult) << j.dump();
+    EXPECT_EQ(e.num_res_blocks, t.num_res_blocks) << j.dump();
+    EXPECT_EQ(e.temperal_downsample, t.temperal_downsample) << j.dump();
+  }
+  // A field of the wrong type is refused, naming it.
+  EXPECT_THROW(vidax::wan::WanVAEConfig::from_json({{"dim", 96}, {"z_dim", 16}, {"num_res_blocks", "two"}}),
+               vidax::Error);
+}

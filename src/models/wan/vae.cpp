@@ -15,6 +15,7 @@
 
 #include "backend/ops.h"
 #include "core/host_memory.h"
+#include "models/wan/checkpoint_keys.h"
 
 namespace vidax::wan {
 
@@ -22,11 +23,18 @@ namespace vidax::wan {
 
 namespace {
 WanVAEConfig parse_config(const nlohmann::json& j) {
+  // The model-defining fields, as the one config parser (models/wan/checkpoint_keys.h) reads them
+  // in either spelling; this adds what the engine checks on top.
+  const translate::wan::VaeConfig m = translate::wan::VaeConfig::from_json(j);
   WanVAEConfig c;
-  const bool diffusers = j.contains("base_dim");
-  if (diffusers) {
+  c.dim = m.dim;
+  c.z_dim = m.z_dim;
+  c.dim_mult = m.dim_mult;
+  c.num_res_blocks = m.num_res_blocks;
+  c.attn_scales = m.attn_scales;
+  c.temperal_downsample = m.temperal_downsample;
+  if (j.contains("base_dim")) {
     // diffusers AutoencoderKLWan: only the Wan 2.1 architecture is this class.
-    c.dim = j.at("base_dim").get<int64_t>();
     if (j.contains("decoder_base_dim") && !j.at("decoder_base_dim").is_null())
       VIDAX_CHECK(j.at("decoder_base_dim").get<int64_t>() == c.dim,
                   "Wan VAE config: decoder_base_dim " << j.at("decoder_base_dim") << " != base_dim " << c.dim
@@ -37,15 +45,7 @@ WanVAEConfig parse_config(const nlohmann::json& j) {
                 "Wan VAE config: patch_size " << j.at("patch_size") << " (Wan 2.2 VAE) is not supported");
     VIDAX_CHECK(j.value("in_channels", 3) == 3 && j.value("out_channels", 3) == 3,
                 "Wan VAE config: in_channels/out_channels must be 3");
-  } else {
-    c.dim = j.value("dim", c.dim);
   }
-  c.z_dim = j.value("z_dim", c.z_dim);
-  if (j.contains("dim_mult")) c.dim_mult = j.at("dim_mult").get<std::vector<int64_t>>();
-  c.num_res_blocks = j.value("num_res_blocks", c.num_res_blocks);
-  if (j.contains("attn_scales")) c.attn_scales = j.at("attn_scales").get<std::vector<double>>();
-  if (j.contains("temperal_downsample"))
-    c.temperal_downsample = j.at("temperal_downsample").get<std::vector<bool>>();
   // dropout is the identity at inference, whatever its value.
 
   VIDAX_CHECK(c.dim > 0 && c.z_dim > 0 && c.num_res_blocks > 0,
