@@ -97,7 +97,8 @@ int run_generate(const GenerateArgs& a) {
   }
   check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
 
-  // Load. A one-shot run frees the text encoder once the prompts are encoded.
+  // Load. A one-shot run frees the text encoder once the prompts are encoded and the DiT once
+  // the steps are done, so the VAE decode has their memory.
   auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.weights_dir = a.weights;
@@ -106,6 +107,7 @@ int run_generate(const GenerateArgs& a) {
   lo.on_stage = [](const std::string& s) { note(s); };
   lo.mesh = mesh.get();
   lo.text_encoder = Residency::FreeAfterUse;
+  lo.denoiser = Residency::FreeAfterUse;
   LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;

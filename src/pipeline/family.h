@@ -49,8 +49,10 @@ struct LoadOptions {
   std::function<void(const std::string&)> on_stage;  // "loading the DiT (...)", ...
   // Run sharded (docs/parallelism.md). Must outlive the loaded parts; every rank loads.
   const dist::Mesh* mesh = nullptr;
-  // Where the text encoder lives after encoding (the CLI frees it; a server keeps it).
+  // Where the parts live between uses (residency.h): the CLI frees the text encoder after
+  // encoding and the denoiser before decoding; a server keeps both.
   Residency text_encoder = Residency::Resident;
+  Residency denoiser = Residency::Resident;
 };
 
 struct LoadedModel {

@@ -143,6 +143,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
   }
   res.seconds_denoise = seconds_since(t1);
   res.latents = x;
+  if (parts.after_denoising) parts.after_denoising();
 
   // 4. VAE decode.
   if (decode) {

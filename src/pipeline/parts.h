@@ -60,6 +60,9 @@ struct Parts {
   // Called once the prompts are encoded: a family frees its text encoder here when
   // the residency manager says so (residency.h). Optional.
   std::function<void()> after_encoding;
+  // Called once the last step is done, before decoding: the denoiser is freed here when its
+  // residency says so. Optional.
+  std::function<void()> after_denoising;
   // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
   // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
   dist::Communicator* cfg_group = nullptr;

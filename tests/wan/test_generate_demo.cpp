@@ -133,3 +133,42 @@ TEST(PipelineGolden, MatchesOfficialGenerateOnTinyWeights) {
   EXPECT_LT(e_lat, 1e-5);
   EXPECT_LT(e_vid, 3e-5);
 }
+
+// Free-after-use residency (the CLI's): the text encoder goes after encoding, the DiT after the
+// steps; a second run loads both again and gives the same frames as resident parts.
+TEST(DemoGenerate, FreedPartsAreLoadedAgainAndGiveTheSameFrames) {
+  const fs::path d = vidax::test::scratch_dir("demo_freed");
+  DemoOptions o;
+  o.out_dir = d.string();
+  o.spiece_model = kData + "/text/data/tiny_spiece.model";
+  make_demo_weights(o);
+  std::vector<std::string> stages;
+  LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.text_encoder = Residency::FreeAfterUse;
+  lo.denoiser = Residency::FreeAfterUse;
+  lo.on_stage = [&](const std::string& s) { stages.push_back(s); };
+  LoadedT2V m = load_t2v(lo);
+  auto count = [&](const std::string& what) {
+    size_t n = 0;
+    for (const auto& s : stages) n += s.rfind(what, 0) == 0;
+    return n;
+  };
+  EXPECT_EQ(count("loading the text encoder"), 1u);
+  EXPECT_EQ(count("loading the DiT"), 1u);
+  Request r = demo_request(1);
+  r.prompt = "a freed panda";  // not in another test's prompt cache
+  Result a = run_generation(m.parts, r);
+  Result b = run_generation(m.parts, r);  // the prompt is cached: only the DiT is loaded again
+  EXPECT_EQ(count("loading the text encoder"), 1u);
+  EXPECT_EQ(count("loading the DiT"), 2u);
+  r.prompt = "another freed panda";  // a new prompt needs the text encoder again
+  (void)run_generation(m.parts, r, {}, /*decode=*/false);
+  EXPECT_EQ(count("loading the text encoder"), 2u);
+  EXPECT_EQ(count("loading the DiT"), 3u);
+  EXPECT_EQ(a.video.to_f32_vector(), b.video.to_f32_vector());
+  const Result kept = run_generation(demo_model().parts, demo_request(1));
+  Request same = demo_request(1);
+  Result c = run_generation(m.parts, same);
+  EXPECT_EQ(c.video.to_f32_vector(), kept.video.to_f32_vector());
+}

@@ -152,16 +152,21 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
                                                                                       load_text_encoder);
   (void)text_encoder->acquire();  // load now: a broken file fails before the DiT is read
 
-  // DiT.
-  stage("loading the DiT " + f.dit + " (" + out.precision + ")");
+  // DiT. Its residency (opt.denoiser) decides whether it stays loaded once the steps are done
+  // (a one-shot run frees it before the VAE decode; a later use loads it again).
   const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
-  std::shared_ptr<WanDiT> dit;
-  {
+  auto load_dit = [dit_path = f.dit, dit_json = out.preset.dit, dit_cfg, precision, mesh = opt.mesh,
+                   label = out.precision, on_stage = opt.on_stage]() {
+    if (on_stage) on_stage("loading the DiT " + dit_path + " (" + label + ")");
+    std::string lay;
     nn::ParamSource params = nn::ParamSource::from_map(
-        translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout), f.dit);
-    dit = std::make_shared<WanDiT>(dit_cfg, params, precision, opt.mesh);
+        translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay), dit_path);
+    auto d = std::make_shared<WanDiT>(dit_cfg, params, precision, mesh);
     params.expect_all_taken();
-  }
+    return d;
+  };
+  auto dit = std::make_shared<pipeline::ResidentPart<WanDiT>>("the DiT", opt.denoiser, load_dit);
+  (void)dit->acquire();
 
   // VAE decoder (fp32, as the reference's WanVAE(dtype=torch.float)).
   stage("loading the VAE " + f.vae);
@@ -200,16 +205,17 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     r.context = e.context.at(0);
     r.truncated = e.truncated.at(0);
     auto cond = std::make_shared<DiTConditioning>();
-    cond->text = dit->encode_context(r.context);
+    cond->text = dit->acquire()->encode_context(r.context);
     r.conditioning = cond;
     cache->put(prompt, r);
     return r;
   };
   p.after_encoding = [text_encoder] { text_encoder->release(); };
+  p.after_denoising = [dit] { dit->release(); };
   p.predict = [dit](const pipeline::DenoiseInput& in) {
     VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
     const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
-    return dit->forward(in.x, std::vector<double>{in.t}, cond.text);
+    return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
   p.decode = [vae](const Tensor& z) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
