@@ -22,6 +22,7 @@ Command add_bench(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
+  a->opt.model = "wan2.1-t2v-1.3b";  // the model users bench first
   sub->add_option("--model", a->opt.model, engine::variant_names())->capture_default_str();
   sub->add_flag("--random-weights", a->random_weights,
                 "random weights of the model's real shapes (the default and only mode: timings do not depend on "

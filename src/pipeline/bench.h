@@ -24,7 +24,7 @@
 namespace vidax::pipeline {
 
 struct BenchOptions {
-  std::string model = "wan2.1-t2v-1.3b";  // a variant name (`vidax models`)
+  std::string model;  // a variant name (`vidax models`); the CLI defaults it
   int64_t frames = 9, height = 256, width = 256;
   int steps = 1;                 // denoiser forwards per repeat (0: none)
   int repeats = 1;

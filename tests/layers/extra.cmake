@@ -9,3 +9,14 @@ foreach(fault upward_include unlisted_lower_include unknown_folder_include missi
            COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/check_layers_fails.sh ${PROJECT_SOURCE_DIR} ${fault})
   set_tests_properties(layers.fails_on_${fault} PROPERTIES LABELS layers TIMEOUT 60)
 endforeach()
+
+# The generic pipeline names no family (scripts/check_generic_pipeline.sh), and the check fails on
+# a copy of src/ whose pipeline does.
+add_test(NAME layers.generic_pipeline COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_generic_pipeline.sh
+                                              ${PROJECT_SOURCE_DIR})
+set_tests_properties(layers.generic_pipeline PROPERTIES LABELS layers TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "check_generic_pipeline: OK")
+add_test(NAME layers.generic_pipeline_fails_on_a_family_name
+         COMMAND bash -c "set -e; t=$(mktemp -d); mkdir -p $t/src; cp -r '${PROJECT_SOURCE_DIR}/src/pipeline' '${PROJECT_SOURCE_DIR}/src/models' $t/src/; echo 'inline int frames_rule() { return wan::kFrames; }  // oops' >> $t/src/pipeline/generate.h; out=$(bash '${PROJECT_SOURCE_DIR}/scripts/check_generic_pipeline.sh' $t 2>&1) && { echo \"passed: $out\"; exit 1; }; rm -rf $t; echo \"$out\"")
+set_tests_properties(layers.generic_pipeline_fails_on_a_family_name PROPERTIES LABELS layers TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "src/pipeline/generate.h:[0-9]+: the generic pipeline names a family")
