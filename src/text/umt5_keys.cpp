@@ -10,31 +10,50 @@ namespace vidax::translate::t5 {
 
 T5Config T5Config::umt5_xxl() { return T5Config{}; }
 
+namespace {
+
+// j[key] as a T, required: a missing field is an error naming it (the reference classes'
+// configs always carry these: T5Encoder's init args have no defaults, transformers writes
+// every field of its config).
+template <class T>
+T required(const Json& j, const char* key) {
+  VIDAX_CHECK(has(j, key) && !j.at(key).is_null(), "T5 config: no field '" << key << "' in " << j.dump());
+  return value_or<T>(j, key, T{});
+}
+
+}  // namespace
+
 T5Config T5Config::from_json(const Json& j) {
   T5Config c;
   if (has(j, "d_model")) {  // transformers T5Config / UMT5Config
-    c.vocab = value_or<int64_t>(j, "vocab_size", c.vocab);
-    c.dim = j["d_model"].get<int64_t>();
-    c.num_heads = value_or<int64_t>(j, "num_heads", c.num_heads);
-    c.dim_attn = c.num_heads * value_or<int64_t>(j, "d_kv", 64);
-    c.dim_ffn = value_or<int64_t>(j, "d_ff", c.dim_ffn);
-    c.num_layers = value_or<int64_t>(j, "num_layers", c.num_layers);
+    // model_type absent (a config dict written without it): UMT5, the encoder the families ship.
+    const std::string model_type = value_or<std::string>(j, "model_type", "umt5");
+    VIDAX_CHECK(model_type == "t5" || model_type == "umt5",
+                "T5 config: transformers model_type must be \"t5\" or \"umt5\", got \"" << model_type << "\"");
+    // The classes' own default: UMT5Config's feed_forward_proj is gated-gelu, T5Config's relu.
+    const std::string ffn =
+        value_or<std::string>(j, "feed_forward_proj", model_type == "umt5" ? "gated-gelu" : "relu");
+    VIDAX_CHECK(ffn == "gated-gelu", "T5 config: only feed_forward_proj \"gated-gelu\" (T5 v1.1 / UMT5) is "
+                                     "supported, got \"" << ffn << "\"");
+    c.vocab = required<int64_t>(j, "vocab_size");
+    c.dim = required<int64_t>(j, "d_model");
+    c.num_heads = required<int64_t>(j, "num_heads");
+    c.dim_attn = c.num_heads * required<int64_t>(j, "d_kv");
+    c.dim_ffn = required<int64_t>(j, "d_ff");
+    c.num_layers = required<int64_t>(j, "num_layers");
     c.num_buckets = value_or<int64_t>(j, "relative_attention_num_buckets", 32);
-    std::string model_type = value_or<std::string>(j, "model_type", "umt5");
-    c.shared_pos = model_type != "umt5";  // T5 shares block 0's table; UMT5 has one per layer
-    VIDAX_CHECK(value_or<std::string>(j, "feed_forward_proj", "gated-gelu") == "gated-gelu",
-                "T5 config: only gated-gelu feed-forward (T5 v1.1 / UMT5) is supported");
+    c.shared_pos = model_type == "t5";  // T5 shares block 0's table; UMT5 has one per layer
     return c;
   }
   VIDAX_CHECK(has(j, "dim") && has(j, "dim_attn") && has(j, "num_layers"),
               "not a T5 encoder config (T5Encoder args or a transformers T5/UMT5 config): " << j.dump());
-  c.vocab = value_or<int64_t>(j, "vocab", c.vocab);
-  c.dim = j["dim"].get<int64_t>();
-  c.dim_attn = j["dim_attn"].get<int64_t>();
-  c.dim_ffn = value_or<int64_t>(j, "dim_ffn", c.dim_ffn);
-  c.num_heads = value_or<int64_t>(j, "num_heads", c.num_heads);
-  c.num_layers = j["num_layers"].get<int64_t>();
-  c.num_buckets = value_or<int64_t>(j, "num_buckets", c.num_buckets);
+  c.vocab = required<int64_t>(j, "vocab");
+  c.dim = required<int64_t>(j, "dim");
+  c.dim_attn = required<int64_t>(j, "dim_attn");
+  c.dim_ffn = required<int64_t>(j, "dim_ffn");
+  c.num_heads = required<int64_t>(j, "num_heads");
+  c.num_layers = required<int64_t>(j, "num_layers");
+  c.num_buckets = required<int64_t>(j, "num_buckets");
   c.shared_pos = value_or<bool>(j, "shared_pos", true);  // T5Encoder's own default
   return c;
 }

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "text/t5_config.h"
+#include "text/umt5_keys.h"
 
 namespace vidax::text {
 namespace {
@@ -100,3 +101,35 @@ TEST(T5Masks, LengthsAndTrim) {
 
 }  // namespace
 }  // namespace vidax::text
+
+// One reader of the T5 model fields (text/umt5_keys.h): the encoder's config and the translator's
+// component agree on every config, and follow transformers' class defaults (a T5Config without
+// feed_forward_proj is relu: refused by both; the translator used to assume gated-gelu).
+TEST(T5ConfigOneParser, EncoderAndTranslatorReadTheSameModel) {
+  const std::vector<nlohmann::json> configs = {
+      {{"vocab", 96}, {"dim", 32}, {"dim_attn", 48}, {"dim_ffn", 40}, {"num_heads", 4}, {"num_layers", 2},
+       {"num_buckets", 8}, {"shared_pos", false}},
+      {{"model_type", "umt5"}, {"vocab_size", 100}, {"d_model", 16}, {"d_kv", 4}, {"d_ff", 24}, {"num_heads", 4},
+       {"num_layers", 3}, {"relative_attention_num_buckets", 8}},
+      {{"model_type", "t5"}, {"feed_forward_proj", "gated-gelu"}, {"vocab_size", 100}, {"d_model", 16},
+       {"d_kv", 4}, {"d_ff", 24}, {"num_heads", 4}, {"num_layers", 3}},
+  };
+  for (const auto& j : configs) {
+    const vidax::text::T5EncoderConfig e = vidax::text::T5EncoderConfig::from_json(j);
+    const vidax::translate::t5::T5Config t = vidax::translate::t5::T5Config::from_json(j);
+    EXPECT_EQ(e.to_json(), t.to_json()) << j.dump();
+  }
+  const nlohmann::json relu{{"model_type", "t5"}, {"vocab_size", 100}, {"d_model", 16}, {"d_kv", 4},
+                            {"d_ff", 24}, {"num_heads", 4}, {"num_layers", 3}};
+  EXPECT_THROW(vidax::translate::t5::T5Config::from_json(relu), vidax::Error);
+  EXPECT_THROW(vidax::text::T5EncoderConfig::from_json(relu), vidax::Error);
+  // A missing size is named, not filled with UMT5-XXL's.
+  nlohmann::json partial = configs[0];
+  partial.erase("dim_ffn");
+  try {
+    (void)vidax::translate::t5::T5Config::from_json(partial);
+    FAIL() << "accepted a config without dim_ffn";
+  } catch (const vidax::Error& err) {
+    EXPECT_NE(std::string(err.what()).find("no field 'dim_ffn'"), std::string::npos) << err.what();
+  }
+}
