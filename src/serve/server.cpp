@@ -28,7 +28,8 @@ using Clock = std::chrono::steady_clock;
 
 void send_json(httplib::Response& res, int status, const json& j) {
   res.status = status;
-  res.set_content(j.dump(), "application/json");
+  // replace: a message quoting a client's invalid UTF-8 (a JSON parse error does) must still be sent.
+  res.set_content(j.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void send_error(httplib::Response& res, const ApiError& e) {

@@ -28,10 +28,21 @@ std::string type_name(const json& v) {
   return "an object";
 }
 
+bool valid_utf8(const std::string& s) {
+  try {
+    (void)json(s).dump();  // nlohmann parses any bytes into a string but refuses to write invalid UTF-8
+    return true;
+  } catch (const json::type_error&) {
+    return false;
+  }
+}
+
 std::string get_string(const json& body, const std::string& key) {
   const json& v = body.at(key);
   if (!v.is_string()) throw bad_field(key, key + " must be a string, got " + type_name(v), "invalid_type");
-  return v.get<std::string>();
+  std::string s = v.get<std::string>();
+  if (!valid_utf8(s)) throw bad_field(key, key + " is not valid UTF-8", "invalid_encoding");
+  return s;
 }
 
 // A form field's text as a JSON number ("12" -> 12, "5.5" -> 5.5); other text stays a string.
@@ -112,7 +123,8 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
   const auto& known = video_request_fields();
   for (auto it = body.begin(); it != body.end(); ++it)
     if (std::find(known.begin(), known.end(), it.key()) == known.end())
-      throw bad_field(it.key(), "unknown field '" + it.key() + "'", "unknown_parameter");
+      throw valid_utf8(it.key()) ? bad_field(it.key(), "unknown field '" + it.key() + "'", "unknown_parameter")
+                                 : ApiError(400, "a field name is not valid UTF-8", "", "invalid_encoding");
 
   // The model: one of those served; may be left out when the server holds exactly one.
   std::string names;
