@@ -378,51 +378,64 @@ struct Server::Impl {
   // runs), then one `completed`, `failed` or `cancelled` with the video object, and the stream ends.
   void events(const std::string& id, httplib::Response& res) {
     (void)job_of(id);  // 404 before the stream starts
-    struct Cursor {
-      uint64_t seen = ~uint64_t{0};
-      std::string last;
-    };
     auto cur = std::make_shared<Cursor>();
     res.set_header("Cache-Control", "no-cache");
     res.set_chunked_content_provider("text/event-stream", [this, id, cur](size_t, httplib::DataSink& sink) {
-      {
-        std::unique_lock<std::mutex> lock(live_mu);
-        live_cv.wait_for(lock, std::chrono::seconds(1), [&] { return version != cur->seen || stopping; });
-        cur->seen = version;
+      // httplib calls this outside its handler's try: an exception here would end the process.
+      try {
+        return next_event(id, *cur, sink);
+      } catch (const std::exception& e) {
+        log("events stream of " + id + ": " + e.what());
+        return false;
       }
-      if (stopping) {
-        sink.done();
-        return true;
-      }
-      const auto j = store->get(id);
-      if (!j) {  // deleted while watched
-        const std::string e = "event: deleted\ndata: " + json{{"id", id}}.dump() + "\n\n";
-        sink.write(e.data(), e.size());
-        sink.done();
-        return true;
-      }
-      json data = video_json(*j);
-      if (is_finished(j->status)) {
-        const std::string e = std::string("event: ") + status_name(j->status) + "\ndata: " + data.dump() + "\n\n";
-        sink.write(e.data(), e.size());
-        sink.done();
-        return true;
-      }
-      {
-        std::lock_guard<std::mutex> lock(live_mu);
-        if (live_id == id && live_steps > 0) {
-          data["step"] = live_step;
-          data["steps"] = live_steps;
-          data["step_seconds"] = live_step_seconds;
-          data["eta_seconds"] = live_step > 0 ? json(live_elapsed / live_step * (live_steps - live_step)) : json();
-        }
-      }
-      const std::string payload = data.dump();
-      if (payload == cur->last) return sink.write(": waiting\n\n", 11);  // a comment keeps the stream alive
-      cur->last = payload;
-      const std::string e = "event: progress\ndata: " + payload + "\n\n";
-      return sink.write(e.data(), e.size());
     });
+  }
+
+  struct Cursor {
+    uint64_t seen = ~uint64_t{0};
+    std::string last;
+  };
+
+  // Writes the stream's next event (or a keep-alive comment) after waiting up to a second for a change.
+  bool next_event(const std::string& id, Cursor& c, httplib::DataSink& sink) {
+    Cursor* cur = &c;
+    {
+      std::unique_lock<std::mutex> lock(live_mu);
+      live_cv.wait_for(lock, std::chrono::seconds(1), [&] { return version != cur->seen || stopping; });
+      cur->seen = version;
+    }
+    if (stopping) {
+      sink.done();
+      return true;
+    }
+    const auto j = store->get(id);
+    if (!j) {  // deleted while watched
+      const std::string e = "event: deleted\ndata: " + json{{"id", id}}.dump() + "\n\n";
+      sink.write(e.data(), e.size());
+      sink.done();
+      return true;
+    }
+    json data = video_json(*j);
+    if (is_finished(j->status)) {
+      const std::string e = std::string("event: ") + status_name(j->status) + "\ndata: " + data.dump() + "\n\n";
+      sink.write(e.data(), e.size());
+      sink.done();
+      return true;
+    }
+    {
+      std::lock_guard<std::mutex> lock(live_mu);
+      if (live_id == id && live_steps > 0) {
+        data["step"] = live_step;
+        data["steps"] = live_steps;
+        data["step_seconds"] = live_step_seconds;
+        data["eta_seconds"] = live_step > 0 ? json(live_elapsed / live_step * (live_steps - live_step)) : json();
+      }
+    }
+    const std::string payload = data.dump();
+    if (payload == cur->last) return sink.write(": waiting\n\n", 11);  // a comment keeps the stream alive
+    cur->last = payload;
+    const std::string e = "event: progress\ndata: " + payload + "\n\n";
+    return sink.write(e.data(), e.size());
   }
 
   json models_json() const {
@@ -600,7 +613,11 @@ void Server::serve() { impl_->http.listen_after_bind(); }
 int Server::start() {
   const int port = bind();
   impl_->serve_thread = std::thread([this] { serve(); });
-  while (!impl_->http.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (!impl_->http.is_running()) {
+    VIDAX_CHECK(Clock::now() < deadline, "the HTTP server did not start listening on port " << port);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return port;
 }
 

@@ -445,3 +445,31 @@ TEST(Serve, MetricsAndModels) {
   EXPECT_EQ(d["owned_by"], "wan");
   EXPECT_EQ(d["defaults"]["size"], "96x64");
 }
+
+// A client that leaves mid-download: the content provider's write fails, the server drops that
+// response and keeps serving (the next download is whole).
+TEST(Serve, ClientLeavingMidDownloadLeavesTheServerServing) {
+  TestServer s(fresh_dir("leave"));
+  json big = small_job(1);
+  big["size"] = "192x128";
+  big["frames"] = 9;
+  const std::string id = s.submit(big);
+  ASSERT_EQ(s.wait_for(id, "completed")["status"], "completed");
+  auto whole = s.get("/v1/videos/" + id + "/content");
+  ASSERT_TRUE(whole);
+  ASSERT_EQ(whole->status, 200);
+  ASSERT_GT(whole->body.size(), 64000u) << "too small to leave mid-way";
+  for (int i = 0; i < 3; ++i) {
+    size_t got = 0;
+    auto r = s.client->Get(("/v1/videos/" + id + "/content").c_str(), [&](const char*, size_t n) {
+      got += n;
+      return got < 4096;  // false: the client hangs up
+    });
+    EXPECT_FALSE(r);  // cancelled by the receiver
+    EXPECT_LT(got, whole->body.size());
+  }
+  auto again = s.get("/v1/videos/" + id + "/content");
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->status, 200);
+  EXPECT_EQ(again->body, whole->body);
+}
