@@ -93,6 +93,10 @@ TEST(Serve, CancelQueuedAndRunningThenDelete) {
   const std::string running = s.submit(small_job(5000));  // long enough to be cancelled mid-run
   const std::string queued = s.submit(small_job(2));
   ASSERT_EQ(s.wait_for(running, "in_progress")["status"], "in_progress");
+  // Denoising, not still encoding the prompts: progress 1 is step 50 of 5000.
+  for (int i = 0; i < 3000 && s.video(running)["progress"].get<int>() < 1; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  ASSERT_GE(s.video(running)["progress"].get<int>(), 1);
 
   auto q = s.del("/v1/videos/" + queued);
   ASSERT_TRUE(q);
