@@ -9,6 +9,10 @@ pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
+# `vidax serve` (src/serve): the HTTP server and the job database. Debian builds cpp-httplib as a
+# library; its .pc carries the feature defines the header must be compiled with.
+pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
 find_package(dnnl CONFIG QUIET)
 if(dnnl_FOUND)
   message(STATUS "vidax: oneDNN ${dnnl_VERSION} found")

@@ -10,6 +10,7 @@ PKGS=(
   libsentencepiece-dev sentencepiece
   libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
   libopenmpi-dev openmpi-bin
+  libcpp-httplib-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   clang libclang-rt-14-dev
 )

@@ -20,5 +20,6 @@ Command add_generate(CLI::App& app);
 Command add_make_demo(CLI::App& app);
 Command add_bench(CLI::App& app);
 Command add_models(CLI::App& app);
+Command add_serve(CLI::App& app);
 
 }  // namespace vidax::app

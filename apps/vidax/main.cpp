@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       vidax::app::add_make_demo(app),
       vidax::app::add_bench(app),
       vidax::app::add_models(app),
+      vidax::app::add_serve(app),
   };
   try {
     app.parse(argc, argv);

@@ -80,6 +80,11 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
   };
+  // A signal (process-wide) or the caller's cancel (this run only), at the same boundaries.
+  auto stop_point = [&](const std::string& where) {
+    throw_if_interrupted(where);
+    if (ev.cancelled && ev.cancelled()) throw Cancelled("cancelled during " + where);
+  };
   Result res;
   std::unique_ptr<sched::Scheduler> sampler = make_sampler(req.sampler, req.steps, req.shift);
   res.timesteps = sampler->timesteps();
@@ -99,7 +104,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
   };
   EncodedPrompt cond = parts.encode_prompt(req.prompt);
   warn_truncated(cond, "prompt");
-  throw_if_interrupted("prompt encoding");
+  stop_point("prompt encoding");
   EncodedPrompt uncond;
   if (any_uncond) {
     res.negative_prompt = req.negative_prompt.empty() ? req.default_negative_prompt : req.negative_prompt;
@@ -107,7 +112,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
     warn_truncated(uncond, "negative prompt");
   }
   res.seconds_text = seconds_since(t0);
-  throw_if_interrupted("prompt encoding");
+  stop_point("prompt encoding");
   if (parts.after_encoding) parts.after_encoding();
 
   // 2. Noise.
@@ -139,7 +144,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
     x = sampler->step(guidance->combine(v_cond, v_uncond, i, total), i, x);
     check_finite(x, "the latent after the sampler update", i + 1, total, t);
     if (ev.on_step) ev.on_step(i + 1, total, seconds_since(ts));
-    throw_if_interrupted(msg() << "denoising step " << i + 1 << "/" << total);
+    stop_point(msg() << "denoising step " << i + 1 << "/" << total);
   }
   res.seconds_denoise = seconds_since(t1);
   res.latents = x;
@@ -151,7 +156,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
     auto t2 = Clock::now();
     res.video = parts.decode(x);
     res.seconds_decode = seconds_since(t2);
-    throw_if_interrupted("VAE decoding");
+    stop_point("VAE decoding");
   }
   return res;
 }

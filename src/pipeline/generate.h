@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 #include "pipeline/parts.h"
 
@@ -41,6 +42,17 @@ struct Events {
   std::function<void(const std::string& stage)> on_stage;            // "encoding the prompts", ...
   std::function<void(int done, int total, double seconds)> on_step;  // after each denoising step
   std::function<void(const std::string& message)> warn;              // e.g. a truncated prompt
+  // Asked at every point where Ctrl-C is (after the prompts, after each denoising step, after
+  // decoding): true stops the run with Cancelled. A server cancels one job this way without
+  // touching the process-wide interrupt flag.
+  std::function<bool()> cancelled;
+};
+
+// Thrown by run_generation when Events::cancelled says so; distinct from Interrupted (a signal)
+// and from a failure, so a caller can tell "asked to stop" from "went wrong".
+class Cancelled : public Error {
+ public:
+  using Error::Error;
 };
 
 struct Result {
@@ -73,7 +85,8 @@ Tensor read_noise_file(const std::string& path, const Shape& expected);
 // steps, seed, guidance, shift, sampler; negative_prompt and sampler optional).
 Request request_from_json(const nlohmann::json& c, const std::string& default_negative_prompt);
 
-// Runs the whole request. Checks for Ctrl-C between steps (pipeline::Interrupted)
+// Runs the whole request. Checks for Ctrl-C (pipeline::Interrupted) and Events::cancelled
+// (pipeline::Cancelled) between steps
 // and for NaN/Inf in the denoiser outputs and the latents after every step
 // (vidax::Error naming the step). decode = false stops after denoising.
 Result run_generation(const Parts& parts, const Request& request, const Events& events = {}, bool decode = true);

@@ -160,6 +160,44 @@ TEST(Generate, CtrlCStopsBetweenSteps) {
   EXPECT_EQ(m.calls.size(), 2u);
 }
 
+// A server's cancel: Events::cancelled stops the run at the next step boundary with Cancelled
+// (not Interrupted, not a plain failure), runs nothing after it, and leaves the process-wide
+// interrupt flag alone.
+TEST(Generate, CancelledHookStopsAtTheNextStepBoundary) {
+  StandIn m;
+  Request r = small_request();
+  r.steps = 4;
+  int steps_seen = 0;
+  Events ev;
+  ev.on_step = [&](int done, int, double) { steps_seen = done; };
+  ev.cancelled = [&] { return steps_seen >= 2; };
+  bool decoded = false;
+  Parts p = m.parts();
+  auto decode = p.decode;
+  p.decode = [&](const Tensor& z) {
+    decoded = true;
+    return decode(z);
+  };
+  try {
+    run_generation(p, r, ev);
+    FAIL() << "no stop";
+  } catch (const Interrupted&) {
+    FAIL() << "a cancel is not a signal";
+  } catch (const Cancelled& e) {
+    EXPECT_EQ(std::string(e.what()), "cancelled during denoising step 2/4");
+  }
+  EXPECT_EQ(steps_seen, 2);
+  EXPECT_EQ(m.calls.size(), 4u);  // two guided steps of two passes each, then nothing
+  EXPECT_FALSE(decoded);
+  EXPECT_FALSE(interrupt_requested());
+  // Cancelled before the first step: no denoiser call at all.
+  StandIn m2;
+  Events ev2;
+  ev2.cancelled = [] { return true; };
+  EXPECT_EQ(error_of([&] { run_generation(m2.parts(), r, ev2); }), "cancelled during prompt encoding");
+  EXPECT_TRUE(m2.calls.empty());
+}
+
 TEST(Generate, OverlongPromptWarns) {
   StandIn m;
   m.truncate = true;

@@ -1,0 +1,121 @@
+// `vidax serve`: the OpenAI-shaped video API on models loaded once (docs/serve.md).
+// Loads every --weights directory (text encoder resident), opens the job
+// database in --data, and answers until SIGINT or SIGTERM: then it stops taking
+// requests, the running job stops at its next step and goes back to the queue,
+// and the process exits 0. A second signal kills it at once.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include "commands.h"
+#include "core/error.h"
+#include "serve/server.h"
+
+namespace vidax::app {
+
+namespace {
+
+struct ServeArgs {
+  std::vector<std::string> weights, models;
+  std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file;
+  int port = 8080;
+  int max_queued = 100;
+  double max_body_mb = 1;
+};
+
+void note(const std::string& s) { std::fprintf(stderr, "vidax serve: %s\n", s.c_str()); }
+
+// SIGINT/SIGTERM: the handler only writes the signal number to a pipe; a thread reads it and
+// drains the server (no locks or allocation in the handler). One-shot (SA_RESETHAND): a second
+// signal kills the process. Not sigwait: OpenBLAS starts its threads before main, with the
+// signals unblocked, so a blocked mask would not cover them.
+int g_signal_pipe[2] = {-1, -1};
+extern "C" void on_serve_stop_signal(int sig) {
+  const unsigned char b = static_cast<unsigned char>(sig);
+  [[maybe_unused]] const ssize_t n = write(g_signal_pipe[1], &b, 1);
+}
+void install_stop_handlers() {
+  VIDAX_CHECK(pipe(g_signal_pipe) == 0, "cannot create the signal pipe");
+  struct sigaction sa {};
+  sa.sa_handler = on_serve_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+}
+
+int run_serve(const ServeArgs& a) {
+  VIDAX_CHECK(a.models.empty() || a.models.size() == a.weights.size(),
+              "give one --model per --weights (or none, to detect each): got " << a.weights.size() << " --weights and "
+                                                                              << a.models.size() << " --model");
+  VIDAX_CHECK(a.api_key.empty() || a.api_key_file.empty(), "give --api-key or --api-key-file, not both");
+  serve::ServeOptions opt;
+  opt.host = a.host;
+  opt.port = a.port;
+  opt.data_dir = a.data;
+  opt.api_key = a.api_key;
+  if (!a.api_key_file.empty()) {
+    std::ifstream in(a.api_key_file);
+    VIDAX_CHECK(in && std::getline(in, opt.api_key) && !opt.api_key.empty(),
+                "--api-key-file " << a.api_key_file << ": cannot read a key from its first line");
+  }
+  VIDAX_CHECK(a.port >= 0 && a.port <= 65535, "--port " << a.port << ": must be 0 to 65535");
+  VIDAX_CHECK(a.max_queued >= 1, "--max-queue " << a.max_queued << ": must be at least 1");
+  VIDAX_CHECK(a.max_body_mb > 0, "--max-body-mb " << a.max_body_mb << ": must be positive");
+  opt.max_queued = a.max_queued;
+  opt.max_body_bytes = static_cast<size_t>(a.max_body_mb * 1024 * 1024);
+  opt.log = note;
+  if (opt.host != "127.0.0.1" && opt.host != "localhost" && opt.host != "::1")
+    note("warning: listening on " + opt.host + ", reachable from other machines" +
+         (opt.api_key.empty() ? " without an API key (--api-key)" : ""));
+
+  install_stop_handlers();
+  std::vector<serve::ServedModel> models;
+  for (size_t i = 0; i < a.weights.size(); ++i) {
+    note("loading " + a.weights[i]);
+    models.push_back(serve::load_served_model(a.weights[i], a.models.empty() ? "" : a.models[i], note));
+    note("loaded " + models.back().name + " (" + models.back().loaded->precision + ")");
+  }
+  serve::Server server(opt, std::move(models));
+  const int port = server.bind();
+  std::printf("vidax serve: http://%s:%d/\n", opt.host.c_str(), port);
+  std::fflush(stdout);
+
+  std::thread waiter([&server] {
+    unsigned char sig = 0;
+    while (read(g_signal_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == 0) return;  // the pipe was closed: serve() ended on its own
+    note(std::string("got ") + (sig == SIGINT ? "SIGINT" : "SIGTERM") + "; draining (a second one kills the server)");
+    server.stop();
+  });
+  server.serve();  // returns once stop() stopped the listener
+  close(g_signal_pipe[1]);  // wakes the waiter when serve() ended without a signal
+  waiter.join();
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve(CLI::App& app) {
+  auto a = std::make_shared<ServeArgs>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve OpenAI's Videos API (POST /v1/videos, ...) on loaded models");
+  sub->add_option("--weights", a->weights, "Checkpoint directory to load and serve (repeat for several models)")
+      ->required();
+  sub->add_option("--model", a->models, "The variant of each --weights, in order (default: detected)");
+  sub->add_option("--host", a->host, "Address to listen on")->capture_default_str();
+  sub->add_option("--port", a->port, "Port to listen on (0: any free one, printed)")->capture_default_str();
+  sub->add_option("--data", a->data, "Folder for the job database and the videos")->capture_default_str();
+  sub->add_option("--api-key", a->api_key, "Require `Authorization: Bearer KEY` on /v1/* and /metrics");
+  sub->add_option("--api-key-file", a->api_key_file, "Read the API key from this file's first line");
+  sub->add_option("--max-queue", a->max_queued, "Queued jobs before POST answers 429")->capture_default_str();
+  sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body in MiB (413 above)")->capture_default_str();
+  return {sub, [a]() -> int { return run_serve(*a); }};
+}
+
+}  // namespace vidax::app

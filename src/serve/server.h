@@ -1,0 +1,55 @@
+// `vidax serve`: OpenAI's Videos API over HTTP (docs/serve.md) on models held
+// loaded. One worker thread runs the queued jobs in order; the jobs live in
+// SQLite in the data folder (job_store.h), the videos under <data>/videos/.
+//
+// Routes: POST/GET /v1/videos, GET/DELETE /v1/videos/{id},
+// GET /v1/videos/{id}/content[?variant=thumbnail], GET /v1/videos/{id}/events
+// (server-sent events), GET /v1/models, GET /health, GET /metrics, GET / (the page).
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve/video_request.h"
+
+namespace vidax::serve {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";  // loopback unless told otherwise
+  int port = 8080;                 // 0 = any free port (tests)
+  std::string data_dir;            // the job database and the videos; created when missing
+  std::string api_key;             // non-empty: /v1/* and /metrics need `Authorization: Bearer <key>`
+  size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  int max_queued = 100;             // more queued jobs get 429 with Retry-After
+  std::function<void(const std::string&)> log;  // one line per event (nullptr: quiet)
+};
+
+class Server {
+ public:
+  // Opens the database and recovers it: jobs left in_progress by a dead server become failed.
+  Server(ServeOptions opt, std::vector<ServedModel> models);
+  ~Server();  // stop()
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+
+  // Binds host:port (throws naming them when it cannot) and starts the worker; returns the port.
+  int bind();
+  // Answers requests until stop(); call after bind().
+  void serve();
+  // bind() + serve() on a thread of its own (tests); returns the port.
+  int start();
+  // Stops taking requests; the running job stops at its next step boundary and goes back to
+  // the queue (it runs again, from the start, on the next start); waits for the worker. Idempotent,
+  // callable from any thread (the CLI's signal thread).
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The page at `/` (web_page.cpp).
+const std::string& web_page_html();
+
+}  // namespace vidax::serve

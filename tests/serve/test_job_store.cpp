@@ -1,0 +1,94 @@
+// The job database on its own: ids, queue order, claim, cancel, the restart rule, WAL mode.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "serve/job_store.h"
+#include "serve_fixture.h"
+
+using namespace vidax;
+using namespace vidax::serve;
+
+namespace {
+Job job(const std::string& prompt) {
+  Job j;
+  j.id = new_job_id();
+  j.model = "m";
+  j.prompt = prompt;
+  j.spec = {{"prompt", prompt}};
+  return j;
+}
+}  // namespace
+
+TEST(JobStore, IdsAreServerShapedAndCheckedStrictly) {
+  const std::string a = new_job_id(), b = new_job_id();
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(is_job_id(a));
+  EXPECT_EQ(a.size(), 38u);
+  for (const std::string bad : {"", "video_", "video_..", "../jobs.sqlite", "video_0123456789ABCDEF0123456789abcdef",
+                                "video_0123456789abcdef0123456789abcde", "video_0123456789abcdef0123456789abcdef0",
+                                "video_0123456789abcdef/123456789abcdef", "movie_0123456789abcdef0123456789abcdef"})
+    EXPECT_FALSE(is_job_id(bad)) << bad;
+}
+
+TEST(JobStore, ClaimsInOrderCancelsOnlyQueuedAndFailsLeftovers) {
+  const auto path = (test::fresh_dir("store") / "jobs.sqlite").string();
+  Job a = job("a"), b = job("b"), c = job("c");
+  {
+    JobStore s(path);
+    s.insert(a);
+    s.insert(b);
+    s.insert(c);
+    EXPECT_LT(a.seq, b.seq);
+    const auto first = s.claim_next();
+    ASSERT_TRUE(first);
+    EXPECT_EQ(first->id, a.id);
+    EXPECT_EQ(first->status, Status::InProgress);
+    EXPECT_FALSE(s.cancel_if_queued(a.id, "x"));  // running: not this way
+    EXPECT_TRUE(s.cancel_if_queued(b.id, "by the test"));
+    EXPECT_EQ(s.get(b.id)->status, Status::Cancelled);
+    EXPECT_EQ(s.get(b.id)->error_message, "by the test");
+    EXPECT_EQ(s.claim_next()->id, c.id);  // b is skipped
+    EXPECT_FALSE(s.claim_next());
+    s.set_progress(c.id, 40);
+    s.finish(c.id, Status::Completed);
+    EXPECT_EQ(s.get(c.id)->progress, 100);
+    EXPECT_GT(s.get(c.id)->completed_at, 0);
+    const auto counts = s.count_by_status();
+    EXPECT_EQ(counts.at("in_progress"), 1);
+    EXPECT_EQ(counts.at("cancelled"), 1);
+    EXPECT_EQ(counts.at("completed"), 1);
+    EXPECT_EQ(counts.at("queued"), 0);
+  }
+  JobStore again(path);  // the next start
+  EXPECT_EQ(again.fail_in_progress("died"), 1);
+  const auto f = again.get(a.id);
+  EXPECT_EQ(f->status, Status::Failed);
+  EXPECT_EQ(f->error_code, "server_restarted");
+  EXPECT_EQ(f->error_message, "died");
+  EXPECT_EQ(f->spec, (nlohmann::json{{"prompt", "a"}}));
+  EXPECT_TRUE(again.remove(a.id));
+  EXPECT_FALSE(again.get(a.id));
+  // WAL mode is the database's own setting: a plain connection sees it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &st, nullptr);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 0)), "wal");
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+}
+
+TEST(VideoRequest, SecondsBecomeTheNearestValidFrameCountAndDefaultsFillIn) {
+  const auto& m = test::demo_model();
+  serve::VideoSpec s = serve::parse_video_request({{"prompt", "p"}, {"seconds", "5"}}, false, {m});
+  EXPECT_EQ(s.frames, 81);  // 5 s x 16 fps = 80 -> 4k+1
+  EXPECT_EQ(s.seconds, "5");
+  EXPECT_EQ(s.size(), "96x64");  // the demo variant's defaults
+  EXPECT_EQ(s.steps, 8);
+  EXPECT_EQ(s.sampler, "unipc");
+  EXPECT_LT(s.seed, 2147483648u);  // drawn, recorded
+  s = serve::parse_video_request({{"prompt", "p"}, {"seconds", 1}, {"fps", 8}}, false, {m});
+  EXPECT_EQ(s.frames, 9);
+  EXPECT_EQ(serve::spec_to_json(serve::spec_from_json(serve::spec_to_json(s))), serve::spec_to_json(s));
+}
