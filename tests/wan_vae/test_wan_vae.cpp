@@ -223,8 +223,11 @@ std::string whole_state_dict_golden(const std::string& src, const std::string& o
       if (n.rfind(p, 0) == 0) return false;
     return true;
   };
-  for (const auto& n : other.names())
-    if (is_param(n)) EXPECT_TRUE(tensors.emplace(n, other.get(n)).second) << n << " is in both halves";
+  for (const auto& n : other.names()) {
+    if (is_param(n)) {
+      EXPECT_TRUE(tensors.emplace(n, other.get(n)).second) << n << " is in both halves";
+    }
+  }
   if (!stray.empty()) tensors.emplace(stray, Tensor::zeros({4}, vidax::DType::F32));
   // It is the whole VAE: exactly the translator's parameter list for the config, no more, no less.
   const auto cfg = vidax::translate::wan::VaeConfig::from_json(nlohmann::json::parse(file.metadata().at("config")));
