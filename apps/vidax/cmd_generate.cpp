@@ -21,6 +21,7 @@
 #include "pipeline/memory_plan.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
+#include "translate/lora.h"
 
 // OpenBLAS keeps its own thread pool beside OpenMP's.
 extern "C" void openblas_set_num_threads(int);
@@ -36,11 +37,19 @@ struct GenerateArgs {
   std::optional<int64_t> seed;
   std::optional<double> guidance, shift, fps;
   int threads = 0;
+  std::vector<std::string> loras;  // FILE[:SCALE]
+  bool lora_allow_unmatched = false;
 };
 
 bool g_quiet = false;  // ranks other than 0 of a mesh run print nothing
 void note(const std::string& s) {
   if (!g_quiet) std::fprintf(stderr, "%s\n", s.c_str());
+}
+
+nlohmann::json lora_json(const std::vector<translate::LoraSpec>& loras) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& l : loras) j.push_back({{"path", l.path}, {"scale", l.scale}});
+  return j;
 }
 
 int run_generate(const GenerateArgs& a) {
@@ -98,6 +107,12 @@ int run_generate(const GenerateArgs& a) {
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
   check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
+  std::vector<translate::LoraSpec> loras;
+  for (const auto& l : a.loras) {
+    loras.push_back(translate::parse_lora_spec(l));
+    VIDAX_CHECK(std::filesystem::is_regular_file(loras.back().path),
+                "--lora " << l << ": no file " << loras.back().path);
+  }
 
   // Load. A one-shot run frees the text encoder once the prompts are encoded.
   auto t0 = std::chrono::steady_clock::now();
@@ -108,6 +123,8 @@ int run_generate(const GenerateArgs& a) {
   lo.on_stage = [](const std::string& s) { note(s); };
   lo.mesh = mesh.get();
   lo.text_encoder = Residency::FreeAfterUse;
+  lo.loras = loras;
+  lo.lora.allow_unmatched = a.lora_allow_unmatched;
   LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
@@ -159,6 +176,7 @@ int run_generate(const GenerateArgs& a) {
                         {"shift", req.shift},
                         {"guidance", req.guidance},
                         {"precision", loaded.precision},
+                        {"loras", lora_json(loras)},
                         {"fps", fps},
                         {"seconds",
                          {{"load", load_s},
@@ -202,6 +220,11 @@ Command add_generate(CLI::App& app) {
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
   sub->add_option("--fps", a->fps, "Frames per second of the video file (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  sub->add_option("--lora", a->loras,
+                  "FILE[:SCALE]: a LoRA merged into the DiT at load (repeatable; the last :number is the scale, "
+                  "default 1; docs/lora.md)");
+  sub->add_flag("--lora-allow-unmatched", a->lora_allow_unmatched,
+                "apply a LoRA even when some of its keys match no parameter (they are printed)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {

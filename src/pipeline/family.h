@@ -16,6 +16,7 @@
 #include "pipeline/parts.h"
 #include "pipeline/residency.h"
 #include "translate/component.h"
+#include "translate/lora.h"
 
 namespace vidax::pipeline {
 
@@ -51,6 +52,9 @@ struct LoadOptions {
   const dist::Mesh* mesh = nullptr;
   // Where the text encoder lives after encoding (the CLI frees it; a server keeps it).
   Residency text_encoder = Residency::Resident;
+  // LoRAs merged into the denoiser's weights at load, in order, each with its scale (docs/lora.md).
+  std::vector<translate::LoraSpec> loras;
+  translate::LoraOptions lora;
 };
 
 struct LoadedModel {

@@ -157,8 +157,13 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
   std::shared_ptr<WanDiT> dit;
   {
-    nn::ParamSource params = nn::ParamSource::from_map(
-        translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout), f.dit);
+    auto weights = translate_part(f.dit, translate::wan::dit_component(), out.preset.dit, &layout);
+    // LoRAs: merged here, where the DiT's parameters have their engine names (fp32 sums, one
+    // cast back to each parameter's stored dtype; docs/lora.md).
+    for (const auto& l : opt.loras) stage("merging the LoRA " + l.path + " (scale " + std::to_string(l.scale) + ")");
+    translate::apply_loras(weights, opt.loras, translate::wan::dit_component(), out.preset.dit, opt.lora,
+                           [&](const std::string& m) { stage("warning: " + m); });
+    nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), f.dit);
     dit = std::make_shared<WanDiT>(dit_cfg, params, precision, opt.mesh);
     params.expect_all_taken();
   }
