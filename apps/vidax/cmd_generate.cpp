@@ -21,6 +21,7 @@
 #include "pipeline/memory_plan.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
+#include "pipeline/sampler.h"
 #include "translate/lora.h"
 
 // OpenBLAS keeps its own thread pool beside OpenMP's.
@@ -38,6 +39,7 @@ struct GenerateArgs {
   std::optional<double> guidance, shift, fps;
   int threads = 0;
   std::vector<std::string> loras;  // FILE[:SCALE]
+  std::string preset;             // a sampling preset (pipeline/sampler.h)
   bool lora_allow_unmatched = false;
 };
 
@@ -71,7 +73,17 @@ int run_generate(const GenerateArgs& a) {
 
   // Model and request, checked before anything heavy happens.
   const engine::Resolved model = engine::resolve(a.weights, a.model);
-  const Defaults& d = model.variant.defaults;
+  // A sampling preset replaces the variant's sampling defaults; explicit options still win.
+  Defaults d = model.variant.defaults;
+  if (!a.preset.empty()) {
+    const SamplingPreset& p = sampling_preset(a.preset);
+    VIDAX_CHECK(p.family == model.family->name(), "--preset " << p.name << " is for the " << p.family
+                                                              << " family, not " << model.family->name());
+    d.steps = p.steps;
+    d.shift = p.shift;
+    d.sampler = p.sampler;
+    d.guidance = p.guidance;
+  }
   Request req;
   req.prompt = a.prompt;
   req.negative_prompt = a.negative_prompt.value_or("");
@@ -177,6 +189,7 @@ int run_generate(const GenerateArgs& a) {
                         {"guidance", req.guidance},
                         {"precision", loaded.precision},
                         {"loras", lora_json(loras)},
+                        {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
                         {"fps", fps},
                         {"seconds",
                          {{"load", load_s},
@@ -212,7 +225,7 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
-  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");
+  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler | lightx2v (default unipc)");
   sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
   sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
   sub->add_option("-o,--output", a->output, "Output path (default <model>-seed<seed>.mp4)");
@@ -223,6 +236,9 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--lora", a->loras,
                   "FILE[:SCALE]: a LoRA merged into the DiT at load (repeatable; the last :number is the scale, "
                   "default 1; docs/lora.md)");
+  sub->add_option("--preset", a->preset,
+                  "Sampling settings a distilled model's publisher specifies: lightx2v-4step (4 fixed steps, "
+                  "shift 5, the lightx2v sampler, guidance 1); explicit options override (docs/lora.md)");
   sub->add_flag("--lora-allow-unmatched", a->lora_allow_unmatched,
                 "apply a LoRA even when some of its keys match no parameter (they are printed)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");

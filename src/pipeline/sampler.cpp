@@ -10,7 +10,8 @@ struct Entry {
   const char* sched;
 };
 // User name -> src/sched scheduler name: the one list of the samplers `--sampler` offers.
-constexpr Entry kSamplers[] = {{"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}};
+constexpr Entry kSamplers[] = {
+    {"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}, {"lightx2v", "flow_step_distill"}};
 }  // namespace
 
 const std::vector<std::string>& sampler_names() {
@@ -36,6 +37,26 @@ std::unique_ptr<sched::Scheduler> make_sampler(const std::string& name, int64_t 
   o.steps = steps;
   o.shift = shift;
   return sched::make_scheduler(o);
+}
+
+const std::vector<SamplingPreset>& sampling_presets() {
+  static const std::vector<SamplingPreset> presets = {
+      {"lightx2v-4step", "wan",
+       "LightX2V's Wan2.1 StepDistill-CfgDistill models and LoRAs: 4 fixed steps, no CFG",
+       "ModelTC/LightX2V configs/distill/wan21/wan_t2v_distill_lora_4step_cfg.json (infer_steps 4, "
+       "denoising_step_list [1000, 750, 500, 250], sample_shift 5, enable_cfg false) with "
+       "lightx2v/models/schedulers/wan/step_distill/scheduler.py",
+       4, 5.0, "lightx2v", 1.0},
+  };
+  return presets;
+}
+
+const SamplingPreset& sampling_preset(const std::string& name) {
+  for (const auto& p : sampling_presets())
+    if (p.name == name) return p;
+  std::string names;
+  for (const auto& p : sampling_presets()) names += (names.empty() ? "" : ", ") + p.name;
+  throw Error(msg() << "--preset " << name << ": unknown; choose one of " << names);
 }
 
 }  // namespace vidax::pipeline

@@ -10,11 +10,27 @@
 namespace vidax::pipeline {
 
 // "unipc" -> flow_unipc (official default), "dpm++" -> flow_dpmpp (official
-// alternative), "euler" -> flow_euler (diffusers' FlowMatchEulerDiscreteScheduler).
+// alternative), "euler" -> flow_euler (diffusers' FlowMatchEulerDiscreteScheduler),
+// "lightx2v" -> flow_step_distill (LightX2V's step-distill sampler, docs/lora.md).
 const std::vector<std::string>& sampler_names();
 // The position of `name` in sampler_names(); throws listing them on an unknown name.
 size_t sampler_index(const std::string& name);
 // Throws listing sampler_names() on an unknown name.
 std::unique_ptr<sched::Scheduler> make_sampler(const std::string& name, int64_t steps, double shift);
+
+// `vidax generate --preset`: the sampling settings a distilled model's publisher specifies
+// (docs/lora.md cites each source). Options given explicitly override them.
+struct SamplingPreset {
+  std::string name;         // "lightx2v-4step"
+  std::string family;       // the family it is published for ("wan")
+  std::string description;  // one line
+  std::string source;       // where the settings come from
+  int64_t steps = 0;
+  double shift = 0;
+  std::string sampler;
+  double guidance = 1.0;  // 1: no unconditional pass (CFG distilled)
+};
+const std::vector<SamplingPreset>& sampling_presets();
+const SamplingPreset& sampling_preset(const std::string& name);  // throws listing the presets
 
 }  // namespace vidax::pipeline

@@ -397,3 +397,34 @@ TEST(LoraCli, GenerateWithLorasOnTheDemo) {
   EXPECT_NE(out.find("diffusion_model.blocks.0.self_attn.qx.diff_b"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(scratch() / "bad.safetensors"));
 }
+
+TEST(LoraCli, DistillPresetRunsFourStepsWithOneForwardEach) {
+  const fs::path demo = scratch() / "demo_preset";
+  const std::string spiece = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
+  int code = -1;
+  std::string out = run_cli("make-demo " + demo.string() + " --tokenizer " + spiece, &code);
+  ASSERT_EQ(code, 0) << out;
+  auto gen = [&](const std::string& extra, const std::string& name) {
+    const fs::path o = scratch() / name;
+    out = run_cli("generate --weights " + demo.string() + " --prompt cat --seed 5 --output-format latents -o " +
+                      o.string() + " " + extra, &code);
+    EXPECT_EQ(code, 0) << out;
+    Json side;
+    std::ifstream(o.string() + ".json") >> side;
+    return side;
+  };
+  const Json p = gen("--preset lightx2v-4step", "preset.safetensors");
+  EXPECT_EQ(p.at("steps").get<int64_t>(), 4);
+  EXPECT_EQ(p.at("denoiser_calls").get<int64_t>(), 4);  // guidance 1: no unconditional pass
+  EXPECT_EQ(p.at("sampler").get<std::string>(), "lightx2v");
+  EXPECT_EQ(p.at("shift").get<double>(), 5.0);
+  EXPECT_EQ(p.at("guidance").get<double>(), 1.0);
+  EXPECT_EQ(p.at("preset").get<std::string>(), "lightx2v-4step");
+  // Explicit options win over the preset.
+  const Json o = gen("--preset lightx2v-4step --steps 2 --guidance 3", "preset_override.safetensors");
+  EXPECT_EQ(o.at("steps").get<int64_t>(), 2);
+  EXPECT_EQ(o.at("denoiser_calls").get<int64_t>(), 4);  // 2 guided steps
+  out = run_cli("generate --weights " + demo.string() + " --prompt cat --preset lightx2v-8step -o x.mp4", &code);
+  EXPECT_NE(code, 0);
+  EXPECT_NE(out.find("--preset lightx2v-8step: unknown; choose one of lightx2v-4step"), std::string::npos) << out;
+}
