@@ -18,7 +18,9 @@ namespace {
 
 // ---- key anatomy ------------------------------------------------------------
 
-enum class Role { Down, Up, Alpha, Diff, DiffB };
+// UpBias: PEFT's lora_bias (diffusers turns a ComfyUI diff_b into lora_B.bias): the bias
+// moves by the low-rank pair's factor times it, as PEFT scales the whole lora_B output.
+enum class Role { Down, Up, UpBias, Alpha, Diff, DiffB };
 
 struct Suffix {
   const char* text;
@@ -27,7 +29,8 @@ struct Suffix {
 // Longest first where one ends another (".diff_b" before ".diff").
 const Suffix kSuffixes[] = {
     {".lora_down.weight", Role::Down}, {".lora_up.weight", Role::Up}, {".lora_A.weight", Role::Down},
-    {".lora_B.weight", Role::Up},      {".alpha", Role::Alpha},       {".diff_b", Role::DiffB},
+    {".lora_B.weight", Role::Up},      {".lora_B.bias", Role::UpBias},
+    {".alpha", Role::Alpha},           {".diff_b", Role::DiffB},
     {".diff", Role::Diff},
 };
 
@@ -38,6 +41,7 @@ struct Prefix {
 // The module naming of each format. kohya's names have no dots left, so it is told by its prefix alone.
 const Prefix kPrefixes[] = {
     {"diffusion_model.", "comfyui"},
+    {"model.diffusion_model.", "comfyui"},  // ComfyUI's full-model prefix, as some files save it
     {"lora_unet_", "kohya"},
     {"base_model.model.", "peft"},
     {"transformer.", "diffusers"},
@@ -71,7 +75,7 @@ bool split_key(const std::string& key, KeyParts* out) {
 
 // The keys one module carries.
 struct ModuleKeys {
-  std::string down, up, alpha, diff, diff_b;
+  std::string down, up, up_bias, alpha, diff, diff_b;
   std::vector<std::string> all;
 };
 
@@ -251,8 +255,12 @@ LoraPlan plan_impl(const TensorSource& lora, const Component& comp, const Json& 
     formats.insert(k.format);
     ModuleKeys& m = modules[k.module];
     m.all.push_back(key);
-    std::string* slot = k.role == Role::Down ? &m.down : k.role == Role::Up ? &m.up : k.role == Role::Alpha ? &m.alpha
-                        : k.role == Role::Diff ? &m.diff : &m.diff_b;
+    std::string* slot = k.role == Role::Down     ? &m.down
+                        : k.role == Role::Up     ? &m.up
+                        : k.role == Role::UpBias ? &m.up_bias
+                        : k.role == Role::Alpha  ? &m.alpha
+                        : k.role == Role::Diff   ? &m.diff
+                                                 : &m.diff_b;
     if (!slot->empty()) plan.problems.push_back("module " + k.module + " has both " + *slot + " and " + key);
     *slot = key;
   }
@@ -350,11 +358,11 @@ LoraPlan plan_impl(const TensorSource& lora, const Component& comp, const Json& 
         plan.targets.push_back(t);
         targeted.insert(param);
       }
-    } else if (!m.alpha.empty()) {
-      plan.problems.push_back(m.alpha + ": an alpha without lora_down / lora_up");
+    } else if (!m.alpha.empty() || !m.up_bias.empty()) {
+      plan.problems.push_back((m.alpha.empty() ? m.up_bias : m.alpha) + ": without lora_down / lora_up");
       continue;
     }
-    auto add_diff = [&](const std::string& key, const std::vector<std::string>& candidates) {
+    auto add_diff = [&](const std::string& key, const std::vector<std::string>& candidates, double factor = 1.0) {
       std::string param;
       for (const auto& c : candidates)
         if (param.empty()) param = param_for(c, key);
@@ -370,6 +378,7 @@ LoraPlan plan_impl(const TensorSource& lora, const Component& comp, const Json& 
       t.module = file_module;
       t.param = param;
       t.diff_key = key;
+      t.diff_factor = factor;
       plan.targets.push_back(t);
       targeted.insert(param);
       return true;
@@ -377,6 +386,12 @@ LoraPlan plan_impl(const TensorSource& lora, const Component& comp, const Json& 
     // diff: the module's weight, or the module itself when it is a bare parameter (modulation).
     if (!m.diff.empty() && !add_diff(m.diff, {module + ".weight", module})) plan.unmatched.push_back(m.diff);
     if (!m.diff_b.empty() && !add_diff(m.diff_b, {module + ".bias"})) plan.unmatched.push_back(m.diff_b);
+    if (!m.up_bias.empty()) {
+      const bool paired = !plan.targets.empty() && plan.targets.back().kind == LoraTarget::Kind::LowRank &&
+                          plan.targets.back().down_key == m.down;
+      if (!paired || !add_diff(m.up_bias, {module + ".bias"}, plan.targets.back().factor()))
+        plan.unmatched.push_back(m.up_bias);
+    }
   }
   std::sort(plan.unmatched.begin(), plan.unmatched.end());
   plan.unmatched.erase(std::unique(plan.unmatched.begin(), plan.unmatched.end()), plan.unmatched.end());
@@ -463,7 +478,7 @@ std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const s
         const Tensor prod = ops::matmul(up.reshape({up.size(0), t.rank}), down.reshape({t.rank, -1}));
         delta = ops::scale(prod.reshape(shape), spec.scale * t.factor());
       } else {
-        delta = ops::scale(src->get(t.diff_key).to(DType::F32).reshape(shape), spec.scale);
+        delta = ops::scale(src->get(t.diff_key).to(DType::F32).reshape(shape), spec.scale * t.factor());
       }
       sum = ops::add(sum, delta);
     }

@@ -11,7 +11,8 @@
 //             lora_up.weight, alpha}: matched against the underscore form of
 //             the engine's own module names (never guessed back to dots)
 //   diffusers transformer.<module in the "diffusers" layout>.{lora_A.weight,
-//             lora_B.weight}; "peft" is the same with PEFT's base_model.model.
+//             lora_B.weight, lora_B.bias (PEFT lora_bias: bias += factor * it)};
+//             "peft" is the same with PEFT's base_model.model.
 //             prefix. No alpha key: the adapter's lora_alpha (and
 //             alpha_pattern) from the file's __metadata__.lora_adapter_metadata
 //             or a PEFT adapter_config.json beside it, else factor 1.
@@ -50,8 +51,9 @@ struct LoraTarget {
   double alpha = 0;              // LowRank: alpha / rank is the factor
   std::string alpha_from;        // "key", "metadata", "none (factor 1)"
   bool rslora = false;           // PEFT use_rslora: the factor is alpha / sqrt(rank)
+  double diff_factor = 1.0;      // Diff: 1, or a lora_B.bias's pair factor
   double factor() const {
-    if (kind == Kind::Diff) return 1.0;
+    if (kind == Kind::Diff) return diff_factor;
     return alpha / (rslora ? std::sqrt(static_cast<double>(rank)) : static_cast<double>(rank));
   }
 };

@@ -428,3 +428,33 @@ TEST(LoraCli, DistillPresetRunsFourStepsWithOneForwardEach) {
   EXPECT_NE(code, 0);
   EXPECT_NE(out.find("--preset lightx2v-8step: unknown; choose one of lightx2v-4step"), std::string::npos) << out;
 }
+
+TEST(LoraMerge, PeftLoraBiasMovesTheBiasByThePairFactor) {
+  // diffusers writes a ComfyUI diff_b as lora_B.bias; PEFT scales lora_B's whole output, bias included.
+  const Tensor a = ramp({4, 8}, 0.3f), b = ramp({8, 4}, 0.4f), bb = ramp({8}, 0.2f);
+  const std::string f = write("lora_bias.safetensors",
+                              {{"transformer.blocks.0.attn2.to_v.lora_A.weight", a},
+                               {"transformer.blocks.0.attn2.to_v.lora_B.weight", b},
+                               {"transformer.blocks.0.attn2.to_v.lora_B.bias", bb}},
+                              {{"lora_adapter_metadata", R"({"transformer.lora_alpha": 8, "transformer.r": 4})"}});
+  auto params = tiny_params();
+  const auto base = params;
+  apply_loras(params, {{f, 0.5}}, wan::dit_component(), tiny_config());
+  const auto b0 = base.at("blocks.0.cross_attn.v.bias").to_f64_vector();
+  const auto b1 = params.at("blocks.0.cross_attn.v.bias").to_f64_vector();
+  const auto d = bb.to_f64_vector();
+  for (size_t i = 0; i < b0.size(); ++i) ASSERT_NEAR(b1[i], b0[i] + 0.5 * 2.0 * d[i], 1e-6) << i;
+  // Alone, without its pair, it is refused.
+  MemorySource lone("lone");
+  lone.add("transformer.blocks.0.attn2.to_v.lora_B.bias", bb);
+  EXPECT_EQ(plan_lora(lone, wan::dit_component(), tiny_config()).problems.size(), 1u);
+}
+
+TEST(LoraPlan, ComfyUIFullModelPrefixIsComfyUI) {
+  MemorySource src("comfy_full");
+  src.add("model.diffusion_model.head.head.diff_b", ramp({16}, 0.1f));
+  const LoraPlan p = plan_lora(src, wan::dit_component(), tiny_config());
+  EXPECT_EQ(p.format, "comfyui");
+  ASSERT_EQ(p.targets.size(), 1u);
+  EXPECT_EQ(p.targets[0].param, "head.head.bias");
+}
