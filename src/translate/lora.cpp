@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <sstream>
 
@@ -454,38 +455,52 @@ void check_lora(const LoraPlan& p, const LoraOptions& opt) {
 std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const std::vector<LoraSpec>& loras,
                                   const Component& comp, const Json& config, const LoraOptions& opt,
                                   const std::function<void(const std::string&)>& warn) {
+  // Every file planned and checked first: a bad second LoRA stops the load before anything merges.
+  std::vector<std::shared_ptr<CheckpointSource>> sources;
   std::vector<LoraPlan> plans;
-  std::map<std::string, Tensor> acc;  // fp32 sums, cast once at the end
   for (const auto& spec : loras) {
-    auto src = CheckpointSource::open(spec.path);
-    LoraPlan plan = plan_lora(*src, comp, config);
-    check_lora(plan, opt);
+    sources.push_back(CheckpointSource::open(spec.path));
+    plans.push_back(plan_lora(*sources.back(), comp, config));
+    check_lora(plans.back(), opt);
+  }
+  // Then parameter by parameter: an fp32 copy, every LoRA's update added in order, one cast back.
+  // Only one parameter's fp32 sum is alive at a time (the whole model's would double a bf16
+  // model's memory); the merged tensors replace the (mapped) originals in the storage dtype.
+  struct Update {
+    const LoraTarget* target;
+    size_t lora;
+  };
+  std::map<std::string, std::vector<Update>> by_param;
+  for (size_t l = 0; l < plans.size(); ++l) {
+    const LoraPlan& plan = plans[l];
     if (!plan.unmatched.empty() && warn) {
       std::string list;
       for (const auto& k : plan.unmatched) list += "\n  " + k;
-      warn(spec.path + ": " + std::to_string(plan.unmatched.size()) + " LoRA key(s) change nothing:" + list);
+      warn(loras[l].path + ": " + std::to_string(plan.unmatched.size()) + " LoRA key(s) change nothing:" + list);
     }
     for (const auto& t : plan.targets) {
-      auto it = params.find(t.param);
-      VIDAX_CHECK(it != params.end(), spec.path << ": the model has no loaded parameter " << t.param);
-      Tensor& sum = acc[t.param];
-      if (!sum.defined()) sum = it->second.to(DType::F32).clone();
-      const Shape& shape = it->second.shape();
+      VIDAX_CHECK(params.count(t.param), loras[l].path << ": the model has no loaded parameter " << t.param);
+      by_param[t.param].push_back({&t, l});
+    }
+  }
+  for (const auto& [name, updates] : by_param) {
+    Tensor& p = params.at(name);
+    const Shape shape = p.shape();
+    Tensor sum = p.to(DType::F32).clone();
+    for (const auto& u : updates) {
+      const LoraTarget& t = *u.target;
+      const TensorSource& src = *sources[u.lora];
+      const double s = loras[u.lora].scale * t.factor();
       Tensor delta;
       if (t.kind == LoraTarget::Kind::LowRank) {
-        const Tensor up = src->get(t.up_key).to(DType::F32);
-        const Tensor down = src->get(t.down_key).to(DType::F32);
-        const Tensor prod = ops::matmul(up.reshape({up.size(0), t.rank}), down.reshape({t.rank, -1}));
-        delta = ops::scale(prod.reshape(shape), spec.scale * t.factor());
+        const Tensor up = src.get(t.up_key).to(DType::F32);
+        const Tensor down = src.get(t.down_key).to(DType::F32);
+        delta = ops::matmul(up.reshape({up.size(0), t.rank}), down.reshape({t.rank, -1})).reshape(shape);
       } else {
-        delta = ops::scale(src->get(t.diff_key).to(DType::F32).reshape(shape), spec.scale * t.factor());
+        delta = src.get(t.diff_key).to(DType::F32).reshape(shape);
       }
-      sum = ops::add(sum, delta);
+      sum = ops::add(sum, ops::scale(delta, s));
     }
-    plans.push_back(std::move(plan));
-  }
-  for (auto& [name, sum] : acc) {
-    Tensor& p = params[name];
     p = sum.to(p.dtype());
   }
   return plans;
