@@ -21,6 +21,8 @@
 #include "pipeline/request_check.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
+#include "pipeline/sampler.h"
+#include "translate/lora.h"
 
 // OpenBLAS keeps its own thread pool beside OpenMP's.
 extern "C" void openblas_set_num_threads(int);
@@ -36,11 +38,20 @@ struct GenerateArgs {
   std::optional<int64_t> seed;
   std::optional<double> guidance, shift, fps;
   int threads = 0;
+  std::vector<std::string> loras;  // FILE[:SCALE]
+  std::string preset;             // a sampling preset (pipeline/sampler.h)
+  bool lora_allow_unmatched = false;
 };
 
 bool g_quiet = false;  // ranks other than 0 of a mesh run print nothing
 void note(const std::string& s) {
   if (!g_quiet) std::fprintf(stderr, "%s\n", s.c_str());
+}
+
+nlohmann::json lora_json(const std::vector<translate::LoraSpec>& loras) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const auto& l : loras) j.push_back({{"path", l.path}, {"scale", l.scale}});
+  return j;
 }
 
 int run_generate(const GenerateArgs& a) {
@@ -62,7 +73,15 @@ int run_generate(const GenerateArgs& a) {
 
   // Model and request, checked before anything heavy happens.
   const engine::Resolved model = engine::resolve(a.weights, a.model);
-  const Defaults& d = model.variant.defaults;
+  // A sampling preset replaces the variant's sampling defaults; explicit options still win.
+  Defaults d = model.variant.defaults;
+  if (!a.preset.empty()) {
+    const SamplingPreset& p = model.family->sampling_preset(a.preset);
+    d.steps = p.steps;
+    d.shift = p.shift;
+    d.sampler = p.sampler;
+    d.guidance = p.guidance;
+  }
   Request req;
   req.prompt = a.prompt;
   req.negative_prompt = a.negative_prompt.value_or("");
@@ -96,6 +115,12 @@ int run_generate(const GenerateArgs& a) {
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
   check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
+  std::vector<translate::LoraSpec> loras;
+  for (const auto& l : a.loras) {
+    loras.push_back(translate::parse_lora_spec(l));
+    VIDAX_CHECK(std::filesystem::is_regular_file(loras.back().path),
+                "--lora " << l << ": no file " << loras.back().path);
+  }
 
   // Load. A one-shot run frees the text encoder once the prompts are encoded and the DiT once
   // the steps are done, so the VAE decode has their memory.
@@ -108,6 +133,8 @@ int run_generate(const GenerateArgs& a) {
   lo.mesh = mesh.get();
   lo.text_encoder = Residency::FreeAfterUse;
   lo.denoiser = Residency::FreeAfterUse;
+  lo.loras = loras;
+  lo.lora.allow_unmatched = a.lora_allow_unmatched;
   LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
@@ -159,6 +186,8 @@ int run_generate(const GenerateArgs& a) {
                         {"shift", req.shift},
                         {"guidance", req.guidance},
                         {"precision", loaded.precision},
+                        {"loras", lora_json(loras)},
+                        {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
                         {"fps", fps},
                         {"seconds",
                          {{"load", load_s},
@@ -194,7 +223,7 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
-  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler (default unipc)");
+  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler | lightx2v (default unipc)");
   sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
   sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
   sub->add_option("-o,--output", a->output, "Output path (default <model>-seed<seed>.mp4)");
@@ -202,6 +231,14 @@ Command add_generate(CLI::App& app) {
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
   sub->add_option("--fps", a->fps, "Frames per second of the video file (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  sub->add_option("--lora", a->loras,
+                  "FILE[:SCALE]: a LoRA merged into the DiT at load (repeatable; the last :number is the scale, "
+                  "default 1; docs/lora.md)");
+  sub->add_option("--preset", a->preset,
+                  "Sampling settings a distilled model's publisher specifies: lightx2v-4step (4 fixed steps, "
+                  "shift 5, the lightx2v sampler, guidance 1); explicit options override (docs/lora.md)");
+  sub->add_flag("--lora-allow-unmatched", a->lora_allow_unmatched,
+                "apply a LoRA even when some of its keys match no parameter (they are printed)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {

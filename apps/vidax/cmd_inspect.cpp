@@ -5,7 +5,10 @@
 #include <cstdio>
 
 #include "commands.h"
+#include <filesystem>
+
 #include "translate/inspect.h"
+#include "translate/lora.h"
 
 namespace vidax::app {
 
@@ -26,6 +29,15 @@ Command add_inspect(CLI::App& app) {
   sub->add_flag("--check-values", a->opt.check_values,
                 "also read every weight and report tensors holding NaN or Inf (reads the whole checkpoint)");
   return {sub, [a]() {
+            // A LoRA file: its format, ranks, alphas, targets and coverage (docs/lora.md).
+            if (std::filesystem::is_regular_file(a->path)) {
+              auto src = translate::CheckpointSource::open(a->path);
+              if (translate::looks_like_lora(*src)) {
+                const translate::LoraInspection li = translate::inspect_lora(*src);
+                std::fputs(li.to_text().c_str(), stdout);
+                return li.plan.unmatched.empty() && li.plan.problems.empty() ? 0 : 1;
+              }
+            }
             translate::InspectReport r = translate::inspect(a->path, a->opt);
             if (a->json) std::printf("%s\n", r.to_json().dump(2).c_str());
             else std::fputs(r.to_text().c_str(), stdout);

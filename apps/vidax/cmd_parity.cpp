@@ -21,6 +21,10 @@ Command add_parity(CLI::App& app) {
   sub->add_option("--precision", a->opt.precision, "compute precision (default: the golden file's)")->check(CLI::IsMember({"fp32", "bf16"}));
   sub->add_option("--rtol", a->opt.rtol, "relative L2 bound (default: 1e-5 fp32, 1e-2 bf16)");
   sub->add_option("--mesh", a->opt.mesh, "device mesh, e.g. sp=2 (needs mpirun)");
+  sub->add_option("--lora", a->opt.loras,
+                  "FILE[:SCALE]: merge a LoRA into the golden's parameters first (repeatable; docs/lora.md)");
+  sub->add_flag("--lora-allow-unmatched", a->opt.lora_allow_unmatched,
+                "apply a LoRA whose keys partly match no parameter (the keys are printed)");
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
             engine::register_builtin_kinds();

@@ -85,6 +85,11 @@ nlohmann::json models_json() {
                                    {"precision", d.precision},
                                    {"negative_prompt", d.negative_prompt}}}});
     }
+    fam["presets"] = nlohmann::json::array();
+    for (const auto& p : f->sampling_presets())
+      fam["presets"].push_back({{"name", p.name}, {"description", p.description}, {"source", p.source},
+                                {"steps", p.steps}, {"shift", p.shift}, {"sampler", p.sampler},
+                                {"guidance", p.guidance}});
     out.push_back(fam);
   }
   return out;
@@ -104,6 +109,9 @@ std::string models_text() {
         << d.sampler << " steps, guidance " << d.guidance << ", shift " << d.shift << ", " << d.fps << " fps, "
         << d.precision << "\n";
     }
+    for (const auto& p : f->sampling_presets())
+      o << "  --preset " << p.name << ": " << p.description << " (" << p.steps << " " << p.sampler
+        << " steps, shift " << p.shift << ", guidance " << p.guidance << ")\n";
   }
   return o.str();
 }

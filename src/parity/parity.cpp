@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <mutex>
+#include <set>
 
 #include "core/error.h"
 
@@ -12,6 +13,11 @@ std::map<std::string, Runner>& registry() {
   static std::map<std::string, Runner> r;
   return r;
 }
+// The kinds whose runner merges Options::loras; the others refuse them rather than ignore them.
+std::set<std::string>& lora_kinds() {
+  static std::set<std::string> r;
+  return r;
+}
 std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
@@ -19,9 +25,10 @@ std::mutex& registry_mutex() {
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 }  // namespace
 
-void register_kind(const std::string& kind, Runner runner) {
+void register_kind(const std::string& kind, Runner runner, bool takes_loras) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[kind] = std::move(runner);
+  if (takes_loras) lora_kinds().insert(kind);
 }
 
 std::vector<std::string> registered_kinds() {
@@ -117,6 +124,8 @@ Report run(const std::string& path, const Options& opt_in) {
       throw Error(msg() << path << ": unknown golden kind '" << g.kind << "' (known: " << known << ")");
     }
     runner = it->second;
+    VIDAX_CHECK(opt_in.loras.empty() || lora_kinds().count(g.kind),
+                path << ": --lora given, but kind '" << g.kind << "' does not take LoRAs (only the DiT kinds do)");
   }
   Options opt = opt_in;
   if (opt.precision.empty()) opt.precision = golden_precision(g);

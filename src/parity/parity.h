@@ -21,6 +21,11 @@ struct Options {
   std::string precision;
   double rtol = -1;                // relative L2 bound; <0 = default for the precision
   std::string mesh;                // "" = single rank
+  // --lora FILE[:SCALE] (docs/lora.md): merged into the golden's parameters before the run, so
+  // that a golden made with fused weights is checked against its base weights + the LoRA
+  // files. Kinds of models without LoRA support refuse a non-empty list.
+  std::vector<std::string> loras;
+  bool lora_allow_unmatched = false;
 };
 
 struct Golden {
@@ -40,7 +45,8 @@ using Runner = std::function<Produced(const Golden&, const Options&)>;
 
 // The kind registry. It starts empty: this layer sits just above io and knows no family; the
 // kinds are registered from the top (engine::register_builtin_kinds(), or a test's own).
-void register_kind(const std::string& kind, Runner runner);
+// takes_loras: the runner merges Options::loras (else run() refuses a non-empty list).
+void register_kind(const std::string& kind, Runner runner, bool takes_loras = false);
 std::vector<std::string> registered_kinds();
 
 struct Comparison {

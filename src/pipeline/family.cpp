@@ -12,6 +12,21 @@ nlohmann::json Family::bench(const BenchOptions&, const std::function<void(const
   throw Error(msg() << "vidax bench does not know the " << name() << " family yet");
 }
 
+const std::vector<SamplingPreset>& Family::sampling_presets() const {
+  static const std::vector<SamplingPreset> none;
+  return none;
+}
+
+const SamplingPreset& Family::sampling_preset(const std::string& n) const {
+  std::string known;
+  for (const auto& p : sampling_presets()) {
+    if (p.name == n) return p;
+    known += (known.empty() ? "" : ", ") + p.name;
+  }
+  throw Error(msg() << "--preset " << n << ": unknown for the " << name() << " family"
+                    << (known.empty() ? std::string(" (it has none)") : "; choose one of " + known));
+}
+
 const Variant& Family::variant(const std::string& n) const {
   std::string known;
   for (const auto& v : variants()) {

@@ -16,6 +16,7 @@
 #include "pipeline/parts.h"
 #include "pipeline/residency.h"
 #include "translate/component.h"
+#include "translate/lora.h"
 
 namespace vidax::pipeline {
 
@@ -32,6 +33,18 @@ struct Defaults {
   double fps = 16;
   std::string precision = "bf16";
   std::string negative_prompt;  // used when --negative-prompt is empty
+};
+
+// `vidax generate --preset`: the sampling settings a distilled model's publisher specifies
+// (docs/lora.md cites each source); each family lists its own. Options given explicitly win.
+struct SamplingPreset {
+  std::string name;         // "lightx2v-4step"
+  std::string description;  // one line
+  std::string source;       // where the settings come from
+  int64_t steps = 0;
+  double shift = 0;
+  std::string sampler;
+  double guidance = 1.0;  // 1: no unconditional pass (CFG distilled)
 };
 
 struct Variant {
@@ -53,6 +66,9 @@ struct LoadOptions {
   // encoding and the denoiser before decoding; a server keeps both.
   Residency text_encoder = Residency::Resident;
   Residency denoiser = Residency::Resident;
+  // LoRAs merged into the denoiser's weights at load, in order, each with its scale (docs/lora.md).
+  std::vector<translate::LoraSpec> loras;
+  translate::LoraOptions lora;
 };
 
 struct LoadedModel {
@@ -97,6 +113,11 @@ class Family {
   virtual std::vector<const translate::Component*> components() const { return {}; }
   // Registers the family's golden-file kinds (parity/parity.h); called once by the engine.
   virtual void register_parity_kinds() const {}
+
+  // The family's sampling presets (distilled models' published settings).
+  virtual const std::vector<SamplingPreset>& sampling_presets() const;
+  // The preset named `name`; throws listing the family's presets.
+  const SamplingPreset& sampling_preset(const std::string& name) const;
 
   // The variant named `name`; throws listing the family's variants.
   const Variant& variant(const std::string& name) const;

@@ -75,6 +75,17 @@ Tensor draw_noise(uint64_t seed, const Shape& shape) {
   return gen.randn(shape, DType::F32);
 }
 
+namespace {
+// The seeded generator after the initial noise: what a re-noising sampler draws from
+// (flow_step_distill, as LightX2V's scheduler draws from the generator of its latents).
+struct SeededNoise {
+  TorchGenerator gen;
+  Tensor x;
+  SeededNoise(const Request& req, const Shape& shape)
+      : gen(req.seed), x(req.noise.defined() ? req.noise.contiguous().to(DType::F32) : gen.randn(shape, DType::F32)) {}
+};
+}  // namespace
+
 Result run_generation(const Parts& parts, const Request& req, const Events& ev, bool decode) {
   validate_request(parts.geometry, req);
   auto stage = [&](const std::string& s) {
@@ -117,7 +128,9 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
 
   // 2. Noise.
   const Shape shape = latent_shape(parts.geometry, req);
-  Tensor x = req.noise.defined() ? req.noise.contiguous().to(DType::F32) : draw_noise(req.seed, shape);
+  SeededNoise noise(req, shape);
+  Tensor x = noise.x;
+  sampler->set_generator(&noise.gen);
 
   // 3. Denoising.
   stage("denoising");

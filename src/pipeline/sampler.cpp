@@ -10,7 +10,8 @@ struct Entry {
   const char* sched;
 };
 // User name -> src/sched scheduler name: the one list of the samplers `--sampler` offers.
-constexpr Entry kSamplers[] = {{"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}};
+constexpr Entry kSamplers[] = {
+    {"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}, {"lightx2v", "flow_step_distill"}};
 }  // namespace
 
 const std::vector<std::string>& sampler_names() {

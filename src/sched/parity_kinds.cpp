@@ -8,7 +8,7 @@ void register_rng_parity_kinds() { parity::register_kind("rng.torch_cpu", run_rn
 
 namespace sched {
 void register_parity_kinds() {
-  for (const char* kind : {"sched.flow_unipc", "sched.flow_dpmpp", "sched.flow_euler"})
+  for (const char* kind : {"sched.flow_unipc", "sched.flow_dpmpp", "sched.flow_euler", "sched.flow_step_distill"})
     parity::register_kind(kind, run_flow_sampler);
   parity::register_kind("sched.torch_scalar_math", run_torch_scalar_math);
 }

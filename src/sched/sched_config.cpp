@@ -36,7 +36,8 @@ const Required kRequired[] = {
 }  // namespace
 
 SchedulerOptions options_from_config(const std::string& kind, const nlohmann::json& cfg) {
-  VIDAX_CHECK(kind == "sched.flow_unipc" || kind == "sched.flow_dpmpp" || kind == "sched.flow_euler",
+  VIDAX_CHECK(kind == "sched.flow_unipc" || kind == "sched.flow_dpmpp" || kind == "sched.flow_euler" ||
+                  kind == "sched.flow_step_distill",
               "unknown scheduler kind '" << kind << "'");
   for (const auto& r : kRequired) {
     if (*r.kind && kind != r.kind) continue;
@@ -68,6 +69,11 @@ SchedulerOptions options_from_config(const std::string& kind, const nlohmann::js
                   kind << ": diffusers UniPC config without use_flow_sigmas (a non-flow model) is not implemented");
     }
     VIDAX_CHECK(!cfg.contains("solver_p") || cfg.at("solver_p").is_null(), kind << ": solver_p is not implemented");
+  }
+  if (kind == "sched.flow_step_distill") {
+    if (cfg.contains("denoising_step_list"))
+      o.denoising_step_list = cfg.at("denoising_step_list").get<std::vector<int64_t>>();
+    VIDAX_CHECK(cfg.contains("generator_seed"), kind << ": the re-noising needs config generator_seed");
   }
   if (kind == "sched.flow_euler") {
     o.stochastic_sampling = cfg.value("stochastic_sampling", false);

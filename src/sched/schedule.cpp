@@ -103,6 +103,44 @@ FlowSchedule wan_dpmpp_schedule(int64_t steps, double shift, int64_t num_train_t
   return integer_schedule(base, num_train_timesteps);
 }
 
+std::vector<float> torch_linspace_f32(float start, float end, int64_t steps) {
+  std::vector<float> v(static_cast<size_t>(steps));
+  if (steps == 1) v[0] = start;
+  if (steps <= 1) return v;
+  const float step = (end - start) / static_cast<float>(steps - 1);
+  const int64_t halfway = steps / 2;
+  for (int64_t i = 0; i < steps; ++i) {
+    const float a = step * static_cast<float>(i < halfway ? i : steps - i - 1);
+    v[static_cast<size_t>(i)] = i < halfway ? start + a : end - a;
+  }
+  return v;
+}
+
+FlowSchedule step_distill_schedule(int64_t steps, double shift, int64_t num_train_timesteps,
+                                   const std::vector<int64_t>& denoising_step_list) {
+  check_args("flow_step_distill", steps, shift, num_train_timesteps);
+  const int64_t T = num_train_timesteps;
+  std::vector<int64_t> list = denoising_step_list;
+  if (list.empty()) {
+    VIDAX_CHECK(T % steps == 0, "flow_step_distill: " << steps << " steps do not divide the " << T
+                                                      << " training timesteps evenly; give a denoising_step_list");
+    for (int64_t i = 0; i < steps; ++i) list.push_back(T - i * (T / steps));
+  }
+  VIDAX_CHECK(static_cast<int64_t>(list.size()) == steps,
+              "flow_step_distill: " << steps << " steps but a denoising_step_list of " << list.size());
+  const std::vector<float> table = torch_linspace_f32(1.0f, 0.0f, T + 1);  // [:-1] below
+  FlowSchedule s;
+  s.integer_timesteps = false;
+  for (int64_t t : list) {
+    VIDAX_CHECK(t >= 1 && t <= T, "flow_step_distill: denoising step " << t << " is outside [1, " << T << "]");
+    const float sigma = shift_sigma_f32(table[static_cast<size_t>(T - t)], static_cast<float>(shift));
+    s.sigmas.push_back(sigma);
+    s.timesteps.push_back(static_cast<double>(sigma * static_cast<float>(T)));
+  }
+  s.sigmas.push_back(0.0f);
+  return s;
+}
+
 FlowSchedule diffusers_euler_schedule(int64_t steps, double shift, int64_t num_train_timesteps) {
   check_args("flow_euler", steps, shift, num_train_timesteps);
   const float T = static_cast<float>(num_train_timesteps);

@@ -44,4 +44,15 @@ FlowSchedule wan_dpmpp_schedule(int64_t steps, double shift, int64_t num_train_t
 // float64 and shifted a second time (as diffusers does), float32 timesteps.
 FlowSchedule diffusers_euler_schedule(int64_t steps, double shift, int64_t num_train_timesteps);
 
+// LightX2V's WanStepDistillScheduler (the sampler of the Wan2.1 StepDistill-CfgDistill
+// LoRAs, docs/lora.md): a fixed pick from the shifted 1000-entry training table
+// sigmas = shift(torch.linspace(1, 0, T+1, float32)[:-1]) (float32 ops), the entries
+// T - t for t in denoising_step_list (empty: T - i*T/N, i.e. [1000, 750, 500, 250] for 4),
+// timesteps = sigmas * T (float32), a final sigma 0 appended.
+FlowSchedule step_distill_schedule(int64_t steps, double shift, int64_t num_train_timesteps,
+                                   const std::vector<int64_t>& denoising_step_list = {});
+// torch.linspace(start, end, steps) for float32 on the CPU: the first half counts up from
+// start, the second half down from end, step = (end - start) / (steps - 1) in float32.
+std::vector<float> torch_linspace_f32(float start, float end, int64_t steps);
+
 }  // namespace vidax::sched

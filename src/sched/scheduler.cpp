@@ -7,6 +7,7 @@ namespace vidax::sched {
 std::unique_ptr<Scheduler> make_flow_unipc(const SchedulerOptions& opt);
 std::unique_ptr<Scheduler> make_flow_dpmpp(const SchedulerOptions& opt);
 std::unique_ptr<Scheduler> make_flow_euler(const SchedulerOptions& opt);
+std::unique_ptr<Scheduler> make_flow_step_distill(const SchedulerOptions& opt);
 
 namespace {
 
@@ -18,6 +19,7 @@ constexpr Entry kSchedulers[] = {
     {"flow_unipc", make_flow_unipc},
     {"flow_dpmpp", make_flow_dpmpp},
     {"flow_euler", make_flow_euler},
+    {"flow_step_distill", make_flow_step_distill},
 };
 
 }  // namespace

@@ -4,6 +4,7 @@
 //   flow_dpmpp  Wan2.1's FlowDPMSolverMultistepScheduler ('dpm++': dpmsolver++,
 //               midpoint, order 2, sigmas from get_sampling_sigmas)
 //   flow_euler  diffusers' FlowMatchEulerDiscreteScheduler (optionally stochastic)
+//   flow_step_distill  LightX2V's WanStepDistillScheduler (fixed timesteps, x0 re-noised)
 // Each reproduces its reference's dtype sequence: sigmas float32, per-step
 // coefficients as float32 0-dim tensor math, one rounding per tensor op.
 //
@@ -33,7 +34,7 @@ namespace vidax::sched {
 enum class PredictionType { FlowVelocity, Epsilon, X0, VPrediction };
 
 struct SchedulerOptions {
-  std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler
+  std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler | flow_step_distill
   int64_t steps = 50;
   double shift = 5.0;
   int64_t num_train_timesteps = 1000;
@@ -47,6 +48,8 @@ struct SchedulerOptions {
   std::vector<int64_t> disable_corrector{};  // flow_unipc: steps whose corrector is skipped
   // flow_euler: x0 re-noised with fresh noise instead of the ODE step.
   bool stochastic_sampling = false;
+  // flow_step_distill: LightX2V's denoising_step_list (empty: T - i*T/steps).
+  std::vector<int64_t> denoising_step_list{};
 };
 
 class Scheduler {

@@ -410,9 +410,18 @@ class DitComponent : public Component {
       c.in_dim = t->shape[1];
       c.patch_size = {t->shape[2], t->shape[3], t->shape[4]};
     }
+    // A partial source (the shapes a LoRA implies, translate/lora.h) may lack the patch
+    // embedding: block 0's attention projections are [dim, dim].
+    if (!info("patch_embedding.weight"))
+      for (const char* p : {"self_attn.q", "self_attn.k", "self_attn.v", "self_attn.o", "cross_attn.q", "cross_attn.o"})
+        if (auto* t = info("blocks.0." + std::string(p) + ".weight"); t && t->shape.size() == 2) {
+          c.dim = t->shape[0];
+          break;
+        }
     if (auto* t = info("text_embedding.0.weight"); t && t->shape.size() == 2) c.text_dim = t->shape[1];
     if (auto* t = info("time_embedding.0.weight"); t && t->shape.size() == 2) c.freq_dim = t->shape[1];
     if (auto* t = info("blocks.0.ffn.0.weight"); t && t->shape.size() == 2) c.ffn_dim = t->shape[0];
+    else if (auto* t2 = info("blocks.0.ffn.2.weight"); t2 && t2->shape.size() == 2) c.ffn_dim = t2->shape[1];
     if (auto* t = info("head.head.weight"); t && t->shape.size() == 2) {
       int64_t patch = c.patch_size[0] * c.patch_size[1] * c.patch_size[2];
       if (patch > 0 && t->shape[0] % patch == 0) c.out_dim = t->shape[0] / patch;

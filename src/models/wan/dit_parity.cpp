@@ -1,6 +1,7 @@
 #include "models/wan/dit_parity.h"
 
 #include <array>
+#include <cstdio>
 #include <optional>
 #include <utility>
 
@@ -70,15 +71,18 @@ BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, 
 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
-                                             const dist::Mesh* mesh) {
+                                             const dist::Mesh* mesh, const std::vector<translate::LoraSpec>& loras,
+                                             const translate::LoraOptions& lora_opt) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   // The golden's parameters (stored, or synthetic) through the translator: either layout,
   // strict (every parameter filled, every key used, shapes checked).
   translate::MemorySource src(path);
   for (const auto& [name, t] : golden_params(file, path)) src.add(name, t);
+  auto params = translate::load(src, translate::wan::dit_component(), config);
+  translate::apply_loras(params, loras, translate::wan::dit_component(), config, lora_opt,
+                         [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
   // The model must use every parameter the translator produced.
-  const WanDiT model = WanDiT::from_weights(cfg, translate::load(src, translate::wan::dit_component(), config),
-                                            parse_precision(precision), path, mesh);
+  const WanDiT model = WanDiT::from_weights(cfg, std::move(params), parse_precision(precision), path, mesh);
 
   for (const char* name : {"input.x", "input.t", "input.context"})
     VIDAX_CHECK(file.contains(name), path << ": wan.dit golden file has no '" << name << "'");

@@ -14,14 +14,18 @@
 #include "core/tensor.h"
 #include "dist/mesh.h"
 #include "io/checkpoint.h"
+#include "translate/lora.h"
 
 namespace vidax::wan {
 
-// precision: "fp32" | "bf16"; path: for messages. mesh (optional): run sharded (tp, sp); a cfg
+// precision: "fp32" | "bf16"; path: for messages. loras: merged into the golden's parameters
+// (engine names, after the translator) before the model is built (docs/lora.md). mesh (optional): run sharded (tp, sp); a cfg
 // axis of 2 splits the batch of a T2V file with an even batch (each half on one cfg rank, then
 // gathered) and replicates the run otherwise. Every rank returns the whole result.
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
-                                             const dist::Mesh* mesh = nullptr);
+                                             const dist::Mesh* mesh = nullptr,
+                                             const std::vector<translate::LoraSpec>& loras = {},
+                                             const translate::LoraOptions& lora_opt = {});
 
 }  // namespace vidax::wan

@@ -15,8 +15,11 @@ inline void register_dit_parity_kinds() {
     // --mesh: every rank runs its part (docs/parallelism.md) and returns the whole result.
     std::unique_ptr<dist::Mesh> mesh;
     if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
-    return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get());
-  });
+    std::vector<translate::LoraSpec> loras;
+    for (const auto& a : opt.loras) loras.push_back(translate::parse_lora_spec(a));
+    return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
+                          translate::LoraOptions{opt.lora_allow_unmatched});
+  }, /*takes_loras=*/true);
 }
 
 }  // namespace vidax::wan

@@ -95,6 +95,8 @@ class WanFamily final : public pipeline::Family {
     return run_bench(opt, log);
   }
 
+  const std::vector<pipeline::SamplingPreset>& sampling_presets() const override { return wan::sampling_presets(); }
+
   std::vector<const translate::Component*> components() const override {
     return {&translate::wan::dit_component(), &translate::wan::vae_component(),
             &translate::wan::vae_encoder_component(), &translate::wan::vae_decoder_component(),

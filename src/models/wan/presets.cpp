@@ -108,4 +108,15 @@ const Preset& preset(const std::string& name) {
   throw Error(msg() << "unknown model '" << name << "'; known: " << known);
 }
 
+const std::vector<pipeline::SamplingPreset>& sampling_presets() {
+  static const std::vector<pipeline::SamplingPreset> p = {
+      {"lightx2v-4step", "LightX2V's Wan2.1 StepDistill-CfgDistill models and LoRAs: 4 fixed steps, no CFG",
+       "ModelTC/LightX2V configs/distill/wan21/wan_t2v_distill_lora_4step_cfg.json (infer_steps 4, "
+       "denoising_step_list [1000, 750, 500, 250], sample_shift 5, enable_cfg false) with "
+       "lightx2v/models/schedulers/wan/step_distill/scheduler.py",
+       4, 5.0, "lightx2v", 1.0},
+  };
+  return p;
+}
+
 }  // namespace vidax::wan

@@ -35,6 +35,9 @@ const std::vector<Preset>& presets();
 // Throws listing the known names when `name` is not one.
 const Preset& preset(const std::string& name);
 
+// The published distilled models' sampling settings (`vidax generate --preset`).
+const std::vector<pipeline::SamplingPreset>& sampling_presets();
+
 // The tiny random-weight model `vidax make-demo` writes (same architecture,
 // toy sizes). Its T5 vocabulary is the demo tokenizer's, so `t5.vocab` is
 // filled in by the demo maker.

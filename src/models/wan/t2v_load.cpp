@@ -156,11 +156,19 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // (a one-shot run frees it before the VAE decode; a later use loads it again).
   const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
   auto load_dit = [dit_path = f.dit, dit_json = out.preset.dit, dit_cfg, precision, mesh = opt.mesh,
-                   label = out.precision, on_stage = opt.on_stage]() {
+                   label = out.precision, on_stage = opt.on_stage, loras = opt.loras, lora_opt = opt.lora]() {
     if (on_stage) on_stage("loading the DiT " + dit_path + " (" + label + ")");
     std::string lay;
-    nn::ParamSource params = nn::ParamSource::from_map(
-        translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay), dit_path);
+    auto weights = translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay);
+    // LoRAs: merged here, where the DiT's parameters have their engine names (fp32 sums, one
+    // cast back to each parameter's stored dtype; docs/lora.md).
+    for (const auto& l : loras)
+      if (on_stage) on_stage("merging the LoRA " + l.path + " (scale " + std::to_string(l.scale) + ")");
+    translate::apply_loras(weights, loras, translate::wan::dit_component(), dit_json, lora_opt,
+                           [&](const std::string& m) {
+                             if (on_stage) on_stage("warning: " + m);
+                           });
+    nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), dit_path);
     auto d = std::make_shared<WanDiT>(dit_cfg, params, precision, mesh);
     params.expect_all_taken();
     return d;
