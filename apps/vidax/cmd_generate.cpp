@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 
+#include "backend/cpu/cpu_tier.h"
 #include "commands.h"
 #include "core/error.h"
 #include "dist/mesh.h"
@@ -83,7 +84,11 @@ int run_generate(const GenerateArgs& a) {
   Geometry geom = model.family->geometry(model.variant.name);
   validate_request(geom, req);
   if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
-  const std::string precision = a.precision.empty() ? d.precision : a.precision;
+  // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
+  const cpu::PrecisionChoice pc = a.precision.empty() ? cpu::default_compute_precision(d.precision)
+                                                      : cpu::PrecisionChoice{a.precision, "--precision " + a.precision};
+  const std::string& precision = pc.precision;
+  note("precision " + precision + ": " + pc.reason + "; " + cpu::cpu_tier_report());
   check_memory(model.family->memory_plan(model.variant.name, req, precision),
                static_cast<double>(mem_available_bytes()), static_cast<double>(mem_total_bytes()),
                [](const std::string& s) { note("warning: " + s); });
@@ -104,7 +109,7 @@ int run_generate(const GenerateArgs& a) {
   LoadOptions lo;
   lo.weights_dir = a.weights;
   lo.model = model.variant.name;
-  lo.precision = a.precision;
+  lo.precision = precision;
   lo.on_stage = [](const std::string& s) { note(s); };
   lo.mesh = mesh.get();
   lo.text_encoder = Residency::FreeAfterUse;
@@ -159,6 +164,8 @@ int run_generate(const GenerateArgs& a) {
                         {"shift", req.shift},
                         {"guidance", req.guidance},
                         {"precision", loaded.precision},
+                        {"precision_reason", pc.reason},
+                        {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
                         {"fps", fps},
                         {"seconds",
                          {{"load", load_s},
