@@ -68,7 +68,7 @@ MachinePeak measure_machine_peak(DType compute, int threads, int reps) {
     r.method = "amx tdpbf16ps, 4 accumulator tiles, 16x16x32 x 2 FLOP per tile product";
   } else if (bf16) {
     kernel = peak::bf16_avx512;
-    r.method = "avx512_bf16 vdpbf16ps, 12 zmm chains, 16 lanes x 4 FLOP";
+    r.method = "avx512_bf16 vdpbf16ps, 16 zmm chains, 16 lanes x 4 FLOP";
   } else if (cpu_tier_at_least(CpuTier::Avx512)) {
     kernel = peak::fp32_avx512;
     r.method = std::string(cpu_tier_name(tier)) + " fp32 FMA, 12 zmm chains, 16 lanes x 2 FLOP";
