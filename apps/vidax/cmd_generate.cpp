@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 
+#include "backend/cpu/cpu_tier.h"
 #include "commands.h"
 #include "core/error.h"
 #include "dist/mesh.h"
@@ -99,7 +100,11 @@ int run_generate(const GenerateArgs& a) {
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
-  const std::string precision = a.precision.empty() ? d.precision : a.precision;
+  // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
+  const cpu::PrecisionChoice pc = a.precision.empty() ? cpu::default_compute_precision(d.precision)
+                                                      : cpu::PrecisionChoice{a.precision, "--precision " + a.precision};
+  const std::string& precision = pc.precision;
+  note("precision " + precision + ": " + pc.reason + "; " + cpu::cpu_tier_report());
   const CheckedRequest checked = check_request(*model.family, model.variant.name, req, precision,
                                                [](const std::string& s) { note("warning: " + s); });
   Geometry geom = checked.geometry;
@@ -128,7 +133,7 @@ int run_generate(const GenerateArgs& a) {
   LoadOptions lo;
   lo.weights_dir = a.weights;
   lo.model = model.variant.name;
-  lo.precision = a.precision;
+  lo.precision = precision;
   lo.on_stage = [](const std::string& s) { note(s); };
   lo.mesh = mesh.get();
   lo.text_encoder = Residency::FreeAfterUse;
@@ -188,6 +193,8 @@ int run_generate(const GenerateArgs& a) {
                         {"precision", loaded.precision},
                         {"loras", lora_json(loras)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
+                        {"precision_reason", pc.reason},
+                        {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
                         {"fps", fps},
                         {"seconds",
                          {{"load", load_s},

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <vector>
 
+#include "backend/cpu/cpu_tier.h"
 #include "backend/ops.h"
 #include "core/error.h"
 
@@ -93,7 +94,10 @@ json machine_json() {
   return json{{"cpu", cpu_model_name()},
               {"logical_cpus", omp_get_num_procs()},
               {"mem_total_bytes", proc_kb_field("/proc/meminfo", "MemTotal")},
-              {"load_average_1min_start", load_average_1min()}};
+              {"load_average_1min_start", load_average_1min()},
+              {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
+              {"cpu_features", cpu::cpu_features()},
+              {"cpu_tier_report", cpu::cpu_tier_report()}};
 }
 
 // ---- random weights of the real shapes ----------------------------------------------------
@@ -224,8 +228,14 @@ std::string bench_report_text(const json& r) {
       << r["achieved_flops_per_cpu_second"].get<double>() / 1e9 << " GFLOP per CPU second\n";
     o << "  GEMM peak        " << r["gemm_peak"]["flops_per_cpu_second"].get<double>() / 1e9
       << " GFLOP per CPU second (" << r["gemm_peak"]["dtype"].get<std::string>() << ")\n";
-    o << "  MFU              " << 100 * r["mfu"].get<double>() << " % (CPU time), "
-      << 100 * r["mfu_wall"].get<double>() << " % (wall)\n";
+    if (r.contains("machine_peak_flops_per_second"))
+      o << "  machine peak     " << r["machine_peak_flops_per_cpu_second"].get<double>() / 1e9
+        << " GFLOP per CPU second, " << r["machine_peak_flops_per_second"].get<double>() / 1e9 << " GFLOP/s on "
+        << r["threads"] << " threads (" << r["machine_peak_method"].get<std::string>() << ")\n";
+    o << "  MFU              " << 100 * r["mfu"].get<double>() << " % of the machine peak (CPU time), "
+      << 100 * r["mfu_wall"].get<double>() << " % (wall)";
+    if (r.contains("step_vs_gemm")) o << "; step at " << 100 * r["step_vs_gemm"].get<double>() << " % of the GEMM rate";
+    o << "\n";
   }
   if (r.contains("dit_profile")) o << "  profile          " << r["dit_profile"]["summary"].dump() << "\n";
   if (r.contains("vae_decode"))

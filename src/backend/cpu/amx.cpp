@@ -1,37 +1,15 @@
 #include "backend/cpu/amx.h"
 
-#include <cpuid.h>
-#include <sys/syscall.h>
-#include <unistd.h>
-
 #if defined(__AMX_TILE__)
 #include <immintrin.h>
 #endif
 
 namespace vidax::cpu::amx {
 
-namespace {
-
-bool cpu_reports_amx_bf16() {
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d)) return false;
-  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;  // CPUID.(7,0):EDX
-  return (d & kAmxBf16) && (d & kAmxTile);
-}
-
-bool os_grants_tile_data() {
-  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
-  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
-}
-
-}  // namespace
-
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__)
 
-bool available() {
-  static const bool ok = cpu_reports_amx_bf16() && os_grants_tile_data();
-  return ok;
-}
+// available() is in kernel_dispatch.cpp (baseline code; the detection is cpu_tier.cpp's):
+// this file is compiled with AMX flags and runs only at the amx tier.
 
 // GCC 12's _tile_loadconfig passes the config to LDTILECFG as an 8-byte "m"
 // operand, so the compiler may drop the stores of a local config's colsb/rows
@@ -57,7 +35,6 @@ void release_tiles() {
 
 #else  // this build has no AMX intrinsics
 
-bool available() { return false; }
 void configure_full_tiles() {}
 void release_tiles() {}
 

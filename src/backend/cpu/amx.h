@@ -6,7 +6,7 @@
 
 namespace vidax::cpu::amx {
 
-// True when this build was compiled with AMX intrinsics, the CPU reports
+// True at the amx tier (cpu_tier.h): this build has the AMX kernels, the CPU reports
 // AMX-TILE and AMX-BF16, and arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)
 // succeeded (Linux refuses tile instructions to a process that did not ask).
 // Asked once per process.

@@ -39,9 +39,10 @@
 
 #include "backend/cpu/attention_tiles.h"
 #include "backend/cpu/common.h"
+#include "backend/cpu/small_ops.h"
 #include "backend/cpu/kernels.h"
 
-namespace vidax::cpu {
+namespace vidax::cpu::VIDAX_KERNEL_NS {  // one copy per tier: isa.h, kernel_tiers.h
 
 namespace {
 
@@ -123,14 +124,19 @@ void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const floa
 
 #else  // portable fallback (builds without AVX-512)
 
+// Loops ordered so that the compiler vectorizes over the tile's 64 keys (AVX2 at the avx2
+// tier); each score is still summed over d in order, as before.
 template <int NR>
 void qk_block(const float* Q, int64_t D, const float* Kt, int64_t ldk, float* S, int64_t nq) {
-  for (int64_t r = 0; r < nq; ++r)
-    for (int64_t j = 0; j < kK; ++j) {
-      float acc = 0;
-      for (int64_t d = 0; d < D; ++d) acc += Q[r * D + d] * Kt[d * ldk + j];
-      S[r * kK + j] = acc;
+  for (int64_t r = 0; r < nq; ++r) {
+    float acc[kK] = {};
+    for (int64_t d = 0; d < D; ++d) {
+      const float q = Q[r * D + d];
+      const float* kr = Kt + d * ldk;
+      for (int64_t j = 0; j < kK; ++j) acc[j] += q * kr[j];
     }
+    std::copy(acc, acc + kK, S + r * kK);
+  }
 }
 
 void pv_block(const float* P, const float* V, int64_t Dv, int64_t nk, const float* corr, float* O, int64_t nq,
@@ -151,7 +157,7 @@ bool any_nan(const View& Vv, int64_t B, int64_t Lk, int64_t H, int64_t Dv) {
   const auto scan = [&](auto abs_mask, auto exp_mask) {
     using U = decltype(abs_mask);
     int found = 0;
-#pragma omp parallel for collapse(2) reduction(| : found) schedule(static)
+#pragma omp parallel for collapse(2) reduction(| : found) schedule(static) if (B * Lk * H * Dv > kMinParallelElements)
     for (int64_t b = 0; b < B; ++b)
       for (int64_t j = 0; j < Lk; ++j)
         for (int64_t h = 0; h < H; ++h) {
@@ -217,7 +223,7 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
   for (int64_t b = 0; b < B; ++b) {
     const int64_t kv_len = opt.kv_lens.empty() ? Lk : opt.kv_lens[static_cast<size_t>(b)];
     for (int64_t h = 0; h < H; ++h) {
-#pragma omp parallel
+#pragma omp parallel if (Lq * kv_len * std::max(D, Dv) > kMinParallelElements)
       {
         std::vector<float> row(static_cast<size_t>(std::max(D, Dv)));
         // Pack K^T (zero-padded to whole tiles) and V for this head.
@@ -277,4 +283,4 @@ void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::Att
   }
 }
 
-}  // namespace vidax::cpu
+}  // namespace vidax::cpu::VIDAX_KERNEL_NS

@@ -31,6 +31,7 @@
 // (tiles would multiply a hidden key's P = 0 by its NaN V); attention.cpp keeps
 // it on the AVX-512 path. Built on AMX machines only: on others this file
 // compiles to the stub below, and these rules hold by construction, unmeasured.
+// (Now compiled with AMX flags in every x86-64 build and entered only at the amx tier, cpu_tier.h.)
 // Every output row is computed by one thread in a fixed key order: results are
 // bit-identical whatever the thread count.
 // Every AMX tile here is 16 rows x 64 bytes (16 x 32 bf16 or 16 x 16 f32).
@@ -53,11 +54,8 @@
 
 namespace vidax::cpu::attn {
 
-namespace {
-std::atomic<bool> g_amx_enabled{true};
-}  // namespace
-
-void set_amx_enabled(bool enabled) { g_amx_enabled = enabled; }
+// amx_available() and set_amx_enabled() are in kernel_dispatch.cpp (baseline code: they
+// run on every CPU, this file's code only at the amx tier).
 
 #if defined(__AMX_BF16__) && defined(__AMX_TILE__) && defined(__AVX512BF16__)
 
@@ -482,13 +480,6 @@ void run_item(Worker& w, const Problem& pb, int64_t b, int64_t h, int64_t qb) {
 
 }  // namespace
 
-bool amx_available() {
-  if (!g_amx_enabled) return false;
-  // AMX tiles for the products, AVX512-BF16 for rounding P (vcvtne2ps2bf16).
-  static const bool ok = amx::available() && __builtin_cpu_supports("avx512bf16");
-  return ok;
-}
-
 void attention_bf16_amx(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt,
                         Tensor& out) {
   Problem pb{};
@@ -540,7 +531,6 @@ void attention_bf16_amx(const Tensor& q, const Tensor& k, const Tensor& v, const
 
 #else  // no AMX in this build
 
-bool amx_available() { return false; }
 void attention_bf16_amx(const Tensor&, const Tensor&, const Tensor&, const ops::AttentionOptions&, Tensor&) {
   throw Error("attention_bf16_amx: this build has no AMX support");
 }

@@ -14,6 +14,9 @@
 
 namespace vidax::cpu::attn {
 
+// Inline helpers compiled per instruction set (isa.h).
+inline namespace VIDAX_ISA_NS {
+
 constexpr int64_t kQ = 64;  // query rows per tile
 constexpr int64_t kK = 64;  // keys per tile (4 AVX-512 vectors)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
@@ -142,6 +145,8 @@ inline int64_t finish_scores(float* s, int64_t i, int64_t j0, int64_t nk, bool c
     for (int64_t j = 0; j < visible; ++j) s[j] += bias_row[j0 + j];
   return visible;
 }
+
+}  // inline namespace VIDAX_ISA_NS
 
 // The AMX path for bf16 q/k/v (attention_amx.cpp). amx_available() asks the OS
 // for the AMX tile state once; false on CPUs or kernels without it.

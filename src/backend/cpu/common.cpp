@@ -2,6 +2,12 @@
 
 namespace vidax::cpu {
 
+std::vector<Strides> with_strides_of(const Tensor& x, const std::vector<Strides>& extra) {
+  std::vector<Strides> strides{x.strides()};
+  strides.insert(strides.end(), extra.begin(), extra.end());
+  return strides;
+}
+
 Strides broadcast_strides(const Tensor& t, const Shape& shape) {
   const size_t n = shape.size(), m = t.shape().size();
   VIDAX_CHECK(m <= n, "broadcast: " << t.str() << " has more dims than " << shape_str(shape));

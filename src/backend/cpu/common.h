@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "backend/cpu/isa.h"
 #include "core/tensor.h"
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
@@ -18,6 +19,9 @@
 #endif
 
 namespace vidax::cpu {
+
+// The inline helpers below differ by the translation unit's instruction set (isa.h).
+inline namespace VIDAX_ISA_NS {
 
 // ---- element loads / stores ----------------------------------------------------
 
@@ -176,7 +180,14 @@ void store_row(const T* src, int64_t n, void* dst, DType dt) {
   }
 }
 
+}  // inline namespace VIDAX_ISA_NS
+
 // ---- row iteration over (broadcast) strided operands --------------------------------
+
+// {x's strides, extra...}. Out of line (common.cpp, baseline flags): built inline in a kernel
+// compiled per tier, the vector's insert was an AVX-512 template instance the linker could
+// hand to baseline code (scripts/check_isa.sh).
+std::vector<Strides> with_strides_of(const Tensor& x, const std::vector<Strides>& extra);
 
 // Strides of `t` viewed at `shape` (trailing-aligned; broadcast dims get stride 0).
 Strides broadcast_strides(const Tensor& t, const Shape& shape);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/small_ops.h"
 #include "backend/cpu/gemm.h"
 #include "backend/cpu/kernels.h"
 
@@ -75,7 +76,7 @@ void conv_frames(const Frames& xf, const ConvGeometry& g, const Tensor& w, const
       for (int64_t p0 = 0; p0 < P; p0 += tile) {
         const int64_t np = std::min(tile, P - p0);
         // col[r, p]: r = (c, kt, kh, kw) of this group, p = output position p0 + p.
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (Kg * np > kMinParallelElements)
         for (int64_t r = 0; r < Kg; ++r) {
           const int64_t c = gi * g.Cg + r / kvol, kk = r % kvol;
           const int64_t kt = kk / (g.kH * g.kW), kh = (kk / g.kW) % g.kH, kw = kk % g.kW;
@@ -101,19 +102,19 @@ void conv_frames(const Frames& xf, const ConvGeometry& g, const Tensor& w, const
       }
   if (bias) {
     const std::vector<float> b = bias->to_f32_vector();
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.N * g.O * P > kMinParallelElements)
     for (int64_t no = 0; no < g.N * g.O; ++no)
       for (int64_t p = 0; p < P; ++p) y[no * P + p] += b[static_cast<size_t>(no % g.O)];
   }
   if (residual) {
     Staged<float> rs = stage_f32(*residual);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.N * g.O * P > kMinParallelElements)
     for (int64_t no = 0; no < g.N * g.O; ++no)
       for (int64_t p = 0; p < P; ++p) y[no * P + p] += rs.ptr[no * P + p];
   }
   if (!direct) {
     const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (g.N * g.O * P > kMinParallelElements)
     for (int64_t no = 0; no < g.N * g.O; ++no) store_row(y + no * P, P, byte_ptr_mut(out) + no * P * oes, out.dtype());
   }
 }

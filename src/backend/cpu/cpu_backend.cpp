@@ -1,6 +1,7 @@
 #include "backend/cpu/cpu_backend.h"
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/cpu_tier.h"
 #include "backend/cpu/kernels.h"
 
 namespace vidax::cpu {
@@ -131,6 +132,10 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 Backend& cpu_backend() {
+  // The CPU tier is decided here, on the first use of the backend and outside any OpenMP
+  // region, so that a VIDAX_CPU_TIER the CPU cannot honour is refused with its Error
+  // before any kernel runs (cpu_tier.h).
+  (void)cpu_tier();
   static CpuBackend be;
   return be;
 }

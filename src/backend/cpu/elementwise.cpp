@@ -8,7 +8,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vmath.h"
 
-namespace vidax::cpu {
+namespace vidax::cpu::VIDAX_KERNEL_NS {  // one copy per tier: isa.h, kernel_tiers.h
 
 namespace {
 
@@ -297,4 +297,4 @@ bool all_finite(const Tensor& x) {
   return ok;
 }
 
-}  // namespace vidax::cpu
+}  // namespace vidax::cpu::VIDAX_KERNEL_NS

@@ -23,6 +23,7 @@
 
 #include "backend/cpu/amx.h"
 #include "backend/cpu/common.h"
+#include "backend/cpu/cpu_tier.h"
 #include "backend/cpu/env_switch.h"
 #include "backend/cpu/gemm_amx.h"
 #include "backend/cpu/kernels.h"
@@ -74,7 +75,27 @@ namespace {
 using dnnl::memory;
 using dt = dnnl::memory::data_type;
 
+// oneDNN picks its own kernels by cpuid: below the host's tier (VIDAX_CPU_TIER) it is
+// capped to the same instruction set before its first primitive, unless the user set
+// oneDNN's own DNNL_MAX_CPU_ISA.
+void cap_onednn_isa() {
+  static const bool once = [] {
+    if (cpu_tier() == host_cpu_tier() || std::getenv("DNNL_MAX_CPU_ISA")) return true;
+    dnnl::cpu_isa isa = dnnl::cpu_isa::avx2;
+    switch (cpu_tier()) {
+      case CpuTier::Avx2: isa = dnnl::cpu_isa::avx2; break;
+      case CpuTier::Avx512: isa = dnnl::cpu_isa::avx512_core; break;
+      case CpuTier::Avx512Bf16: isa = dnnl::cpu_isa::avx512_core_bf16; break;
+      case CpuTier::Amx: isa = dnnl::cpu_isa::avx512_core_amx; break;
+    }
+    dnnl::set_max_cpu_isa(isa);
+    return true;
+  }();
+  (void)once;
+}
+
 dnnl::engine& engine() {
+  cap_onednn_isa();
   static dnnl::engine e(dnnl::engine::kind::cpu, 0);
   return e;
 }
@@ -276,6 +297,7 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
       for (int64_t m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
     return;
   }
+  cap_onednn_isa();
   const dnnl_status_t st = dnnl_sgemm('N', b_transposed ? 'T' : 'N', M, N, K, 1.0f, A, lda, B, ldb,
                                       accumulate ? 1.0f : 0.0f, C, ldc);
   VIDAX_CHECK(st == dnnl_success, "oneDNN sgemm failed (status " << static_cast<int>(st) << ") for M=" << M
@@ -319,7 +341,12 @@ void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
       store_row(row.data(), N, byte_ptr_mut(out) + m * N * static_cast<int64_t>(dtype_size(out.dtype())), out.dtype());
     return;
   }
-  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16;
+  // bf16 x bf16 computes in bf16 (oneDNN's bf16 matmul, or our AMX kernel) only where the CPU
+  // has bf16 arithmetic; below that tier oneDNN emulates it (measured 5x slower than its f32
+  // matmul on an AVX-512 Xeon without AVX512-BF16), so the values are widened exactly to f32 and
+  // run on the f32 kernels instead: a bf16 x bf16 product is exact in f32, so only the
+  // summation order differs from the bf16 path.
+  const bool bf16 = x.dtype() == DType::BF16 && w.dtype() == DType::BF16 && has_bf16_arithmetic();
   if (bf16 && amx_gemm_for(K, N)) return linear_amx(x, w, bias, out);
   const dt compute = bf16 ? dt::bf16 : dt::f32;
   const DType cdtype = bf16 ? DType::BF16 : DType::F32;

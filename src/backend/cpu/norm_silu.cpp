@@ -9,7 +9,7 @@
 #include "backend/cpu/kernels.h"
 #include "backend/cpu/vmath.h"
 
-namespace vidax::cpu {
+namespace vidax::cpu::VIDAX_KERNEL_NS {  // one copy per tier: isa.h, kernel_tiers.h
 
 void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out) {
   const int64_t N = x.size(0), C = x.size(1), S = x.numel() / std::max<int64_t>(N * C, 1);
@@ -54,4 +54,4 @@ void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, doub
   }
 }
 
-}  // namespace vidax::cpu
+}  // namespace vidax::cpu::VIDAX_KERNEL_NS

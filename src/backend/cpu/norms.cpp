@@ -14,9 +14,10 @@
 #include <limits>
 
 #include "backend/cpu/common.h"
+#include "backend/cpu/small_ops.h"
 #include "backend/cpu/kernels.h"
 
-namespace vidax::cpu {
+namespace vidax::cpu::VIDAX_KERNEL_NS {  // one copy per tier: isa.h, kernel_tiers.h
 
 namespace {
 
@@ -120,9 +121,7 @@ double lane_sum(const float* x, int64_t n, double c) {
 // operands (`extra`: their strides over x's shape).
 template <class F>
 void for_each_fast_row(const Tensor& x, const std::vector<Strides>& extra, Tensor& out, F&& f) {
-  std::vector<Strides> strides{x.strides()};
-  strides.insert(strides.end(), extra.begin(), extra.end());
-  RowIter it(x.shape(), strides, /*keep_last=*/true);
+  RowIter it(x.shape(), with_strides_of(x, extra), /*keep_last=*/true);
   const int64_t D = it.row_len();
   const DType xdt = x.dtype(), odt = out.dtype();
   const int64_t xes = static_cast<int64_t>(dtype_size(xdt)), oes = static_cast<int64_t>(dtype_size(odt));
@@ -132,7 +131,7 @@ void for_each_fast_row(const Tensor& x, const std::vector<Strides>& extra, Tenso
   {
     std::vector<float> xbuf(xdt == DType::F32 ? 0 : static_cast<size_t>(D));
     std::vector<float> obuf(odt == DType::F32 ? 0 : static_cast<size_t>(D));
-    std::vector<int64_t> off(strides.size());
+    std::vector<int64_t> off(1 + extra.size());
 #pragma omp for schedule(static)
     for (int64_t r = 0; r < it.rows(); ++r) {
       it.offsets(r, off.data());
@@ -315,11 +314,11 @@ void group_norm(const Tensor& x, int64_t groups, const std::optional<Tensor>& we
   Staged<double> xs = stage_f64(x);
   const std::vector<double> w = load_vec(weight), b = load_vec(bias);
   std::vector<Moments> stats(static_cast<size_t>(N * G));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (x.numel() > kMinParallelElements)
   for (int64_t ng = 0; ng < N * G; ++ng) stats[static_cast<size_t>(ng)] = moments(xs.ptr + ng * Cg * S, Cg * S, eps);
   char* ob = byte_ptr_mut(out);
   const int64_t oes = static_cast<int64_t>(dtype_size(out.dtype()));
-#pragma omp parallel
+#pragma omp parallel if (x.numel() > kMinParallelElements)
   {
     std::vector<double> row(static_cast<size_t>(S));
 #pragma omp for schedule(static)
@@ -406,4 +405,4 @@ void reduce_dim(DimReduce op, const Tensor& x, int64_t dim, double eps, Tensor& 
   }
 }
 
-}  // namespace vidax::cpu
+}  // namespace vidax::cpu::VIDAX_KERNEL_NS

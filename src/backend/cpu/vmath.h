@@ -9,9 +9,13 @@
 
 #include <cstdint>
 
+#include "backend/cpu/isa.h"
+
 #if defined(__AVX512F__)
 
 namespace vidax::cpu::vmath {
+
+inline namespace VIDAX_ISA_NS {  // isa.h: one copy per instruction set
 
 inline __m512 exp512(__m512 x) {
   const __m512 lo = _mm512_set1_ps(-87.3365447505f), hi = _mm512_set1_ps(88.7228391117f);
@@ -93,6 +97,8 @@ inline __m512 erf512(__m512 x) {
   const __mmask16 use_big = _mm512_cmp_ps_mask(ax, _mm512_set1_ps(1.25f), _CMP_GT_OQ);
   return _mm512_mask_blend_ps(use_big, small, big);
 }
+
+}  // inline namespace VIDAX_ISA_NS
 
 // GELU on 16 lanes, out of line (vmath.cpp) so that every caller (the elementwise op and the
 // GEMM epilogue of ops::linear_gelu) runs the same instructions and gets the same bits.
