@@ -49,7 +49,7 @@ struct StandIn {
       const bool nan = static_cast<int>(calls.size()) == nan_at_call;
       return Tensor::full(x.shape(), nan ? std::numeric_limits<double>::quiet_NaN() : c + 0.5, DType::F32);
     };
-    p.decode = [](const Tensor& z) {
+    p.decode = [](const Tensor& z, const Parts::DecodeProgress&) {
       return Tensor::zeros({3, 1 + 4 * (z.size(1) - 1), z.size(2) * 8, z.size(3) * 8}, DType::F32);
     };
     return p;

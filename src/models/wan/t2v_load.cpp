@@ -217,11 +217,15 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
     return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
-  p.decode = [vae](const Tensor& z) {
+  p.decode = [vae](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
-    // long decode stops within one module instead of running to the end.
-    const Tap poll = [](const std::string& module, const Tensor&) {
+    // long decode stops within one module instead of running to the end. Its head is
+    // the last module of a chunk (one latent frame, as the reference decodes).
+    const int64_t chunks = z.size(1);
+    int64_t done = 0;
+    const Tap poll = [&](const std::string& module, const Tensor&) {
       pipeline::throw_if_interrupted("VAE decoding (" + module + ")");
+      if (module == "decoder.head.2" && progress) progress(++done, chunks);
     };
     return vae->decode_normalized(z.unsqueeze(0), LatentScale::wan21(), poll).squeeze(0);
   };
