@@ -101,7 +101,8 @@ int run_generate(const GenerateArgs& a) {
       a.output_format.empty() ? output_format_from_path(out_path) : parse_output_format(a.output_format);
   {
     const auto dir = std::filesystem::path(out_path).parent_path();
-    VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir),
+    std::error_code ec;
+    VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir, ec),
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
   check_output_paths(out_path, format);  // a special file or a symlink is refused before any work

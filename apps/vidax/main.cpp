@@ -4,8 +4,10 @@
 // error (a bug), 128+N stopped by signal N.
 #include <csignal>
 #include <cstdio>
+#include <filesystem>
 #include <new>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "commands.h"
@@ -29,6 +31,19 @@ int main(int argc, char** argv) {
       vidax::app::add_bench(app),
       vidax::app::add_models(app),
   };
+  if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 says only "A subcommand is required" for a mistyped one: name it and list them.
+    bool known = false;
+    std::string names;
+    for (const auto& c : cmds) {
+      known |= c.sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "vidax: error: unknown command '%s'; commands: %s (vidax --help)\n", argv[1], names.c_str());
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -47,6 +62,10 @@ int main(int argc, char** argv) {
     return 1;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "vidax: error: out of memory; use a smaller size or model\n");
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the OS refused (a link loop, no permission): the user's input, not a bug.
+    std::fprintf(stderr, "vidax: error: %s\n", e.what());
     return 1;
   } catch (const nlohmann::json::exception& e) {
     // Every JSON reader names its file and field (a vidax::Error); one that slips

@@ -185,7 +185,7 @@ TEST(Generate, BadRequestsHaveClearMessages) {
   check([](Request& r) { r.height = 100; },
         "--height 100: must be a positive multiple of 16 (VAE stride 8 x patch 2); nearest: 96 or 112");
   check([](Request& r) { r.width = 8; }, "--width 8: must be a positive multiple of 16");
-  check([](Request& r) { r.steps = 0; }, "--steps 0: needs at least 1 step");
+  check([](Request& r) { r.steps = 0; }, "--steps 0: must be 1..1000");
   check([](Request& r) { r.shift = 0; }, "--shift 0: must be a positive number");
   check([](Request& r) { r.guidance = std::nan(""); }, "--guidance nan: must be a finite number");
   check([](Request& r) { r.sampler = "ddim"; }, "--sampler ddim: unknown; choose one of unipc, dpm++, euler");
