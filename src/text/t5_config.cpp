@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "translate/config_fields.h"
 
 namespace vidax::text {
 
@@ -35,35 +36,37 @@ T5EncoderConfig T5EncoderConfig::umt5_xxl() {
 }
 
 T5EncoderConfig T5EncoderConfig::from_json(const nlohmann::json& j) {
+  using translate::required;
+  using translate::value_or;  // strict: 2.7 or "500" is refused naming the field
   T5EncoderConfig c;
   try {
     if (j.contains("d_model")) {  // transformers T5Config / UMT5Config
-      std::string type = j.value("model_type", "");
+      std::string type = value_or<std::string>(j, "model_type", "");
       VIDAX_CHECK(type == "t5" || type == "umt5",
                   "t5 encoder config: transformers model_type must be \"t5\" or \"umt5\", got \"" << type << "\"");
-      std::string ffn = j.value("feed_forward_proj", "relu");
+      std::string ffn = value_or<std::string>(j, "feed_forward_proj", "relu");
       VIDAX_CHECK(ffn == "gated-gelu",
                   "t5 encoder config: only feed_forward_proj \"gated-gelu\" (T5 v1.1 / UMT5) is supported, got \""
                       << ffn << "\"");
-      c.vocab = j.at("vocab_size");
-      c.dim = j.at("d_model");
-      c.num_heads = j.at("num_heads");
-      c.dim_attn = c.num_heads * j.at("d_kv").get<int64_t>();
-      c.dim_ffn = j.at("d_ff");
-      c.num_layers = j.at("num_layers");
-      c.num_buckets = j.value("relative_attention_num_buckets", 32);
-      c.max_distance = j.value("relative_attention_max_distance", 128);
-      c.eps = j.value("layer_norm_epsilon", 1e-6);
+      c.vocab = required<int64_t>(j, "vocab_size");
+      c.dim = required<int64_t>(j, "d_model");
+      c.num_heads = required<int64_t>(j, "num_heads");
+      c.dim_attn = c.num_heads * required<int64_t>(j, "d_kv");
+      c.dim_ffn = required<int64_t>(j, "d_ff");
+      c.num_layers = required<int64_t>(j, "num_layers");
+      c.num_buckets = value_or<int64_t>(j, "relative_attention_num_buckets", 32);
+      c.max_distance = value_or<int64_t>(j, "relative_attention_max_distance", 128);
+      c.eps = value_or<double>(j, "layer_norm_epsilon", 1e-6);
       c.shared_pos = type == "t5";
     } else {  // the official T5Encoder's init args
-      c.vocab = j.at("vocab");
-      c.dim = j.at("dim");
-      c.dim_attn = j.at("dim_attn");
-      c.dim_ffn = j.at("dim_ffn");
-      c.num_heads = j.at("num_heads");
-      c.num_layers = j.at("num_layers");
-      c.num_buckets = j.at("num_buckets");
-      c.shared_pos = j.value("shared_pos", true);  // the T5Encoder default
+      c.vocab = required<int64_t>(j, "vocab");
+      c.dim = required<int64_t>(j, "dim");
+      c.dim_attn = required<int64_t>(j, "dim_attn");
+      c.dim_ffn = required<int64_t>(j, "dim_ffn");
+      c.num_heads = required<int64_t>(j, "num_heads");
+      c.num_layers = required<int64_t>(j, "num_layers");
+      c.num_buckets = required<int64_t>(j, "num_buckets");
+      c.shared_pos = value_or<bool>(j, "shared_pos", true);  // the T5Encoder default
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(msg() << "t5 encoder config: " << e.what() << " in " << j.dump());

@@ -78,6 +78,8 @@ struct Kit {
     variant("vae_zdim_float", model_json([](json& j) { j["vae"]["z_dim"] = 16.5; }));
     variant("vae_dim_mult_string", model_json([](json& j) { j["vae"]["dim_mult"] = "1,2,4"; }));
     variant("vae_tds_int", model_json([](json& j) { j["vae"]["temperal_downsample"] = {1, 0}; }));
+    variant("t5_vocab_string", model_json([](json& j) { j["t5"]["vocab"] = "500"; }));
+    variant("t5_layers_float", model_json([](json& j) { j["t5"]["num_layers"] = 1.5; }));
     variant("json_malformed", [](const fs::path& d) { write_text(d / "vidax_model.json", "{\"model\": "); });
     variant("config_dim_string", [](const fs::path& d) {
       json j = read_json(d / "config.json");
@@ -323,6 +325,8 @@ std::vector<Case> cases() {
   badw("config_vae_dim_mult_string", "vae_dim_mult_string", {"vidax_model.json (\"vae\")", "'dim_mult' must be a list"});
   badw("config_vae_tds_int", "vae_tds_int",
        {"vidax_model.json (\"vae\")", "'temperal_downsample[0]' must be true or false"});
+  badw("config_t5_vocab_string", "t5_vocab_string", {"vidax_model.json (\"t5\")", "'vocab' must be an integer"});
+  badw("config_t5_layers_float", "t5_layers_float", {"vidax_model.json (\"t5\")", "'num_layers' must be an integer"});
   badw("config_json_malformed", "json_malformed", {"vidax_model.json", "malformed JSON"});
   badw("config_json_dim_string", "config_dim_string", {"config.json", "'dim' must be an integer, found \"64\""});
   badw("config_json_malformed_cfg", "config_malformed", {"config.json", "malformed JSON"});

@@ -79,6 +79,7 @@ TEST(CliBadInput, NanInADitQWeightStopsGenerateWithTheStepError) {
   CmdResult r = run(small(dir.string(), out.string()));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("contains NaN or Inf at denoising step 1/2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("denoising: "), std::string::npos) << "a failed run reported its steps done:\n" << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".json"));
   EXPECT_FALSE(has_partial(work_dir()));

@@ -218,6 +218,7 @@ TEST(WanConfig, DiffusersFieldsFollowWanTransformer3DModel) {
 // Issue 16: nlohmann's get<int64_t>() read num_layers 2.7 as 2, and a bool field
 // took 0/1; every field is now read for its own type, naming the field.
 TEST(WanConfig, FieldsAreReadStrictlyNeverCoerced) {
+  using wan::DitConfig;
   auto error_of = [](const Json& j) -> std::string {
     try {
       (void)DitConfig::from_json(j);
