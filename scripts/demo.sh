@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/build.sh -DVIDAX_BENCH=OFF
 mkdir -p out
-build/bin/vidax make-demo out/demo-weights
+build/bin/vidax make-demo --force out/demo-weights  # --force: a rerun replaces the last demo
 build/bin/vidax generate --weights out/demo-weights \
   --prompt "a red panda climbing a bamboo tree in the snow" \
   --seed 42 -o out/demo.mp4 "$@"

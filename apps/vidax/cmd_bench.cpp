@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "pipeline/request_check.h"
 #include "dist/communicator.h"
 #include "engine/families.h"
 #include "pipeline/bench.h"
@@ -42,6 +43,7 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
   return {sub, [a]() {
+            pipeline::check_threads(a->threads);  // generate's bound: huge counts crash the OpenMP runtime
             if (a->threads > 0) omp_set_num_threads(a->threads);
             const nlohmann::json r = engine::run_bench(
                 a->opt, [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); });

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <new>
 #include <optional>
 #include <random>
 
@@ -33,16 +34,19 @@ namespace vidax::app {
 namespace {
 
 struct GenerateArgs {
-  std::string model, weights, prompt, output, output_format, sampler, precision, noise_file, mesh;
-  std::optional<std::string> negative_prompt;
+  std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh;
+  std::optional<std::string> negative_prompt, output;
   std::optional<int64_t> frames, height, width, steps;
-  std::optional<int64_t> seed;
+  std::optional<std::string> seed;  // text: parse_seed takes all of torch's range, 2^64-1 too
   std::optional<double> guidance, shift, fps;
-  int threads = 0;
+  int64_t threads = 0;
   std::vector<std::string> loras;  // FILE[:SCALE]
   std::string preset;             // a sampling preset (pipeline/sampler.h)
   bool lora_allow_unmatched = false;
 };
+
+// What the run is doing now, for an out-of-memory message.
+std::string g_phase = "checking the request";
 
 bool g_quiet = false;  // ranks other than 0 of a mesh run print nothing
 void note(const std::string& s) {
@@ -58,9 +62,10 @@ nlohmann::json lora_json(const std::vector<translate::LoraSpec>& loras) {
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
   install_interrupt_handlers();
+  check_threads(a.threads);
   if (a.threads > 0) {
-    omp_set_num_threads(a.threads);
-    openblas_set_num_threads(a.threads);
+    omp_set_num_threads(static_cast<int>(a.threads));
+    openblas_set_num_threads(static_cast<int>(a.threads));
   }
   // A mesh run (mpirun ... --mesh): every rank loads its part and runs; rank 0 alone prints and writes.
   dist::Communicator& world = dist::world();
@@ -96,10 +101,11 @@ int run_generate(const GenerateArgs& a) {
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
   // the seed used is recorded either way.
-  req.seed = a.seed && *a.seed >= 0 ? static_cast<uint64_t>(*a.seed) : std::random_device{}() % 2147483648u;
+  const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
+  req.seed = seed ? *seed : std::random_device{}() % 2147483648u;
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
-  VIDAX_CHECK(fps > 0, "--fps " << fps << ": must be positive");
+  check_fps(fps);
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
   const cpu::PrecisionChoice pc = a.precision.empty() ? cpu::default_compute_precision(d.precision)
                                                       : cpu::PrecisionChoice{a.precision, "--precision " + a.precision};
@@ -108,15 +114,19 @@ int run_generate(const GenerateArgs& a) {
   const CheckedRequest checked = check_request(*model.family, model.variant.name, req, precision,
                                                [](const std::string& s) { note("warning: " + s); });
   Geometry geom = checked.geometry;
-  if (!a.noise_file.empty()) req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
+  if (!a.noise_file.empty()) {
+    req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
+    if (a.seed) note("warning: --seed " + *a.seed + " is unused: the noise comes from " + a.noise_file);
+  }
 
   const std::string out_path =
-      a.output.empty() ? model.variant.name + "-seed" + std::to_string(req.seed) + ".mp4" : a.output;
+      a.output ? *a.output : model.variant.name + "-seed" + std::to_string(req.seed) + ".mp4";
   const OutputFormat format =
       a.output_format.empty() ? output_format_from_path(out_path) : parse_output_format(a.output_format);
   {
     const auto dir = std::filesystem::path(out_path).parent_path();
-    VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir),
+    std::error_code ec;
+    VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir, ec),
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
   check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
@@ -129,6 +139,7 @@ int run_generate(const GenerateArgs& a) {
 
   // Load. A one-shot run frees the text encoder once the prompts are encoded and the DiT once
   // the steps are done, so the VAE decode has their memory.
+  g_phase = "loading the weights";
   auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.weights_dir = a.weights;
@@ -148,12 +159,14 @@ int run_generate(const GenerateArgs& a) {
 
   // Run.
   note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
-       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, seed " +
-       std::to_string(req.seed));
+       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
+       (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
   Events ev;
+  std::optional<ProgressBar> decode_bar;
   ev.on_stage = [&](const std::string& s) {
+    g_phase = s;
     if (s == "denoising") return;  // the bar shows it
     if (s == "decoding the video" && bar) bar->finish();  // end the bar's line before the next message
     note(s);
@@ -161,16 +174,24 @@ int run_generate(const GenerateArgs& a) {
   ev.on_step = [&](int done, int, double secs) {
     if (bar) bar->update(done, secs);
   };
+  ev.on_decode = [&](int done, int total, double secs) {
+    if (!lead) return;
+    if (!decode_bar) decode_bar.emplace("decoding", total);
+    decode_bar->update(done, secs);
+  };
   ev.warn = [](const std::string& s) { note("warning: " + s); };
   Result res;
   try {
     res = run_generation(loaded.parts, req, ev, lead && format != OutputFormat::Latents);  // decode: rank 0 only
   } catch (...) {
-    if (bar) bar->finish();
+    if (bar) bar->abandon();  // no "N/M done" line for a run that failed
+    if (decode_bar) decode_bar->abandon();
     throw;
   }
   if (bar) bar->finish();
+  if (decode_bar) decode_bar->finish();
   if (!lead) return 0;
+  g_phase = "writing " + out_path;
 
   // Write.
   nlohmann::json params{{"vidax_version", VIDAX_VERSION},
@@ -181,7 +202,7 @@ int run_generate(const GenerateArgs& a) {
                         {"prompt", req.prompt},
                         {"negative_prompt", res.negative_prompt},
                         {"denoiser_calls", res.denoiser_calls},
-                        {"seed", req.seed},
+                        {"seed", req.noise.defined() ? nlohmann::json() : nlohmann::json(req.seed)},
                         {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
                         {"frames", req.frames},
                         {"height", req.height},
@@ -223,21 +244,25 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--prompt", a->prompt, "The text prompt")->required();
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
+  sub->footer("Unset options take the model's own defaults (the reference's); `vidax models` lists them per model.");
   sub->add_option("--frames", a->frames, "Frame count: 4k+1 for Wan (default per model)");
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
-  sub->add_option("--steps", a->steps, "Sampling steps (default per model)");
-  sub->add_option("--seed", a->seed, "Seed of torch's CPU generator for the noise (default or negative: random, recorded)");
+  sub->add_option("--steps", a->steps, "Sampling steps, 1..1000 (default per model)");
+  sub->add_option("--seed", a->seed,
+                  "Seed of torch's CPU generator for the noise, 0..2^64-1 (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
   sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler | lightx2v (default unipc)");
   sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
   sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
-  sub->add_option("-o,--output", a->output, "Output path (default <model>-seed<seed>.mp4)");
+  sub->add_option("-o,--output", a->output,
+                  "Output path: .mp4, .y4m, .safetensors (latents) or no extension (a folder of PNG frames); "
+                  "default <model>-seed<seed>.mp4");
   sub->add_option("--output-format", a->output_format,
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
-  sub->add_option("--fps", a->fps, "Frames per second of the video file (default per model)");
-  sub->add_option("--threads", a->threads, "CPU threads (default: all)");
+  sub->add_option("--fps", a->fps, "Frames per second of the video file, 1..240 (default per model)");
+  sub->add_option("--threads", a->threads, "CPU threads, 1..4x the logical CPUs (default 0: all)");
   sub->add_option("--lora", a->loras,
                   "FILE[:SCALE]: a LoRA merged into the DiT at load (repeatable; the last :number is the scale, "
                   "default 1; docs/lora.md)");
@@ -252,7 +277,12 @@ Command add_generate(CLI::App& app) {
               return run_generate(*a);
             } catch (const pipeline::Interrupted& e) {
               std::fprintf(stderr, "vidax: %s\n", e.what());
-              return 130;
+              const int sig = pipeline::interrupt_signal();
+              return sig > 0 ? 128 + sig : 130;  // as a shell reports the signal (docs/generate.md)
+            } catch (const std::bad_alloc&) {
+              throw Error(msg() << "out of memory while " << g_phase
+                                << "; use a smaller size, fewer frames or a smaller model (the request check's "
+                                   "estimate is in docs/generate.md)");
             }
           }};
 }

@@ -7,6 +7,7 @@
 #include "commands.h"
 #include "core/error.h"
 #include "engine/families.h"
+#include "pipeline/request_check.h"
 
 namespace vidax::app {
 
@@ -26,14 +27,31 @@ std::string default_demo_tokenizer() {
 Command add_make_demo(CLI::App& app) {
   auto opt = std::make_shared<pipeline::DemoOptions>();
   auto model = std::make_shared<std::string>("wan2.1-tiny-demo");
+  auto seed = std::make_shared<std::string>("0");
+  auto force = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
       "make-demo", "Write a tiny random-weight checkpoint (Wan 2.1, original layout) for a quick end-to-end run");
   sub->add_option("outdir", opt->out_dir, "Directory to write (created)")->required();
   sub->add_option("--model", *model, "the demo variant to write (`vidax models` marks them)")->capture_default_str();
   sub->add_option("--tokenizer", opt->spiece_model,
                   "SentencePiece model to ship as the tokenizer (default: <build>/demo/spiece.model)");
-  sub->add_option("--seed", opt->seed, "Seed of the random weights")->capture_default_str();
-  return {sub, [opt, model]() -> int {
+  sub->add_option("--seed", *seed, "Seed of the random weights, 0..2^64-1")->capture_default_str();
+  sub->add_flag("--force", *force, "write into an existing non-empty directory (replacing its demo files)");
+  return {sub, [opt, model, seed, force]() -> int {
+            opt->seed = *pipeline::parse_seed(*seed, "make-demo --seed", /*allow_random=*/false);
+            {
+              // A checkpoint folder of real weights must not be overwritten by a typo.
+              namespace fs = std::filesystem;
+              std::error_code ec;
+              const fs::file_status st = fs::symlink_status(opt->out_dir, ec);
+              if (fs::exists(st)) {
+                VIDAX_CHECK(fs::is_directory(st), "make-demo: " << opt->out_dir << " exists and is not a directory");
+                VIDAX_CHECK(*force || fs::is_empty(opt->out_dir, ec),
+                            "make-demo: " << opt->out_dir
+                                          << " exists and is not empty; nothing was written (pass --force to "
+                                             "write the demo files into it)");
+              }
+            }
             if (opt->spiece_model.empty()) {
               opt->spiece_model = default_demo_tokenizer();
               VIDAX_CHECK(std::filesystem::is_regular_file(opt->spiece_model),

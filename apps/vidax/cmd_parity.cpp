@@ -1,9 +1,13 @@
 // vidax parity FILE: run a component on a golden file and compare with the reference's tensors.
+#include <cmath>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
+#include "core/error.h"
 #include "dist/communicator.h"
+#include "dist/mesh.h"
 #include "engine/builtin_kinds.h"
 #include "parity/parity.h"
 
@@ -14,12 +18,13 @@ Command add_parity(CLI::App& app) {
   struct Args {
     std::string file;
     parity::Options opt;
+    std::optional<double> rtol;
     bool json = false;
   };
   auto a = std::make_shared<Args>();
   sub->add_option("file", a->file, "golden file (.safetensors with __metadata__.kind)")->required()->check(CLI::ExistingFile);
   sub->add_option("--precision", a->opt.precision, "compute precision (default: the golden file's)")->check(CLI::IsMember({"fp32", "bf16"}));
-  sub->add_option("--rtol", a->opt.rtol, "relative L2 bound (default: 1e-5 fp32, 1e-2 bf16)");
+  sub->add_option("--rtol", a->rtol, "relative L2 bound, > 0 (default: 1e-5 fp32, 1e-2 bf16)");
   sub->add_option("--mesh", a->opt.mesh, "device mesh, e.g. sp=2 (needs mpirun)");
   sub->add_option("--lora", a->opt.loras,
                   "FILE[:SCALE]: merge a LoRA into the golden's parameters first (repeatable; docs/lora.md)");
@@ -27,6 +32,12 @@ Command add_parity(CLI::App& app) {
                 "apply a LoRA whose keys partly match no parameter (the keys are printed)");
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
+            if (a->rtol) {
+              VIDAX_CHECK(std::isfinite(*a->rtol) && *a->rtol > 0,
+                          "--rtol " << *a->rtol << ": must be a positive finite number (a relative L2 bound)");
+              a->opt.rtol = *a->rtol;
+            }
+            if (!a->opt.mesh.empty()) (void)dist::parse_mesh(a->opt.mesh);  // generate's parser: same rules, same message
             engine::register_builtin_kinds();
             parity::Report rep = parity::run(a->file, a->opt);
             if (dist::world().rank() != 0) return rep.ok() ? 0 : 1;  // --mesh: rank 0 alone prints

@@ -1,6 +1,13 @@
 // vidax: command-line front end. No math here: each subcommand parses its
-// arguments and calls the library.
+// arguments and calls the library. Exit codes (docs/generate.md): 0 success,
+// 1 bad input or a failed run (a vidax::Error, out of memory), 2 an internal
+// error (a bug), 128+N stopped by signal N.
+#include <csignal>
 #include <cstdio>
+#include <filesystem>
+#include <new>
+#include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "commands.h"
@@ -9,6 +16,9 @@
 #include "engine/builtin_kinds.h"
 
 int main(int argc, char** argv) {
+  // `vidax inspect ... | head` must not die of SIGPIPE: a closed stdout or stderr
+  // fails the writes instead, and the command finishes with its own status.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app{"vidax: inference engine for open video diffusion models"};
   app.set_version_flag("--version", std::string("vidax ") + VIDAX_VERSION);
   app.require_subcommand(1);
@@ -22,10 +32,25 @@ int main(int argc, char** argv) {
       vidax::app::add_models(app),
       vidax::app::add_serve(app),
   };
+  if (argc > 1 && argv[1][0] != '-') {
+    // CLI11 says only "A subcommand is required" for a mistyped one: name it and list them.
+    bool known = false;
+    std::string names;
+    for (const auto& c : cmds) {
+      known |= c.sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + c.sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "vidax: error: unknown command '%s'; commands: %s (vidax --help)\n", argv[1], names.c_str());
+      return 1;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version exit 0; every malformed command line is bad input (1),
+    // not one of CLI11's own codes (105-114), so the table in docs/generate.md holds.
+    return app.exit(e) == 0 ? 0 : 1;
   }
   try {
     vidax::engine::register_builtins();  // every family's parity kinds and checkpoint components
@@ -35,6 +60,18 @@ int main(int argc, char** argv) {
     // Under mpirun an error on any rank stops every rank, with its message.
     if (vidax::dist::launched_by_mpi() && vidax::dist::world().size() > 1) vidax::dist::world().abort(e.what());
     std::fprintf(stderr, "vidax: error: %s\n", e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "vidax: error: out of memory; use a smaller size or model\n");
+    return 1;
+  } catch (const std::filesystem::filesystem_error& e) {
+    // A path the OS refused (a link loop, no permission): the user's input, not a bug.
+    std::fprintf(stderr, "vidax: error: %s\n", e.what());
+    return 1;
+  } catch (const nlohmann::json::exception& e) {
+    // Every JSON reader names its file and field (a vidax::Error); one that slips
+    // through is still bad input, not a crash.
+    std::fprintf(stderr, "vidax: error: a JSON value of the wrong type or shape: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {
     if (vidax::dist::launched_by_mpi() && vidax::dist::world().size() > 1)

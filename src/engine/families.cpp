@@ -39,8 +39,10 @@ const pipeline::Family& family_of_model(const std::string& model) {
 }
 
 Resolved resolve(const std::string& weights_dir, const std::string& model) {
-  VIDAX_CHECK(std::filesystem::is_directory(weights_dir),
-              "weights directory " << weights_dir << " does not exist (or is not a directory)");
+  std::error_code dir_ec;  // a link loop is an error code here, not an exception
+  VIDAX_CHECK(std::filesystem::is_directory(weights_dir, dir_ec),
+              "weights directory " << weights_dir << " does not exist (or is not a directory)"
+                                   << (dir_ec ? ": " + dir_ec.message() : std::string()));
   Resolved r;
   if (!model.empty()) {
     r.family = &family_of_model(model);

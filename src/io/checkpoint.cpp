@@ -1,4 +1,5 @@
 #include "io/checkpoint.h"
+#include "io/output_target.h"
 
 #include <algorithm>
 #include <cstring>
@@ -141,6 +142,8 @@ Checkpoint Checkpoint::open(const std::string& path) {
   c.impl_ = std::make_shared<Impl>();
   std::error_code ec;
   const fs::file_status st = fs::status(path, ec);
+  if (const std::string p = input_file_problem(path); !p.empty() && !fs::is_directory(st))
+    throw Error(msg() << path << ": is " << p << ", not a checkpoint file");  // before open(2): a FIFO blocks there
   VIDAX_CHECK(!ec && fs::exists(st), path << ": no such file or directory");
   if (fs::is_directory(st)) {
     std::vector<std::string> files;

@@ -25,6 +25,21 @@ const char* node_kind(mode_t mode) {
 
 }  // namespace
 
+std::string input_file_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    const int err = errno;
+    if (err == ENOENT) {
+      struct stat lst {};
+      if (::lstat(path.c_str(), &lst) == 0) return "a symbolic link to nothing (dangling)";
+      return "";
+    }
+    return std::string("a path that cannot be followed: ") + std::strerror(err);
+  }
+  if (S_ISREG(st.st_mode)) return "";
+  return node_kind(st.st_mode);
+}
+
 void check_output_target(const std::string& path, OutputKind kind) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) {

@@ -18,4 +18,12 @@ enum class OutputKind { File, Directory };
 // just before the rename (the window between the two is what is left).
 void check_output_target(const std::string& path, OutputKind kind = OutputKind::File);
 
+// What an input path is when it cannot be read as a file, following links: ""
+// for a regular file or a path that does not exist, else "a directory", "a FIFO
+// (named pipe)", "a character device" (/dev/zero reads forever), "a socket", or
+// the OS's words for a link that cannot be followed ("a symbolic link that cannot
+// be followed: Too many levels of symbolic links"). Readers call it before
+// open(2): a FIFO blocks there, a device never ends.
+std::string input_file_problem(const std::string& path);
+
 }  // namespace vidax::io

@@ -1,7 +1,10 @@
 // Video writers over FFmpeg's libav* (see video.h).
 #include "io/video.h"
 
+#include <signal.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cmath>
@@ -58,6 +61,24 @@ const char* video_format_name(VideoFormat f) {
 
 // ---- pending output -------------------------------------------------------------
 
+std::vector<std::string> remove_stale_partials(const std::string& dir) {
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (fs::directory_iterator it(dir.empty() ? "." : dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string n = it->path().filename().string();
+    const size_t at = n.rfind(".partial-");
+    if (n.empty() || n[0] != '.' || at == std::string::npos) continue;
+    const std::string pid = n.substr(at + 9);
+    if (pid.empty() || pid.size() > 9 || pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t p = static_cast<pid_t>(std::stol(pid));
+    if (p <= 0 || p == ::getpid() || ::kill(p, 0) == 0 || errno != ESRCH) continue;  // alive, or not ours to judge
+    std::error_code rm;
+    fs::remove_all(it->path(), rm);
+    if (!rm) removed.push_back(it->path().string());
+  }
+  return removed;
+}
+
 PendingOutput::PendingOutput(std::string final_path, OutputKind kind) : final_(std::move(final_path)), kind_(kind) {
   VIDAX_CHECK(!final_.empty(), "output path is empty");
   check_output_target(final_, kind_);
@@ -75,6 +96,7 @@ PendingOutput::PendingOutput(std::string final_path, OutputKind kind) : final_(s
   temp_ = (dir / name).string();
   std::error_code ec;
   fs::remove_all(temp_, ec);  // a leftover of an earlier killed run with the same pid
+  remove_stale_partials(dir.string());
 }
 
 PendingOutput::~PendingOutput() {

@@ -75,6 +75,13 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
 // and renamed into place by commit(); removed by the destructor otherwise.
 // Both the constructor and commit() refuse a target that exists and is a link or
 // not of `kind` (io/output_target.h): -o /dev/null must not replace /dev/null.
+// The constructor also removes the `.NAME.partial-PID` leftovers in that
+// directory whose process is gone (a run killed by SIGKILL, or by a second
+// Ctrl-C, cannot remove its own).
+// Removes `.NAME.partial-PID` entries of `dir` whose PID is no live process;
+// returns their paths. Partials of live processes (a concurrent run) are kept.
+std::vector<std::string> remove_stale_partials(const std::string& dir);
+
 class PendingOutput {
  public:
   explicit PendingOutput(std::string final_path, OutputKind kind = OutputKind::File);

@@ -130,7 +130,13 @@ Report run(const std::string& path, const Options& opt_in) {
   Options opt = opt_in;
   if (opt.precision.empty()) opt.precision = golden_precision(g);
   const double rtol = opt.rtol >= 0 ? opt.rtol : default_rtol(opt.precision);
-  Produced produced = runner(g, opt);
+  Produced produced;
+  try {
+    produced = runner(g, opt);
+  } catch (const nlohmann::json::exception& e) {
+    // A runner reads the golden's config fields; a wrong type is the file's fault, named with it.
+    throw Error(msg() << path << ": __metadata__.config has a field of the wrong type or a missing one: " << e.what());
+  }
 
   Report rep;
   rep.kind = g.kind;

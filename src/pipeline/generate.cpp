@@ -58,7 +58,9 @@ void validate_request(const Geometry& g, const Request& r) {
               "--width " << r.width << ": must be a positive multiple of " << wm << " (VAE stride "
                          << g.vae_stride_s << " x patch " << g.patch_w << "); nearest: "
                          << nearest_multiples(r.width, wm));
-  VIDAX_CHECK(r.steps >= 1, "--steps " << r.steps << ": needs at least 1 step");
+  VIDAX_CHECK(r.steps >= 1 && r.steps <= kMaxSteps,
+              "--steps " << r.steps << ": must be 1.." << kMaxSteps << " (the samplers' schedules span "
+                         << kMaxSteps << " training timesteps; more steps would repeat them)");
   VIDAX_CHECK(std::isfinite(r.guidance), "--guidance " << r.guidance << ": must be a finite number");
   VIDAX_CHECK(r.cfg_from_step >= 0 && (r.cfg_to_step < 0 || r.cfg_to_step > r.cfg_from_step),
               "guidance step range [" << r.cfg_from_step << ", " << r.cfg_to_step << ") is empty or negative");
@@ -167,7 +169,12 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
   if (decode) {
     stage("decoding the video");
     auto t2 = Clock::now();
-    res.video = parts.decode(x);
+    auto tc = Clock::now();
+    const Parts::DecodeProgress progress = [&](int64_t done, int64_t total) {
+      if (ev.on_decode) ev.on_decode(static_cast<int>(done), static_cast<int>(total), seconds_since(tc));
+      tc = Clock::now();
+    };
+    res.video = parts.decode(x, progress);
     res.seconds_decode = seconds_since(t2);
     stop_point("VAE decoding");
   }

@@ -41,6 +41,8 @@ struct Request {
 struct Events {
   std::function<void(const std::string& stage)> on_stage;            // "encoding the prompts", ...
   std::function<void(int done, int total, double seconds)> on_step;  // after each denoising step
+  // After each unit of the decode the family counts (the Wan VAE: each latent frame chunk).
+  std::function<void(int done, int total, double seconds)> on_decode;
   std::function<void(const std::string& message)> warn;              // e.g. a truncated prompt
   // Asked at every point where Ctrl-C is (after the prompts, after each denoising step, after
   // decoding): true stops the run with Cancelled. A server cancels one job this way without
@@ -64,12 +66,16 @@ struct Result {
   double seconds_text = 0, seconds_denoise = 0, seconds_decode = 0;
 };
 
+// The most sampling steps a request may ask for: the flow samplers' schedules
+// span num_train_timesteps = 1000 timesteps (sched/scheduler.h).
+constexpr int64_t kMaxSteps = 1000;
+
 // [z_dim, (F-1)/stride_t + 1, H/stride_s, W/stride_s], after validate_request.
 Shape latent_shape(const Geometry& g, const Request& r);
 
 // Throws a message naming the option, the value and what would be valid:
 // frames not k*frame_multiple+1, height/width not multiples of the VAE stride
-// times the patch, steps < 1, non-finite guidance, shift <= 0, an unknown
+// times the patch, steps outside 1..kMaxSteps, non-finite guidance, shift <= 0, an unknown
 // sampler, a noise tensor of the wrong shape.
 void validate_request(const Geometry& g, const Request& r);
 

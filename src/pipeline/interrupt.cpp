@@ -17,7 +17,11 @@ void install_interrupt_handlers() {
   sa.sa_flags = SA_RESETHAND;  // a second Ctrl-C takes the default action (terminate now)
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
 }
+
+int interrupt_signal() { return static_cast<int>(g_signal); }
 
 bool interrupt_requested() { return g_signal != 0; }
 
@@ -26,6 +30,7 @@ std::string interrupt_signal_name() {
     case 0: return "";
     case SIGINT: return "SIGINT (Ctrl-C)";
     case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP (the terminal closed)";
     default: return "signal " + std::to_string(static_cast<int>(g_signal));
   }
 }

@@ -1,4 +1,5 @@
 // --noise FILE: the initial latent noise from a safetensors file.
+#include "backend/ops.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "pipeline/generate.h"
@@ -26,7 +27,11 @@ Tensor read_noise_file(const std::string& path, const Shape& expected) {
   VIDAX_CHECK(t.shape() == expected, "noise file " << path << ": tensor '" << name << "' has shape "
                                                    << shape_str(stored) << ", the request needs "
                                                    << shape_str(expected) << " (or [1, ...])");
-  return t.contiguous().to(DType::F32).clone();
+  Tensor noise = t.contiguous().to(DType::F32).clone();
+  // Blamed here, before any step: the per-step check would name the DiT.
+  VIDAX_CHECK(ops::all_finite(noise), "noise file " << path << ": tensor '" << name
+                                                    << "' holds NaN or Inf; the initial noise must be finite");
+  return noise;
 }
 
 }  // namespace vidax::pipeline

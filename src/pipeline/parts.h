@@ -56,7 +56,11 @@ struct Parts {
   // -> the denoiser's output for x (F32, x's shape), of type `prediction`.
   std::function<Tensor(const DenoiseInput& in)> predict;
   // z [z_dim, F', h, w] (normalized latent) -> video [3, F, H, W] in [-1, 1].
-  std::function<Tensor(const Tensor& z)> decode;
+  // Calls `progress(done, total)` after each unit of work it can count (the Wan
+  // VAE: each latent frame chunk) when the callable is set; the decode of a long
+  // video is most of a run, and the user sees it move.
+  using DecodeProgress = std::function<void(int64_t done, int64_t total)>;
+  std::function<Tensor(const Tensor& z, const DecodeProgress& progress)> decode;
   // Called once the prompts are encoded: a family frees its text encoder here when
   // the residency manager says so (residency.h). Optional.
   std::function<void()> after_encoding;

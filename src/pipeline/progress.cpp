@@ -41,6 +41,13 @@ void ProgressBar::update(int done, double seconds) {
   std::fflush(out_);
 }
 
+void ProgressBar::abandon() {
+  if (finished_) return;
+  finished_ = true;
+  if (tty_ && done_ > 0) std::fputc('\n', out_);
+  std::fflush(out_);
+}
+
 void ProgressBar::finish() {
   if (finished_) return;
   finished_ = true;

@@ -18,6 +18,9 @@ class ProgressBar {
   void update(int done, double seconds);
   // Ends the bar's line (terminal mode); prints the total time.
   void finish();
+  // Ends the bar's line without the "N/M done" summary: the run failed, and the
+  // error that follows says where.
+  void abandon();
   bool is_terminal() const { return tty_; }
 
  private:

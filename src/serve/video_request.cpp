@@ -17,7 +17,7 @@ using nlohmann::json;
 
 constexpr size_t kMaxPromptBytes = 20000;  // far above any text encoder's budget (Wan: 512 tokens)
 // A server's own bounds, beside the CLI's rules: no single request may hold the queue for days.
-constexpr int64_t kMaxFrames = 10000, kMaxSteps = 10000;
+constexpr int64_t kMaxFrames = 10000;  // steps: pipeline::kMaxSteps, the CLI's bound
 
 std::string type_name(const json& v) {
   if (v.is_string()) return "a string";
@@ -215,8 +215,9 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
   if (s.frames > kMaxFrames)
     throw bad_field(gave_seconds ? "seconds" : "frames",
                     "frames " + std::to_string(s.frames) + ": this server takes at most " + std::to_string(kMaxFrames));
-  if (s.steps > kMaxSteps)
-    throw bad_field("steps", "steps " + std::to_string(s.steps) + ": this server takes at most " + std::to_string(kMaxSteps));
+  if (s.steps > pipeline::kMaxSteps)
+    throw bad_field("steps", "steps " + std::to_string(s.steps) + ": this server takes at most " +
+                                 std::to_string(pipeline::kMaxSteps) + " (the CLI's bound, pipeline::kMaxSteps)");
 
   // The CLI's checks, on the loaded model's geometry, then the memory the request needs.
   const pipeline::Request req = to_pipeline_request(s, d);

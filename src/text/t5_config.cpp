@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "text/umt5_keys.h"
+#include "translate/config_fields.h"
 
 namespace vidax::text {
 
@@ -50,8 +51,8 @@ T5EncoderConfig T5EncoderConfig::from_json(const nlohmann::json& j) {
   c.shared_pos = m.shared_pos;
   try {
     if (j.contains("d_model")) {
-      c.max_distance = j.value("relative_attention_max_distance", 128);
-      c.eps = j.value("layer_norm_epsilon", 1e-6);
+      c.max_distance = translate::value_or<int64_t>(j, "relative_attention_max_distance", 128);
+      c.eps = translate::value_or<double>(j, "layer_norm_epsilon", 1e-6);
     }
   } catch (const nlohmann::json::exception& e) {
     throw Error(msg() << "t5 encoder config: " << e.what() << " in " << j.dump());

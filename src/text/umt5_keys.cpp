@@ -10,19 +10,6 @@ namespace vidax::translate::t5 {
 
 T5Config T5Config::umt5_xxl() { return T5Config{}; }
 
-namespace {
-
-// j[key] as a T, required: a missing field is an error naming it (the reference classes'
-// configs always carry these: T5Encoder's init args have no defaults, transformers writes
-// every field of its config).
-template <class T>
-T required(const Json& j, const char* key) {
-  VIDAX_CHECK(has(j, key) && !j.at(key).is_null(), "T5 config: no field '" << key << "' in " << j.dump());
-  return value_or<T>(j, key, T{});
-}
-
-}  // namespace
-
 T5Config T5Config::from_json(const Json& j) {
   T5Config c;
   if (has(j, "d_model")) {  // transformers T5Config / UMT5Config

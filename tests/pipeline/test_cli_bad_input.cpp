@@ -5,7 +5,6 @@
 // file is a scratch one made here, never a real /dev node.
 #include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
@@ -18,46 +17,16 @@
 #include <vector>
 
 #include "io/checkpoint.h"
+#include "cli_child.h"
 #include "scratch.h"
 
-extern char** environ;
 namespace fs = std::filesystem;
 using namespace vidax;
 
 namespace {
 
-const std::string kVidax = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
-const std::string kSpiece = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
-
-struct CmdResult {
-  int code;
-  std::string err;  // stderr
-};
-
-// Runs vidax with stdout to /dev/null (opened read/write by the child, never replaced).
-CmdResult run(const std::vector<std::string>& args) {
-  int p[2];
-  EXPECT_EQ(pipe(p), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  posix_spawn_file_actions_addclose(&fa, p[0]);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv{const_cast<char*>(kVidax.c_str())};
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, kVidax.c_str(), &fa, nullptr, argv.data(), environ), 0) << kVidax;
-  posix_spawn_file_actions_destroy(&fa);
-  close(p[1]);
-  std::string err;
-  char buf[512];
-  for (ssize_t n; (n = read(p[0], buf, sizeof buf)) > 0;) err.append(buf, static_cast<size_t>(n));
-  close(p[0]);
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), err};
-}
+using namespace vidax::test::cli;
+const std::string kSpiece = tiny_spiece();
 
 const fs::path& work_dir() {
   static fs::path d = vidax::test::scratch_dir("cli_bad_input");
@@ -85,12 +54,6 @@ mode_t type_of(const fs::path& p) {
   return st.st_mode & S_IFMT;
 }
 
-bool has_partial(const fs::path& dir) {
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
-  return false;
-}
-
 }  // namespace
 
 TEST(CliBadInput, NanInADitQWeightStopsGenerateWithTheStepError) {
@@ -116,6 +79,7 @@ TEST(CliBadInput, NanInADitQWeightStopsGenerateWithTheStepError) {
   CmdResult r = run(small(dir.string(), out.string()));
   EXPECT_EQ(r.code, 1) << r.err;
   EXPECT_NE(r.err.find("contains NaN or Inf at denoising step 1/2"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("denoising: "), std::string::npos) << "a failed run reported its steps done:\n" << r.err;
   EXPECT_FALSE(fs::exists(out));
   EXPECT_FALSE(fs::exists(out.string() + ".json"));
   EXPECT_FALSE(has_partial(work_dir()));

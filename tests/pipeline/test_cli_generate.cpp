@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 
+#include "cli_child.h"
 #include "scratch.h"
-#include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,67 +19,12 @@
 
 #include "io/video.h"
 
-extern char** environ;
 namespace fs = std::filesystem;
 
 namespace {
 
-const std::string kVidax = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
-const std::string kSpiece = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
-
-struct Child {
-  pid_t pid = -1;
-  int err_fd = -1;  // read end of the child's stderr
-};
-
-Child spawn(const std::vector<std::string>& args) {
-  int p[2];
-  EXPECT_EQ(pipe(p), 0);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, p[1], 2);
-  posix_spawn_file_actions_addclose(&fa, p[0]);
-  posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(kVidax.c_str()));
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  Child c;
-  EXPECT_EQ(posix_spawn(&c.pid, kVidax.c_str(), &fa, nullptr, argv.data(), environ), 0) << kVidax;
-  posix_spawn_file_actions_destroy(&fa);
-  close(p[1]);
-  c.err_fd = p[0];
-  return c;
-}
-
-// Reads stderr until `until` appears (or EOF); returns what was read.
-std::string read_err(int fd, const std::string& until = "") {
-  std::string s;
-  char buf[512];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) {
-    s.append(buf, static_cast<size_t>(n));
-    if (!until.empty() && s.find(until) != std::string::npos) break;
-  }
-  return s;
-}
-
-int wait_exit(pid_t pid) {
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-}
-
-struct CmdResult {
-  int code;
-  std::string err;
-};
-CmdResult run(const std::vector<std::string>& args) {
-  Child c = spawn(args);
-  std::string err = read_err(c.err_fd);
-  close(c.err_fd);
-  return {wait_exit(c.pid), err};
-}
+using namespace vidax::test::cli;
+const std::string kSpiece = tiny_spiece();
 
 const fs::path& work_dir() {
   static fs::path d = vidax::test::scratch_dir("cli");
@@ -95,12 +40,6 @@ std::string demo_weights() {
     return d;
   }();
   return dir;
-}
-
-bool has_partial(const fs::path& dir) {
-  for (auto& e : fs::directory_iterator(dir))
-    if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
-  return false;
 }
 
 std::vector<std::string> small(const std::string& out) {
@@ -141,7 +80,7 @@ TEST(CliGenerate, BadInputsFailFastWithTheirMessage) {
       {{"--frames", "80"}, "--frames 80: the Wan VAE needs 4k+1 frames (e.g. 77 or 81)"},
       {{"--height", "100"}, "--height 100: must be a positive multiple of 16"},
       {{"--width", "50"}, "--width 50: must be a positive multiple of 16"},
-      {{"--steps", "0"}, "--steps 0: needs at least 1 step"},
+      {{"--steps", "0"}, "--steps 0: must be 1..1000"},
       {{"--sampler", "ddim"}, "--sampler ddim: unknown; choose one of unipc, dpm++, euler"},
       {{"--output-format", "gif"}, "--output-format gif: unknown"},
       {{"--model", "wan2.1-t2v-14b"}, "--model wan2.1-t2v-14b but"},

@@ -49,7 +49,7 @@ struct StandIn {
       const bool nan = static_cast<int>(calls.size()) == nan_at_call;
       return Tensor::full(x.shape(), nan ? std::numeric_limits<double>::quiet_NaN() : c + 0.5, DType::F32);
     };
-    p.decode = [](const Tensor& z) {
+    p.decode = [](const Tensor& z, const Parts::DecodeProgress&) {
       return Tensor::zeros({3, 1 + 4 * (z.size(1) - 1), z.size(2) * 8, z.size(3) * 8}, DType::F32);
     };
     return p;
@@ -174,9 +174,9 @@ TEST(Generate, CancelledHookStopsAtTheNextStepBoundary) {
   bool decoded = false;
   Parts p = m.parts();
   auto decode = p.decode;
-  p.decode = [&](const Tensor& z) {
+  p.decode = [&](const Tensor& z, const Parts::DecodeProgress& progress) {
     decoded = true;
-    return decode(z);
+    return decode(z, progress);
   };
   try {
     run_generation(p, r, ev);
@@ -223,7 +223,7 @@ TEST(Generate, BadRequestsHaveClearMessages) {
   check([](Request& r) { r.height = 100; },
         "--height 100: must be a positive multiple of 16 (VAE stride 8 x patch 2); nearest: 96 or 112");
   check([](Request& r) { r.width = 8; }, "--width 8: must be a positive multiple of 16");
-  check([](Request& r) { r.steps = 0; }, "--steps 0: needs at least 1 step");
+  check([](Request& r) { r.steps = 0; }, "--steps 0: must be 1..1000");
   check([](Request& r) { r.shift = 0; }, "--shift 0: must be a positive number");
   check([](Request& r) { r.guidance = std::nan(""); }, "--guidance nan: must be a finite number");
   check([](Request& r) { r.sampler = "ddim"; }, "--sampler ddim: unknown; choose one of unipc, dpm++, euler");

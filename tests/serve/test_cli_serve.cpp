@@ -98,7 +98,7 @@ TEST(CliServe, SigtermDrainsAndExitsZeroWithTheJobQueuedAgain) {
   ServeProcess p(data);
   ASSERT_GT(p.port, 0);
   httplib::Client c("127.0.0.1", p.port);
-  const std::string id = submit(c, small_job(5000));
+  const std::string id = submit(c, small_job(1000));
   ASSERT_TRUE(wait_status(c, id, "in_progress"));
   kill(p.pid, SIGTERM);
   const auto [code, err] = p.wait_exit();
@@ -117,7 +117,7 @@ TEST(CliServe, SigkillThenRestartFailsTheRunningJobAndRunsTheQueued) {
     ServeProcess p(data);
     ASSERT_GT(p.port, 0);
     httplib::Client c("127.0.0.1", p.port);
-    running = submit(c, small_job(5000));
+    running = submit(c, small_job(1000));
     queued = submit(c, small_job(1));
     ASSERT_TRUE(wait_status(c, running, "in_progress"));
     kill(p.pid, SIGKILL);

@@ -130,6 +130,6 @@ TEST(T5ConfigOneParser, EncoderAndTranslatorReadTheSameModel) {
     (void)vidax::translate::t5::T5Config::from_json(partial);
     FAIL() << "accepted a config without dim_ffn";
   } catch (const vidax::Error& err) {
-    EXPECT_NE(std::string(err.what()).find("no field 'dim_ffn'"), std::string::npos) << err.what();
+    EXPECT_NE(std::string(err.what()).find("config field 'dim_ffn' is missing"), std::string::npos) << err.what();
   }
 }

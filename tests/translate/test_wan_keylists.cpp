@@ -215,6 +215,45 @@ TEST(WanConfig, DiffusersFieldsFollowWanTransformer3DModel) {
 
 // Golden files for VAE decode (encode) and an engine that only decodes hold one
 // half of the VAE: the half is its own component, detected and matched strictly.
+// Issue 16: nlohmann's get<int64_t>() read num_layers 2.7 as 2, and a bool field
+// took 0/1; every field is now read for its own type, naming the field.
+TEST(WanConfig, FieldsAreReadStrictlyNeverCoerced) {
+  using wan::DitConfig;
+  auto error_of = [](const Json& j) -> std::string {
+    try {
+      (void)DitConfig::from_json(j);
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "";
+  };
+  const Json base = DitConfig::t2v_1_3b().to_json();
+  Json j = base;
+  j["num_layers"] = 2.7;
+  EXPECT_NE(error_of(j).find("config field 'num_layers' must be an integer, found 2.7"), std::string::npos)
+      << error_of(j);
+  j = base;
+  j["num_layers"] = 30.0;  // the same number as 30
+  EXPECT_EQ(error_of(j), "");
+  EXPECT_EQ(DitConfig::from_json(j).num_layers, 30);
+  j = base;
+  j["qk_norm"] = "yes";
+  EXPECT_NE(error_of(j).find("config field 'qk_norm' must be true or false, found \"yes\""), std::string::npos)
+      << error_of(j);
+  j = base;
+  j["qk_norm"] = 1;
+  EXPECT_NE(error_of(j).find("'qk_norm' must be true or false"), std::string::npos) << error_of(j);
+  j = base;
+  j["patch_size"] = {1, 2.5, 2};
+  EXPECT_NE(error_of(j).find("'patch_size[1]' must be an integer"), std::string::npos) << error_of(j);
+  j = base;
+  j["eps"] = "1e-6";
+  EXPECT_NE(error_of(j).find("'eps' must be a number"), std::string::npos) << error_of(j);
+  j = base;
+  j["model_type"] = 2;
+  EXPECT_NE(error_of(j).find("'model_type' must be a string"), std::string::npos) << error_of(j);
+}
+
 TEST(WanKeyMaps, VaeHalvesAreTheirOwnComponents) {
   for (const std::string file : {"wan2.1_vae.original.txt", "wan2.1_vae.diffusers.txt", "wan2.1_vae_tiny.original.txt",
                                  "wan2.1_vae_tiny.diffusers.txt"}) {

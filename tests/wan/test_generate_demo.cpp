@@ -97,7 +97,7 @@ TEST(DemoGenerate, CtrlCStopsTheVaeDecodeWithinAModule) {
   Tensor z = Tensor::zeros({16, 2, 4, 6}, DType::F32);
   request_interrupt_for_testing(SIGINT);
   try {
-    m.parts.decode(z);
+    m.parts.decode(z, {});
     clear_interrupt();
     FAIL() << "decode ran to the end";
   } catch (const Interrupted& e) {

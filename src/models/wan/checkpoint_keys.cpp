@@ -211,12 +211,12 @@ VaeConfig VaeConfig::from_json(const Json& j) {
   VIDAX_CHECK((has(j, "dim") || has(j, "base_dim")) && has(j, "z_dim"),
               "not a Wan VAE config (WanVAE_ args or AutoencoderKLWan config): " << j.dump());
   VaeConfig c;
-  c.dim = has(j, "base_dim") ? j["base_dim"].get<int64_t>() : j["dim"].get<int64_t>();
-  c.z_dim = j["z_dim"].get<int64_t>();
+  c.dim = has(j, "base_dim") ? required<int64_t>(j, "base_dim") : required<int64_t>(j, "dim");
+  c.z_dim = required<int64_t>(j, "z_dim");
   c.num_res_blocks = value_or<int64_t>(j, "num_res_blocks", c.num_res_blocks);
-  if (has(j, "dim_mult")) c.dim_mult = j["dim_mult"].get<std::vector<int64_t>>();
-  if (has(j, "attn_scales")) c.attn_scales = j["attn_scales"].get<std::vector<double>>();
-  if (has(j, "temperal_downsample")) c.temperal_downsample = j["temperal_downsample"].get<std::vector<bool>>();
+  c.dim_mult = value_or(j, "dim_mult", c.dim_mult);
+  c.attn_scales = value_or(j, "attn_scales", c.attn_scales);
+  c.temperal_downsample = value_or(j, "temperal_downsample", c.temperal_downsample);
   VIDAX_CHECK(!c.dim_mult.empty(), "Wan VAE config: empty dim_mult");
   VIDAX_CHECK(c.temperal_downsample.size() + 1 == c.dim_mult.size(),
               "Wan VAE config: temperal_downsample needs len(dim_mult)-1 = " << c.dim_mult.size() - 1 << " entries");

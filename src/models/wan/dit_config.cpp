@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/wan/checkpoint_keys.h"
+#include "translate/config_fields.h"
 
 namespace vidax::wan {
 
@@ -51,7 +52,7 @@ DiTConfig DiTConfig::from_json(const nlohmann::json& j) {
     c.layout = DiTLayout::Original;
     if (j.contains("window_size") && j["window_size"].is_array()) {
       for (const auto& w : j["window_size"])
-        VIDAX_CHECK(w.get<int64_t>() == -1, "Wan DiT config: local attention window_size "
+        VIDAX_CHECK(translate::strict_get<int64_t>(w, "window_size") == -1, "Wan DiT config: local attention window_size "
                                                 << j["window_size"].dump() << " is not supported (only (-1, -1))");
     }
   }

@@ -6,6 +6,7 @@
 #include "models/wan/t2v_load.h"
 #include "parity/parity.h"
 #include "pipeline/generate.h"
+#include "translate/config_fields.h"
 
 namespace vidax::wan {
 
@@ -14,8 +15,12 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
   const nlohmann::json& c = g.config;
   VIDAX_CHECK(c.contains("weights"), g.path << ": config has no \"weights\" (the checkpoint directory)");
   pipeline::LoadOptions lo;
-  lo.weights_dir = (std::filesystem::path(g.path).parent_path() / c["weights"].get<std::string>()).string();
-  lo.model = c.value("model", std::string());
+  try {
+    lo.weights_dir = (std::filesystem::path(g.path).parent_path() / translate::required<std::string>(c, "weights")).string();
+    lo.model = translate::value_or<std::string>(c, "model", "");
+  } catch (const Error& e) {
+    throw Error(msg() << g.path << ": __metadata__.config: " << e.what());
+  }
   lo.precision = opt.precision;
   LoadedT2V m = load_t2v(lo);
 

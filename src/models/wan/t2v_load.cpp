@@ -47,6 +47,30 @@ json part_config(const json& from_weights, const json& vidax_model, const char* 
   return preset;
 }
 
+// Where part_config found a part's config, for messages: the file and, inside
+// vidax_model.json, the part's key.
+std::string config_origin(const WeightFiles& f, const char* key, const char* diffusers_dir, bool has_own_file) {
+  namespace fs = std::filesystem;
+  if (f.vidax_model.is_object() && f.vidax_model.contains(key))
+    return (fs::path(f.root) / "vidax_model.json").string() + " (\"" + key + "\")";
+  if (has_own_file)
+    return (f.layout == "diffusers" ? fs::path(f.root) / diffusers_dir / "config.json" : fs::path(f.root) / "config.json")
+        .string();
+  return std::string("the built-in ") + key + " config";
+}
+
+// Runs one config parser; its error (a wrong type, a missing field) gains the file it came from.
+template <class F>
+void with_origin(const std::string& origin, F&& parse) {
+  try {
+    parse();
+  } catch (const Error& e) {
+    throw Error(msg() << origin << ": " << e.what());
+  } catch (const json::exception& e) {
+    throw Error(msg() << origin << ": a field has the wrong type: " << e.what());
+  }
+}
+
 // What the DiT derives from one prompt, computed once per run.
 struct DiTConditioning {
   TextContext text;
@@ -76,8 +100,10 @@ class PromptCache {
 }  // namespace
 
 const Preset& resolve_preset(const std::string& weights_dir, const std::string& model) {
-  VIDAX_CHECK(std::filesystem::is_directory(weights_dir),
-              "weights directory " << weights_dir << " does not exist (or is not a directory)");
+  std::error_code dir_ec;  // a link loop is an error code here, not an exception
+  VIDAX_CHECK(std::filesystem::is_directory(weights_dir, dir_ec),
+              "weights directory " << weights_dir << " does not exist (or is not a directory)"
+                                   << (dir_ec ? ": " + dir_ec.message() : std::string()));
   std::string name = model;
   if (name.empty()) {
     name = detect_model(weights_dir);
@@ -124,6 +150,13 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   out.preset.dit = part_config(f.dit_config, f.vidax_model, "dit", out.preset.dit);
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
+  // Every config is read once here, so a bad field is named with its file before any weight is read.
+  with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null()),
+              [&] { (void)DiTConfig::from_json(out.preset.dit); });
+  with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null()),
+              [&] { (void)WanVAEConfig::from_json(out.preset.vae); });
+  with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null()),
+              [&] { (void)text::T5EncoderConfig::from_json(out.preset.t5); });
   std::string layout;
 
   // Text: UMT5 encoder + tokenizer. The reference runs it in bf16 (t5_dtype);
@@ -225,11 +258,15 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
     return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
-  p.decode = [vae](const Tensor& z) {
+  p.decode = [vae](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
-    // long decode stops within one module instead of running to the end.
-    const Tap poll = [](const std::string& module, const Tensor&) {
+    // long decode stops within one module instead of running to the end. Its head is
+    // the last module of a chunk (one latent frame, as the reference decodes).
+    const int64_t chunks = z.size(1);
+    int64_t done = 0;
+    const Tap poll = [&](const std::string& module, const Tensor&) {
       pipeline::throw_if_interrupted("VAE decoding (" + module + ")");
+      if (module == "decoder.head.2" && progress) progress(++done, chunks);
     };
     return vae->decode_normalized(z.unsqueeze(0), LatentScale::wan21(), poll).squeeze(0);
   };

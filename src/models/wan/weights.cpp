@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/output_target.h"
+#include "translate/config_fields.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -34,9 +36,18 @@ json read_json(const fs::path& p) {
 
 json read_json_if_present(const fs::path& p) { return is_file(p) ? read_json(p) : json(); }
 
+// Refuses a name that exists but cannot be a weights file (a directory, a FIFO,
+// /dev/zero, a link loop): "no DiT found" would send the user looking elsewhere.
+void check_not_special(const fs::path& p, const char* what) {
+  const std::string problem = io::input_file_problem(p.string());
+  VIDAX_CHECK(problem.empty(), "the " << what << " file " << p.string() << " is " << problem << ", not a weights file");
+}
+
 // The first candidate that exists, else an error naming them all.
 std::string first_existing(const fs::path& root, const std::vector<std::string>& candidates, const char* what) {
   std::string tried;
+  for (const auto& c : candidates)
+    if (!is_dir(root / c)) check_not_special(root / c, what);  // folders are fine here (the tokenizer's)
   for (const auto& c : candidates) {
     if (is_file(root / c) || is_dir(root / c)) return (root / c).string();
     tried += "\n  " + (root / c).string();
@@ -46,6 +57,8 @@ std::string first_existing(const fs::path& root, const std::vector<std::string>&
 
 // A sharded model's index, else its single file, else every shard listed by name.
 std::string safetensors_model(const fs::path& dir, const std::string& stem, const char* what) {
+  check_not_special(dir / (stem + ".safetensors.index.json"), what);
+  check_not_special(dir / (stem + ".safetensors"), what);
   if (is_file(dir / (stem + ".safetensors.index.json"))) return (dir / (stem + ".safetensors.index.json")).string();
   if (is_file(dir / (stem + ".safetensors"))) return (dir / (stem + ".safetensors")).string();
   std::vector<std::string> shards;
@@ -62,14 +75,32 @@ std::string safetensors_model(const fs::path& dir, const std::string& stem, cons
                     << (dir / (stem + ".safetensors")).string() << " and " << stem << ".safetensors.index.json");
 }
 
+// Reads a field with `read`; a wrong type is named with the file it came from.
+template <class F>
+auto in_file(const std::string& file, F&& read) {
+  try {
+    return read();
+  } catch (const Error& e) {
+    throw Error(msg() << file << ": " << e.what());
+  }
+}
+
 // The DiT width of a WanModel config (original) or WanTransformer3DModel config (diffusers).
 int64_t dit_dim(const json& c) {
-  if (c.contains("dim")) return c["dim"].get<int64_t>();
+  using translate::value_or;
+  if (!c.is_object()) return 0;
+  if (c.contains("dim")) return value_or<int64_t>(c, "dim", 0);
   if (c.contains("num_attention_heads") && c.contains("attention_head_dim"))
-    return c["num_attention_heads"].get<int64_t>() * c["attention_head_dim"].get<int64_t>();
+    return value_or<int64_t>(c, "num_attention_heads", 0) * value_or<int64_t>(c, "attention_head_dim", 0);
   return 0;
 }
-int64_t dit_layers(const json& c) { return c.value("num_layers", int64_t{0}); }
+int64_t dit_layers(const json& c) { return c.is_object() ? translate::value_or<int64_t>(c, "num_layers", 0) : 0; }
+
+// vidax_model.json's "model", "" when absent.
+std::string model_named(const json& vm, const std::string& file) {
+  if (!vm.is_object()) return "";
+  return in_file(file, [&] { return translate::value_or<std::string>(vm, "model", ""); });
+}
 
 }  // namespace
 
@@ -111,23 +142,29 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset) {
 std::string detect_model(const std::string& dir_str) {
   const fs::path dir(dir_str);
   json vm = read_json_if_present(dir / "vidax_model.json");
-  if (vm.is_object() && vm.contains("model")) return vm["model"].get<std::string>();
-  json c = read_json_if_present(dir / "config.json");
-  if (c.is_null()) c = read_json_if_present(dir / "transformer" / "config.json");
+  if (std::string m = model_named(vm, (dir / "vidax_model.json").string()); !m.empty()) return m;
+  fs::path cp = dir / "config.json";
+  json c = read_json_if_present(cp);
+  if (c.is_null()) c = read_json_if_present(cp = dir / "transformer" / "config.json");
   if (c.is_null()) return "";
+  const int64_t dim = in_file(cp.string(), [&] { return dit_dim(c); });
+  const int64_t layers = in_file(cp.string(), [&] { return dit_layers(c); });
   for (const auto& p : presets())
-    if (p.name() != kTinyDemoModel && dit_dim(c) == dit_dim(p.dit) && dit_layers(c) == dit_layers(p.dit)) return p.name();
+    if (p.name() != kTinyDemoModel && dim == dit_dim(p.dit) && layers == dit_layers(p.dit)) return p.name();
   return "";
 }
 
 void check_preset_matches(const WeightFiles& files, const Preset& preset) {
-  if (!files.vidax_model.is_null() && files.vidax_model.contains("model")) {
-    const std::string m = files.vidax_model["model"].get<std::string>();
+  const std::string vm_file = (fs::path(files.root) / "vidax_model.json").string();
+  if (const std::string m = model_named(files.vidax_model, vm_file); !m.empty()) {
     VIDAX_CHECK(m == preset.name(), "--model " << preset.name() << " but " << files.root << "/vidax_model.json says "
                                              << m);
   }
   if (files.dit_config.is_null()) return;
-  const int64_t dim = dit_dim(files.dit_config), layers = dit_layers(files.dit_config);
+  const std::string cfg_file =
+      (fs::path(files.root) / (files.layout == "diffusers" ? "transformer/config.json" : "config.json")).string();
+  const int64_t dim = in_file(cfg_file, [&] { return dit_dim(files.dit_config); });
+  const int64_t layers = in_file(cfg_file, [&] { return dit_layers(files.dit_config); });
   VIDAX_CHECK(dim == dit_dim(preset.dit) && layers == dit_layers(preset.dit),
               "--model " << preset.name() << " expects a DiT of dim " << dit_dim(preset.dit) << " and "
                          << dit_layers(preset.dit) << " layers, but the config in " << files.root << " says dim "
