@@ -253,7 +253,9 @@ Command add_generate(CLI::App& app) {
                   "Seed of torch's CPU generator for the noise, 0..2^64-1 (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
-  sub->add_option("--sampler", a->sampler, "unipc | dpm++ | euler | lightx2v (default unipc)");
+  std::string samplers;
+  for (const auto& n : pipeline::sampler_names()) samplers += (samplers.empty() ? "" : " | ") + n;
+  sub->add_option("--sampler", a->sampler, samplers + " (default per model)");
   sub->add_option("--precision", a->precision, "DiT compute precision: fp32 | bf16 (default per model)");
   sub->add_option("--noise", a->noise_file, "Initial noise from a .safetensors file instead of --seed");
   sub->add_option("-o,--output", a->output,

@@ -2,6 +2,7 @@
 // weights of given shapes, the machine's GEMM peak, the text report. Each
 // family's own stages live with the family (src/models/<family>/bench.cpp).
 #include "pipeline/bench.h"
+#include "pipeline/memory_plan.h"
 
 #include <omp.h>
 #include <time.h>
@@ -53,20 +54,6 @@ json stats(const std::vector<Sample>& s) {
 
 namespace {
 
-// A "Key:   123 kB" line of a /proc file, in bytes (-1 when absent).
-int64_t proc_kb_field(const char* file, const std::string& key) {
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream ss(line.substr(key.size() + 1));
-      int64_t kb = -1;
-      ss >> kb;
-      return kb * 1024;
-    }
-  }
-  return -1;
-}
 
 std::string cpu_model_name() {
   std::ifstream in("/proc/cpuinfo");
@@ -88,12 +75,12 @@ double load_average_1min() {
 }
 
 
-int64_t peak_rss_bytes() { return proc_kb_field("/proc/self/status", "VmHWM"); }
+int64_t peak_rss_bytes() { return proc_bytes_field("/proc/self/status", "VmHWM"); }
 
 json machine_json() {
   return json{{"cpu", cpu_model_name()},
               {"logical_cpus", omp_get_num_procs()},
-              {"mem_total_bytes", proc_kb_field("/proc/meminfo", "MemTotal")},
+              {"mem_total_bytes", mem_total_bytes()},
               {"load_average_1min_start", load_average_1min()},
               {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
               {"cpu_features", cpu::cpu_features()},

@@ -17,18 +17,6 @@ std::string gb(double bytes) {
   return o.str();
 }
 
-int64_t meminfo_field(const std::string& key) {
-  std::ifstream in("/proc/meminfo");
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind(key + ":", 0) == 0) {
-      std::istringstream ss(line.substr(key.size() + 1));
-      int64_t kb = -1;
-      ss >> kb;
-      return kb < 0 ? -1 : kb * 1024;
-    }
-  return -1;
-}
 
 }  // namespace
 
@@ -53,8 +41,21 @@ std::string MemoryPlan::str() const {
   return s + "; peak " + gb(peak_bytes());
 }
 
-int64_t mem_available_bytes() { return meminfo_field("MemAvailable"); }
-int64_t mem_total_bytes() { return meminfo_field("MemTotal"); }
+int64_t proc_bytes_field(const char* file, const std::string& key) {
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0) {
+      std::istringstream ss(line.substr(key.size() + 1));
+      int64_t kb = -1;
+      ss >> kb;
+      return kb < 0 ? -1 : kb * 1024;
+    }
+  return -1;
+}
+
+int64_t mem_available_bytes() { return proc_bytes_field("/proc/meminfo", "MemAvailable"); }
+int64_t mem_total_bytes() { return proc_bytes_field("/proc/meminfo", "MemTotal"); }
 
 void check_memory(const MemoryPlan& plan, double available, double total,
                   const std::function<void(const std::string&)>& warn) {

@@ -24,6 +24,8 @@ struct MemoryPlan {
   std::string str() const;  // "DiT weights (bf16) 2.8 GB + ... = peak 3.9 GB"
 };
 
+// A "Key:   123 kB" line of a /proc file (meminfo, self/status) in bytes; -1 when absent.
+int64_t proc_bytes_field(const char* file, const std::string& key);
 int64_t mem_available_bytes();  // MemAvailable of /proc/meminfo (-1 when unknown)
 int64_t mem_total_bytes();      // MemTotal
 

@@ -52,6 +52,10 @@ double dit_step_flops(const DiTConfig& cfg, int64_t tokens) {
   return p["linear"].get<double>() + p["self_attention"].get<double>() + p["cross_attention"].get<double>();
 }
 
+double dit_activation_bytes(const DiTConfig& cfg, int64_t tokens) {
+  return 2.0 * 4.0 * static_cast<double>(tokens) * static_cast<double>(cfg.ffn_dim + 8 * cfg.dim);
+}
+
 double dit_weight_bytes(const DiTConfig& cfg, DType dtype) {
   double n = 0;
   for (const auto& [name, shape] : wan_dit_param_shapes(cfg.to_json())) n += static_cast<double>(shape_numel(shape));
@@ -143,8 +147,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     const double weight_bytes = dit_weight_bytes(cfg, compute);
     // Resident: the weights in the compute dtype, their packed oneDNN copy, and the largest
     // activations (FFN hidden in fp32 and a few [L, dim] fp32 tensors) with a 2x margin.
-    const double act_bytes = 2.0 * 4.0 * static_cast<double>(tokens) *
-                             static_cast<double>(cfg.ffn_dim + 8 * cfg.dim);
+    const double act_bytes = dit_activation_bytes(cfg, tokens);
     r["dit_memory_estimate_bytes"] = 2 * weight_bytes + act_bytes;
     check_fits(opt.model + " DiT in " + precision_name(precision), 2 * weight_bytes + act_bytes, available);
 

@@ -21,6 +21,10 @@ double dit_step_flops(const DiTConfig& cfg, int64_t tokens);
 // The same split into named parts (linear, self_attention, cross_attention).
 nlohmann::json dit_step_flops_parts(const DiTConfig& cfg, int64_t tokens);
 
+// The DiT's largest live activations at `tokens`: the FFN hidden state in fp32 and a few
+// [tokens, dim] fp32 tensors, with a 2x margin (the estimate bench and the memory plan use).
+double dit_activation_bytes(const DiTConfig& cfg, int64_t tokens);
+
 // Bytes of the DiT weights of `cfg` stored in `dtype`.
 double dit_weight_bytes(const DiTConfig& cfg, DType dtype);
 

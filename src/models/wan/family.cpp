@@ -47,8 +47,7 @@ class WanFamily final : public pipeline::Family {
     const WanVAEConfig vae = WanVAEConfig::from_json(p.vae);
     const pipeline::Geometry g = geometry_of(p.dit, p.vae);
     const double lat_f = static_cast<double>((r.frames - 1) / g.vae_stride_t + 1);
-    const double tokens = lat_f * static_cast<double>(r.height / g.height_multiple()) *
-                          static_cast<double>(r.width / g.width_multiple());
+    const int64_t tokens = static_cast<int64_t>(lat_f) * (r.height / g.height_multiple()) * (r.width / g.width_multiple());
     const double dit_params =
         static_cast<double>(translate::wan::dit_params(translate::wan::DitConfig::from_json(p.dit)).parameter_count());
     double vae_decoder_params = 0;
@@ -62,8 +61,7 @@ class WanFamily final : public pipeline::Family {
     m.items.push_back({"text encoder weights", t5_params * b});
     // The weights in the compute dtype and the GEMM's packed copy of them.
     m.items.push_back({"DiT weights", 2 * dit_params * b});
-    // The FFN hidden state in fp32 and a few [tokens, dim] fp32 tensors, with a 2x margin (bench.cpp's estimate).
-    m.items.push_back({"DiT activations", 2.0 * 4.0 * tokens * static_cast<double>(dit.ffn_dim + 8 * dit.dim)});
+    m.items.push_back({"DiT activations", dit_activation_bytes(dit, tokens)});
     m.items.push_back({"VAE decoder weights", 4.0 * vae_decoder_params});
     // The decoder runs one latent frame at a time: its widest maps are `dim` channels at the full
     // size over the 4 frames it emits, with the causal caches and temporaries (about 8 such maps).
