@@ -36,6 +36,11 @@ struct Request {
   double shift = 5.0;
   std::string sampler = "unipc";
   Tensor noise;  // defined = use it (shape of latent_shape()) instead of drawing from the seed
+  // Conditioning images of image-to-video tasks, as decoded from the user's files: [3, H, W] F32
+  // in [-1, 1] at the file's own size (the family resizes and crops as its reference does).
+  // Undefined = none given. A family whose task takes no image refuses one (request_check).
+  Tensor image;       // --image: the first frame
+  Tensor last_image;  // --last-image: the last frame (first-last-frame tasks; needs image)
 };
 
 struct Events {
