@@ -30,6 +30,10 @@ Command add_parity(CLI::App& app) {
                   "FILE[:SCALE]: merge a LoRA into the golden's parameters first (repeatable; docs/lora.md)");
   sub->add_flag("--lora-allow-unmatched", a->opt.lora_allow_unmatched,
                 "apply a LoRA whose keys partly match no parameter (the keys are printed)");
+  sub->add_option("--quantize", a->opt.quantize,
+                  "TYPE: block-quantize the golden's matrices (q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) "
+                  "before the run, to measure the type's error (docs/quantization.md)")
+      ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
             if (a->rtol) {

@@ -92,6 +92,12 @@ class Backend {
                            Tensor& out);
   virtual void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias,
                                      const Tensor& residual, const Tensor& gate, Tensor& out);
+  // fused: ops::linear with a block-quantized weight w [N, K] (Tensor::is_quantized, host
+  // memory): out = x w^T + b with w's values dequantized as ggml does and cast to x's dtype,
+  // a panel of rows at a time (never all of w widened at once). Default: each panel
+  // dequantized into a panel of x's dtype, then linear on it (the values of linear on the
+  // whole dequantized weight up to the GEMM's summation order per panel).
+  virtual void linear_quantized(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out);
   // a [..., M, K], b [..., K, N]; their batch dims broadcast to out's [..., M, N].
   virtual void matmul(const Tensor& a, const Tensor& b, Tensor& out) = 0;
 

@@ -7,6 +7,8 @@
 #include "backend/backend.h"
 #include "backend/ops.h"
 
+#include <algorithm>
+
 namespace vidax {
 
 namespace {
@@ -143,6 +145,33 @@ void Backend::l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double sc
   y = ops::mul(y, gamma.reshape(g));
   y = ops::silu(y);
   copy(y, out);
+}
+
+// Rows of w per widened panel: about 8 MiB of x's dtype, at least 64 rows.
+static int64_t quantized_panel_rows(int64_t N, int64_t K, DType dtype) {
+  const int64_t per_row = std::max<int64_t>(1, K * static_cast<int64_t>(dtype_size(dtype)));
+  const int64_t rows = std::max<int64_t>(64, (int64_t(8) << 20) / per_row / 64 * 64);
+  return std::min(N, rows);
+}
+
+void Backend::linear_quantized(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) {
+  const int64_t N = w.size(0), K = w.size(1);
+  const int64_t panel = quantized_panel_rows(N, K, x.dtype());
+  if (panel >= N) {  // one panel: the output is written directly
+    Tensor y = ops::linear(x, w.to(x.dtype()), bias);
+    copy_into(y, out);
+    return;
+  }
+  const Tensor x2 = x.reshape({-1, K});
+  Tensor o2 = out.view({-1, N});
+  for (int64_t n0 = 0; n0 < N; n0 += panel) {
+    const int64_t n1 = std::min(N, n0 + panel);
+    std::optional<Tensor> b;
+    if (bias) b = bias->slice(0, n0, n1);
+    Tensor y = ops::linear(x2, w.slice(0, n0, n1).to(x.dtype()), b);
+    Tensor cols = o2.slice(1, n0, n1);
+    copy_into(y, cols);
+  }
 }
 
 void Backend::linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode,

@@ -10,7 +10,7 @@ namespace vidax {
 namespace {
 thread_local Trace* t_active = nullptr;
 
-TensorDesc describe(const Tensor& t) { return TensorDesc{t.shape(), t.dtype(), t.device()}; }
+TensorDesc describe(const Tensor& t) { return TensorDesc{t.shape(), t.dtype(), t.device(), t.quant()}; }
 
 std::string fmt_double(double v) {
   std::ostringstream o;
@@ -75,7 +75,7 @@ int64_t value_of(Trace& trace, const Tensor& t) {
   r.param_name = param_name(t);
   if (t.device() == Device::Meta) {
     r.kind = r.param_name.empty() ? OpKind::Input : OpKind::Param;
-  } else if (r.param_name.empty() && t.device() == Device::CPU && t.numel() <= kConstantMaxElements) {
+  } else if (r.param_name.empty() && t.device() == Device::CPU && !t.is_quantized() && t.numel() <= kConstantMaxElements) {
     r.kind = OpKind::Constant;  // by value, a fresh value at each use (host memory may change)
     r.values = t.to_f64_vector();
     r.name = op_kind_name(r.kind);
@@ -227,6 +227,13 @@ class RecordingBackend final : public Backend {
   void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Tensor& o) override {
     Rec("linear").in("x", x).in("w", w).in("bias", b).out(o);
   }
+  // A block-quantized weight: the lowering dequantizes w (ggml's layout: rows of K values in
+  // blocks of `block` values, `block_bytes` each) to x's dtype; the values of linear on it.
+  void linear_quantized(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Tensor& o) override {
+    const QuantTraits& q = quant_traits(w.quant());
+    Rec("linear_quantized").in("x", x).in("w", w).in("bias", b).attr("quant", q.name)
+        .attr("block", int64_t{q.block}).attr("block_bytes", int64_t{q.block_bytes}).out(o);
+  }
   void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, ops::GeluMode mode,
                    Tensor& o) override {
     Rec("linear_gelu").in("x", x).in("w", w).in("bias", b)
@@ -282,7 +289,7 @@ class RecordingBackend final : public Backend {
 }  // namespace
 
 std::string TensorDesc::str() const {
-  std::string s = std::string(dtype_name(dtype)) + shape_str(shape);
+  std::string s = std::string(quant == QuantType::None ? dtype_name(dtype) : quant_name(quant)) + shape_str(shape);
   if (device != Device::Meta) s += std::string("@") + device_name(device);
   return s;
 }

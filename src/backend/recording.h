@@ -43,7 +43,8 @@ struct TensorDesc {
   Shape shape;
   DType dtype = DType::F32;
   Device device = Device::Meta;
-  std::string str() const;  // "F32[2, 3]" (+ "@cpu" when not Meta)
+  QuantType quant = QuantType::None;  // a block-quantized weight (dtype U8): its ggml type
+  std::string str() const;  // "F32[2, 3]", "Q8_0[64, 128]" (+ "@cpu" when not Meta)
 };
 
 enum class OpKind { Input, Param, Constant, View, Op, Collective };

@@ -38,7 +38,89 @@ void check_has_values(const Tensor& t, const char* what) {
 
 void copy_into_host(const Tensor& src, Tensor& dst);
 
+void refuse_quantized(const Tensor& t, const char* what) {
+  VIDAX_CHECK(!t.is_quantized(), what << " of the quantized tensor " << t.str()
+                                      << ": a block-quantized tensor has no element views (dequantize it with to())");
+}
+
+// A quantized tensor's values as a new contiguous F32 tensor (host).
+Tensor dequantize_host(const Tensor& q) {
+  check_has_values(q, "dequantize");
+  VIDAX_CHECK(q.device() == Device::CPU, "dequantize: " << q.str() << " is not in host memory");
+  Tensor out = Tensor::empty(q.shape(), DType::F32);
+  if (q.numel() == 0) return out;
+  const int64_t n = q.size(-1), rows = q.numel() / n;
+  const size_t rb = quant_row_bytes(q.quant(), n);
+  const auto* src = static_cast<const uint8_t*>(q.data_ptr());
+  float* dst = out.data<float>();
+#pragma omp parallel for schedule(static) if (rows * n >= (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) dequantize_row(q.quant(), src + r * rb, dst + r * n, n);
+  return out;
+}
+
 }  // namespace
+
+size_t Tensor::nbytes() const {
+  if (quant_ == QuantType::None) return static_cast<size_t>(numel()) * dtype_size(dtype_);
+  if (shape_.empty() || numel() == 0) return 0;
+  return static_cast<size_t>(numel() / shape_.back()) * quant_row_bytes(quant_, shape_.back());
+}
+
+Tensor Tensor::empty_quantized(const Shape& shape, QuantType type, Device device) {
+  VIDAX_CHECK(type != QuantType::None, "empty_quantized: no quantized type");
+  VIDAX_CHECK(!shape.empty() && shape.back() % quant_traits(type).block == 0,
+              quant_name(type) << shape_str(shape) << ": the last dimension is not a multiple of the "
+                               << quant_traits(type).block << "-value block");
+  for (int64_t d : shape) VIDAX_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
+  VIDAX_CHECK(device == Device::CPU || device == Device::Meta,
+              "quantized tensors live in host memory (or Meta), not on " << device_name(device));
+  Tensor t;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = DType::U8;
+  t.quant_ = type;
+  t.dtype_set_ = true;
+  t.device_ = device;
+  if (device == Device::CPU) t.buf_ = Buffer::allocate_host(t.nbytes());
+  else t.meta_value_ = next_meta_value();
+  return t;
+}
+
+Tensor Tensor::quantized(std::shared_ptr<Buffer> buf, size_t byte_offset, const Shape& shape, QuantType type) {
+  VIDAX_CHECK(buf != nullptr, "Tensor::quantized: null buffer");
+  VIDAX_CHECK(type != QuantType::None, "Tensor::quantized: no quantized type");
+  VIDAX_CHECK(!shape.empty() && shape.back() % quant_traits(type).block == 0,
+              quant_name(type) << shape_str(shape) << ": the last dimension is not a multiple of the "
+                               << quant_traits(type).block << "-value block");
+  for (int64_t d : shape) VIDAX_CHECK(d >= 0, "negative dimension in shape " << shape_str(shape));
+  Tensor t;
+  t.buf_ = std::move(buf);
+  t.offset_ = byte_offset;
+  t.shape_ = shape;
+  t.strides_ = contiguous_strides(shape);
+  t.dtype_ = DType::U8;
+  t.quant_ = type;
+  t.dtype_set_ = true;
+  VIDAX_CHECK(byte_offset <= t.buf_->bytes() && t.nbytes() <= t.buf_->bytes() - byte_offset,
+              "quantized view " << t.str() << " at byte offset " << byte_offset << " (" << t.nbytes()
+                                << " bytes) runs past the buffer's " << t.buf_->bytes() << " bytes");
+  return t;
+}
+
+Tensor Tensor::quantize(const Tensor& src, QuantType type) {
+  VIDAX_CHECK(src.dim() >= 1, "quantize: " << src.str() << " is a scalar");
+  if (src.is_quantized() && src.quant() == type) return src;
+  Tensor out = empty_quantized(src.shape(), type, src.device() == Device::Meta ? Device::Meta : Device::CPU);
+  if (src.device() == Device::Meta || out.numel() == 0) return out;
+  const Tensor x = src.to(DType::F32).to_host();
+  const int64_t n = src.size(-1), rows = src.numel() / n;
+  const size_t rb = quant_row_bytes(type, n);
+  auto* dst = static_cast<uint8_t*>(out.data_ptr());
+  const float* xs = x.data<float>();
+#pragma omp parallel for schedule(dynamic, 16) if (rows * n >= (1 << 16))
+  for (int64_t r = 0; r < rows; ++r) quantize_row(type, xs + r * n, dst + r * rb, n);
+  return out;
+}
 
 void register_device_memory(Device device, DeviceMemory* memory) {
   VIDAX_CHECK(device != Device::CPU && device != Device::Meta,
@@ -255,6 +337,7 @@ Tensor Tensor::view(const Shape& shape) const {
 }
 
 Tensor Tensor::view_unobserved(const Shape& shape) const {
+  refuse_quantized(*this, "view");
   VIDAX_CHECK(is_contiguous(), "view of non-contiguous tensor " << str() << " (use reshape)");
   Shape s = shape;
   int64_t known = 1, infer = -1;
@@ -285,6 +368,7 @@ Tensor Tensor::permute(const std::vector<int64_t>& dims) const {
 }
 
 Tensor Tensor::permute_unobserved(const std::vector<int64_t>& dims) const {
+  refuse_quantized(*this, "permute");
   VIDAX_CHECK(static_cast<int64_t>(dims.size()) == dim(), "permute: " << dims.size() << " dims for " << str());
   Tensor t = *this;
   std::vector<bool> seen(dims.size(), false);
@@ -324,6 +408,14 @@ Tensor Tensor::slice_unobserved(int64_t d, int64_t start, int64_t end, int64_t s
   end = std::clamp<int64_t>(end, start, n);
   VIDAX_CHECK(step >= 1, "slice: step must be >= 1");
   Tensor t = *this;
+  if (is_quantized()) {  // whole rows of a 2-D quantized tensor
+    VIDAX_CHECK(dim() == 2 && d == 0 && step == 1,
+                "slice of the quantized tensor " << str() << ": only whole rows (dim 0, step 1)");
+    t.offset_ += static_cast<size_t>(start) * quant_row_bytes(quant_, shape_[1]);
+    t.shape_[0] = end - start;
+    t.strides_ = contiguous_strides(t.shape_);
+    return t;
+  }
   t.offset_ += static_cast<size_t>(start * strides_[static_cast<size_t>(d)]) * dtype_size(dtype_);
   t.shape_[static_cast<size_t>(d)] = (end - start + step - 1) / step;
   t.strides_[static_cast<size_t>(d)] *= step;
@@ -335,6 +427,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
   int64_t n = shape_[static_cast<size_t>(d)];
   if (index < 0) index += n;
   VIDAX_CHECK(index >= 0 && index < n, "select: index " << index << " out of range for " << str());
+  refuse_quantized(*this, "select");
   Tensor t = slice_unobserved(d, index, index + 1, 1);
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
@@ -344,6 +437,7 @@ Tensor Tensor::select(int64_t d, int64_t index) const {
 Tensor Tensor::unsqueeze(int64_t d) const {
   if (d < 0) d += dim() + 1;
   VIDAX_CHECK(d >= 0 && d <= dim(), "unsqueeze: dim out of range for " << str());
+  refuse_quantized(*this, "unsqueeze");
   Tensor t = *this;
   int64_t st = d < dim() ? strides_[static_cast<size_t>(d)] * shape_[static_cast<size_t>(d)] : 1;
   t.shape_.insert(t.shape_.begin() + d, 1);
@@ -354,6 +448,7 @@ Tensor Tensor::unsqueeze(int64_t d) const {
 Tensor Tensor::squeeze(int64_t d) const {
   d = norm_dim(d, dim(), *this);
   VIDAX_CHECK(shape_[static_cast<size_t>(d)] == 1, "squeeze: dim " << d << " of " << str() << " is not 1");
+  refuse_quantized(*this, "squeeze");
   Tensor t = *this;
   t.shape_.erase(t.shape_.begin() + d);
   t.strides_.erase(t.strides_.begin() + d);
@@ -374,6 +469,11 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const { return observed(MetaTensorOp::Clone, clone_unobserved(), {}); }
 
 Tensor Tensor::clone_unobserved() const {
+  if (is_quantized()) {
+    Tensor out = Tensor::empty_quantized(shape_, quant_, device());
+    if (device() != Device::Meta && nbytes() > 0) std::memcpy(out.data_ptr(), data_ptr(), nbytes());
+    return out;
+  }
   Tensor out = Tensor::empty(shape_, dtype_, device());
   if (device() == Device::Meta) return out;
   copy_into(*this, out);
@@ -381,6 +481,11 @@ Tensor Tensor::clone_unobserved() const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  if (is_quantized()) {
+    if (device() == Device::Meta) return observed(MetaTensorOp::Cast, Tensor::empty(shape_, dtype, Device::Meta), {});
+    Tensor f = dequantize_host(*this);
+    return dtype == DType::F32 ? f : f.to(dtype);
+  }
   if (dtype == dtype_) return *this;
   Tensor out = Tensor::empty(shape_, dtype, device());
   if (device() == Device::Meta) return observed(MetaTensorOp::Cast, out, {});
@@ -390,6 +495,10 @@ Tensor Tensor::to(DType dtype) const {
 
 Tensor Tensor::to_host() const {
   check_has_values(*this, "to_host");
+  if (is_quantized()) {
+    VIDAX_CHECK(on_host(device()), "to_host: quantized tensors live in host memory");
+    return *this;
+  }
   if (on_host(device())) return contiguous();
   // Stage the bytes the view spans, then walk the strides in host memory.
   const size_t span = span_bytes(*this);
@@ -401,6 +510,7 @@ Tensor Tensor::to_host() const {
 
 std::vector<float> Tensor::to_f32_vector() const {
   check_has_values(*this, "to_f32_vector");
+  if (is_quantized()) return to(DType::F32).to_f32_vector();
   Tensor c = to_host();
   std::vector<float> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F32, v.size());
@@ -409,6 +519,7 @@ std::vector<float> Tensor::to_f32_vector() const {
 
 std::vector<double> Tensor::to_f64_vector() const {
   check_has_values(*this, "to_f64_vector");
+  if (is_quantized()) return to(DType::F32).to_f64_vector();
   Tensor c = to_host();
   std::vector<double> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F64, v.size());
@@ -417,13 +528,21 @@ std::vector<double> Tensor::to_f64_vector() const {
 
 std::string Tensor::str() const {
   if (!defined()) return "<undefined tensor>";
-  return std::string(dtype_name(dtype_)) + shape_str(shape_);
+  return std::string(is_quantized() ? quant_name(quant_) : dtype_name(dtype_)) + shape_str(shape_);
 }
 
 void copy_into(const Tensor& src, Tensor& dst) {
   VIDAX_CHECK(src.shape() == dst.shape(), "copy: shape " << src.str() << " into " << dst.str());
   check_has_values(src, "copy_into (source)");
   check_has_values(dst, "copy_into (destination)");
+  if (dst.is_quantized()) {
+    VIDAX_CHECK(src.quant() == dst.quant() && on_host(src.device()) && on_host(dst.device()),
+                "copy: " << src.str() << " into the quantized " << dst.str()
+                         << " (quantize with Tensor::quantize, which rounds as ggml does)");
+    if (dst.nbytes() > 0) std::memmove(dst.data_ptr(), src.data_ptr(), dst.nbytes());
+    return;
+  }
+  if (src.is_quantized()) return copy_into(dequantize_host(src), dst);
   if (on_host(src.device()) && on_host(dst.device())) return copy_into_host(src, dst);
   if (src.numel() == 0) return;
   if (on_host(dst.device())) return copy_into_host(src.to_host(), dst);

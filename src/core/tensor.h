@@ -13,6 +13,7 @@
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "core/quant.h"
 
 namespace vidax {
 
@@ -71,6 +72,18 @@ class Tensor {
   static Tensor from_f64(const std::vector<double>& v, const Shape& shape, DType dtype = DType::F64);
   static Tensor from_i64(const std::vector<int64_t>& v, const Shape& shape);
 
+  // Block-quantized tensors (core/quant.h: GGUF's Q8_0, Q4_K, ...): `shape` is the logical
+  // shape (outermost first), the bytes are rows of the last dimension (a multiple of the
+  // type's block) stored back to back. dtype() is U8 (no elementwise op takes them); what
+  // reads values dequantizes: to(), to_f32_vector(), copy_into() and clone() of another
+  // dtype. Views are refused but for slices of whole rows of a 2-D tensor (dim 0, step 1).
+  static Tensor quantized(std::shared_ptr<Buffer> buf, size_t byte_offset, const Shape& shape, QuantType type);
+  static Tensor empty_quantized(const Shape& shape, QuantType type, Device device = Device::CPU);
+  // Quantizes any float tensor with ggml's reference quantizer (rows of its last dimension).
+  static Tensor quantize(const Tensor& src, QuantType type);
+  QuantType quant() const { return quant_; }
+  bool is_quantized() const { return quant_ != QuantType::None; }
+
   bool defined() const { return dtype_set_; }
   DType dtype() const { return dtype_; }
   Device device() const { return buf_ ? buf_->device() : device_; }
@@ -79,7 +92,7 @@ class Tensor {
   int64_t dim() const { return static_cast<int64_t>(shape_.size()); }
   int64_t size(int64_t d) const;  // negative d counts from the end
   int64_t numel() const { return shape_numel(shape_); }
-  size_t nbytes() const { return static_cast<size_t>(numel()) * dtype_size(dtype_); }
+  size_t nbytes() const;  // a quantized tensor's: its blocks' bytes
   size_t byte_offset() const { return offset_; }
   const std::shared_ptr<Buffer>& buffer() const { return buf_; }
   bool is_contiguous() const;
@@ -114,7 +127,7 @@ class Tensor {
   // device but Meta: device tensors are copied to the host first).
   std::vector<float> to_f32_vector() const;
   std::vector<double> to_f64_vector() const;
-  std::string str() const;  // "F32[2, 3]"
+  std::string str() const;  // "F32[2, 3]", "Q8_0[64, 128]"
 
  private:
   // The view methods without the Meta observer (each public one notifies once).
@@ -130,6 +143,7 @@ class Tensor {
   Shape shape_;
   Strides strides_;
   DType dtype_ = DType::F32;
+  QuantType quant_ = QuantType::None;
   Device device_ = Device::CPU;  // used when there is no buffer (Meta)
   bool dtype_set_ = false;
   uint64_t meta_value_ = 0;

@@ -10,6 +10,7 @@
 
 #include "core/error.h"
 #include "io/mapped_file.h"
+#include "io/quant_policy.h"
 #include "io/safetensors.h"
 #include "io/source.h"
 
@@ -186,5 +187,20 @@ Tensor Checkpoint::get(const std::string& name) const {
 size_t Checkpoint::size() const { return impl_->entries.size(); }
 
 const std::map<std::string, std::string>& Checkpoint::metadata() const { return impl_->metadata; }
+
+Checkpoint Checkpoint::quantized(QuantType type, const std::function<bool(const std::string&)>& keep,
+                                 std::vector<std::string>* quantized_names) const {
+  Checkpoint c;
+  c.impl_ = std::make_shared<Impl>(*impl_);
+  for (auto& [name, e] : c.impl_->entries) {
+    if (keep && keep(name)) continue;
+    if (e.info.quant != QuantType::None || !quant_decision(name, e.info.shape, e.info.dtype, type).quantize) continue;
+    e.load = [load = e.load, type]() { return Tensor::quantize(load(), type); };
+    e.info.dtype = DType::U8;
+    e.info.quant = type;
+    if (quantized_names) quantized_names->push_back(name);
+  }
+  return c;
+}
 
 }  // namespace vidax::io

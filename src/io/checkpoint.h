@@ -1,9 +1,10 @@
 // A set of named tensors read from what publishers ship: one file
-// (.safetensors, .pth/.pt/.bin from torch.save, .gguf with plain types), a sharded
+// (.safetensors, .pth/.pt/.bin from torch.save, .gguf with plain or block-quantized types), a sharded
 // *.safetensors.index.json, or a directory of such files. Opening reads only
 // headers; get() returns zero-copy views into the mmap'd files where the bytes
 // are stored raw (safetensors; torch.save's uncompressed zip entries).
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -15,10 +16,16 @@ namespace vidax::io {
 
 struct TensorInfo {
   std::string name;
-  DType dtype;
+  DType dtype;  // U8 for a block-quantized tensor
   Shape shape;
   std::string file;  // the file that holds it
-  size_t nbytes() const { return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype); }
+  QuantType quant = QuantType::None;  // GGUF Q8_0, Q4_K, ... (core/quant.h)
+  size_t nbytes() const {
+    if (quant == QuantType::None) return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
+    if (shape.empty() || shape_numel(shape) == 0) return 0;
+    return static_cast<size_t>(shape_numel(shape) / shape.back()) * quant_row_bytes(quant, shape.back());
+  }
+  std::string type_name() const { return quant == QuantType::None ? dtype_name(dtype) : quant_name(quant); }
 };
 
 class Checkpoint {
@@ -40,6 +47,12 @@ class Checkpoint {
   size_t size() const;
   // safetensors __metadata__ (merged over files; empty for .pth).
   const std::map<std::string, std::string>& metadata() const;
+
+  // The same tensors, but those io::quant_decision (io/quant_policy.h) picks for `type` and
+  // `keep` does not name come block-quantized (ggml's reference quantizer, run at get()): how
+  // `vidax parity --quantize` runs a golden file's weights. `quantized_names` lists them.
+  Checkpoint quantized(QuantType type, const std::function<bool(const std::string&)>& keep = {},
+                       std::vector<std::string>* quantized_names = nullptr) const;
 
   struct Impl;
  private:

@@ -7,25 +7,24 @@
 #include "core/error.h"
 #include "io/mapped_file.h"
 #include "io/source.h"
+#include "io/temp_file.h"
 
 namespace vidax::io {
 
 namespace {
 
-// ggml_type ids (ggml.h) and what vidax holds them as.
-struct GgmlType { uint32_t id; const char* name; bool plain; DType dtype; };
-constexpr GgmlType kGgmlTypes[] = {
-    {0, "F32", true, DType::F32},      {1, "F16", true, DType::F16},     {2, "Q4_0", false, DType::U8},
-    {3, "Q4_1", false, DType::U8},     {6, "Q5_0", false, DType::U8},    {7, "Q5_1", false, DType::U8},
-    {8, "Q8_0", false, DType::U8},     {9, "Q8_1", false, DType::U8},    {10, "Q2_K", false, DType::U8},
-    {11, "Q3_K", false, DType::U8},    {12, "Q4_K", false, DType::U8},   {13, "Q5_K", false, DType::U8},
-    {14, "Q6_K", false, DType::U8},    {15, "Q8_K", false, DType::U8},   {16, "IQ2_XXS", false, DType::U8},
-    {17, "IQ2_XS", false, DType::U8},  {18, "IQ3_XXS", false, DType::U8}, {19, "IQ1_S", false, DType::U8},
-    {20, "IQ4_NL", false, DType::U8},  {21, "IQ3_S", false, DType::U8},  {22, "IQ2_S", false, DType::U8},
-    {23, "IQ4_XS", false, DType::U8},  {24, "I8", true, DType::I8},      {25, "I16", true, DType::I16},
-    {26, "I32", true, DType::I32},     {27, "I64", true, DType::I64},    {28, "F64", true, DType::F64},
-    {29, "IQ1_M", false, DType::U8},   {30, "BF16", true, DType::BF16},  {34, "TQ1_0", false, DType::U8},
-    {35, "TQ2_0", false, DType::U8},   {39, "MXFP4", false, DType::U8},
+// ggml_type ids (ggml.h) that are plain element types; the block-quantized types vidax computes
+// on come from core/quant.h's table, the other ggml types are named in the refusal.
+struct PlainType { uint32_t id; DType dtype; };
+constexpr PlainType kPlainTypes[] = {
+    {0, DType::F32}, {1, DType::F16}, {24, DType::I8}, {25, DType::I16}, {26, DType::I32},
+    {27, DType::I64}, {28, DType::F64}, {30, DType::BF16},
+};
+struct OtherType { uint32_t id; const char* name; };
+constexpr OtherType kOtherTypes[] = {
+    {9, "Q8_1"},    {15, "Q8_K"},   {16, "IQ2_XXS"}, {17, "IQ2_XS"}, {18, "IQ3_XXS"}, {19, "IQ1_S"},
+    {20, "IQ4_NL"}, {21, "IQ3_S"},  {22, "IQ2_S"},   {23, "IQ4_XS"}, {29, "IQ1_M"},   {34, "TQ1_0"},
+    {35, "TQ2_0"},  {39, "MXFP4"},
 };
 
 // Metadata value types (gguf_type).
@@ -97,6 +96,10 @@ nlohmann::json read_value(Cursor& c, uint32_t type, const std::string& key, cons
 
 }  // namespace
 
+std::string type_str(const GgufTensor& t) {
+  return std::string(t.quant == QuantType::None ? dtype_name(t.dtype) : quant_name(t.quant)) + shape_str(t.shape);
+}
+
 GgufHeader parse_gguf_header(const uint8_t* data, size_t size, const std::string& file) {
   Cursor c(data, size, file);
   VIDAX_CHECK(size >= 4 && std::memcmp(data, "GGUF", 4) == 0, file << ": not a GGUF file (no GGUF magic)");
@@ -143,15 +146,31 @@ GgufHeader parse_gguf_header(const uint8_t* data, size_t size, const std::string
     }
     t.shape.assign(dims.rbegin(), dims.rend());
     const uint32_t type = c.get<uint32_t>("tensor type");
-    const GgmlType* g = nullptr;
-    for (const auto& k : kGgmlTypes)
-      if (k.id == type) g = &k;
-    VIDAX_CHECK(g != nullptr, file << ": tensor '" << t.name << "' has unknown GGML type " << type);
-    VIDAX_CHECK(g->plain, file << ": tensor '" << t.name << "' is " << g->name
-                               << "-quantized; vidax reads only F32, F16, BF16, F64 and integer GGUF tensors");
-    t.dtype = g->dtype;
-    VIDAX_CHECK(!__builtin_mul_overflow(numel, uint64_t(dtype_size(t.dtype)), &t.nbytes),
-                file << ": tensor '" << t.name << "': size overflows");
+    const PlainType* plain = nullptr;
+    for (const auto& k : kPlainTypes)
+      if (k.id == type) plain = &k;
+    if (plain != nullptr) {
+      t.dtype = plain->dtype;
+      VIDAX_CHECK(!__builtin_mul_overflow(numel, uint64_t(dtype_size(t.dtype)), &t.nbytes),
+                  file << ": tensor '" << t.name << "': size overflows");
+    } else if (const QuantTraits* q = quant_from_ggml_id(type)) {
+      t.dtype = DType::U8;
+      t.quant = q->type;
+      const uint64_t row = dims.empty() ? 1 : static_cast<uint64_t>(dims[0]);  // GGUF lists the row first
+      VIDAX_CHECK(!dims.empty() && row % static_cast<uint64_t>(q->block) == 0,
+                  file << ": tensor '" << t.name << "' is " << q->name << " with rows of " << row
+                       << " values, not a multiple of its " << q->block << "-value block");
+      const uint64_t rows = row == 0 ? 0 : numel / row;
+      VIDAX_CHECK(!__builtin_mul_overflow(rows * (row / q->block), uint64_t(q->block_bytes), &t.nbytes),
+                  file << ": tensor '" << t.name << "': size overflows");
+    } else {
+      const char* name = nullptr;
+      for (const auto& k : kOtherTypes)
+        if (k.id == type) name = k.name;
+      VIDAX_CHECK(name != nullptr, file << ": tensor '" << t.name << "' has unknown GGML type " << type);
+      throw Error(msg() << file << ": tensor '" << t.name << "' is " << name << "-quantized; vidax reads F32, F16, BF16, F64, "
+                        << "integer and the block types " << quant_names_list() << " (not " << name << ")");
+    }
     t.offset = c.get<uint64_t>("tensor offset");
     h.tensors.push_back(std::move(t));
   }
@@ -164,8 +183,8 @@ GgufHeader parse_gguf_header(const uint8_t* data, size_t size, const std::string
     VIDAX_CHECK(t.offset % h.alignment == 0, file << ": tensor '" << t.name << "' offset " << t.offset
                                                   << " is not a multiple of the alignment " << h.alignment);
     VIDAX_CHECK(t.offset <= data_size && t.nbytes <= data_size - t.offset,
-                file << ": tensor '" << t.name << "' [" << t.offset << ", +" << t.nbytes
-                     << ") runs past the data section (" << data_size << " bytes): truncated file?");
+                file << ": tensor '" << t.name << "' (" << type_str(t) << ", " << t.nbytes << " bytes at offset "
+                     << t.offset << ") runs past the data section (" << data_size << " bytes): truncated file?");
   }
   std::vector<const GgufTensor*> by_offset;
   for (const auto& t : h.tensors)
@@ -173,7 +192,11 @@ GgufHeader parse_gguf_header(const uint8_t* data, size_t size, const std::string
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i)
     VIDAX_CHECK(by_offset[i]->offset >= by_offset[i - 1]->offset + by_offset[i - 1]->nbytes,
-                file << ": tensors '" << by_offset[i - 1]->name << "' and '" << by_offset[i]->name << "' overlap");
+                file << ": tensors '" << by_offset[i - 1]->name << "' and '" << by_offset[i]->name << "' overlap: '"
+                     << by_offset[i - 1]->name << "' (" << type_str(*by_offset[i - 1]) << ") takes "
+                     << by_offset[i - 1]->nbytes << " bytes from offset " << by_offset[i - 1]->offset
+                     << ", but the next tensor starts at " << by_offset[i]->offset
+                     << " (a byte size that does not match its type and shape?)");
   return h;
 }
 
@@ -185,10 +208,12 @@ SourceFile read_gguf_file(const std::string& path) {
   for (size_t i = 0; i < header->tensors.size(); ++i) {
     const GgufTensor& g = header->tensors[i];
     SourceTensor t;
-    t.info = TensorInfo{g.name, g.dtype, g.shape, path};
+    t.info = TensorInfo{g.name, g.dtype, g.shape, path, g.quant};
     t.load = [file, header, i]() {
       const GgufTensor& g = header->tensors[i];
       auto buf = MappedFile::view(file, static_cast<size_t>(header->data_start + g.offset), static_cast<size_t>(g.nbytes));
+      // Blocks are read with memcpy (core/quant.cpp): a quantized view needs no alignment.
+      if (g.quant != QuantType::None) return Tensor::quantized(buf, 0, g.shape, g.quant);
       Tensor v = Tensor::from_buffer(buf, 0, g.shape, g.dtype);
       if (reinterpret_cast<uintptr_t>(buf->data()) % dtype_size(g.dtype) != 0) return v.clone();
       return v;
@@ -196,6 +221,98 @@ SourceFile read_gguf_file(const std::string& path) {
     out.tensors.push_back(std::move(t));
   }
   return out;
+}
+
+namespace {
+
+uint32_t gguf_type_id(const GgufWriteTensor& t, const std::string& path) {
+  if (t.quant != QuantType::None) return quant_traits(t.quant).ggml_id;
+  for (const auto& k : kPlainTypes)
+    if (k.dtype == t.dtype) return k.id;
+  throw Error(msg() << path << ": tensor '" << t.name << "' is " << dtype_name(t.dtype) << ", which GGUF cannot hold");
+}
+
+class Bytes {
+ public:
+  template <class T> void put(T v) { const auto* p = reinterpret_cast<const char*>(&v); s_.append(p, sizeof(T)); }
+  void str(const std::string& v) { put<uint64_t>(v.size()); s_ += v; }
+  std::string& data() { return s_; }
+ private:
+  std::string s_;
+};
+
+}  // namespace
+
+void write_gguf(const std::string& path, const std::vector<GgufWriteTensor>& tensors,
+                const std::map<std::string, std::string>& metadata) {
+  check_output_target(path);
+  constexpr uint64_t kAlign = 32;
+  Bytes h;
+  h.data() = "GGUF";
+  h.put<uint32_t>(3);
+  h.put<uint64_t>(tensors.size());
+  const bool has_alignment = metadata.count("general.alignment") > 0;
+  h.put<uint64_t>(metadata.size() + (has_alignment ? 0 : 1));
+  if (!has_alignment) {
+    h.str("general.alignment");
+    h.put<uint32_t>(U32);
+    h.put<uint32_t>(static_cast<uint32_t>(kAlign));
+  }
+  for (const auto& [k, v] : metadata) {
+    h.str(k);
+    if (k == "general.alignment") {
+      VIDAX_CHECK(v == std::to_string(kAlign), path << ": general.alignment " << v << " (the writer aligns to " << kAlign << ")");
+      h.put<uint32_t>(U32);
+      h.put<uint32_t>(static_cast<uint32_t>(kAlign));
+      continue;
+    }
+    h.put<uint32_t>(STRING);
+    h.str(v);
+  }
+  std::vector<uint64_t> sizes;
+  uint64_t offset = 0;
+  std::map<std::string, bool> seen;
+  for (const auto& t : tensors) {
+    VIDAX_CHECK(seen.emplace(t.name, true).second, path << ": tensor '" << t.name << "' given twice");
+    VIDAX_CHECK(!t.shape.empty() && t.shape.size() <= kMaxDims,
+                path << ": tensor '" << t.name << "' has " << t.shape.size() << " dimensions (GGUF: 1 to " << kMaxDims << ")");
+    h.str(t.name);
+    h.put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
+    for (auto it = t.shape.rbegin(); it != t.shape.rend(); ++it) h.put<uint64_t>(static_cast<uint64_t>(*it));
+    h.put<uint32_t>(gguf_type_id(t, path));
+    h.put<uint64_t>(offset);
+    TensorInfo info{t.name, t.quant != QuantType::None ? DType::U8 : t.dtype, t.shape, path, t.quant};
+    sizes.push_back(info.nbytes());
+    offset += (sizes.back() + kAlign - 1) / kAlign * kAlign;
+  }
+  h.data().append((kAlign - h.data().size() % kAlign) % kAlign, '\0');
+
+  TempFile tmp;
+  tmp.open_next_to(path);
+  write_all(tmp.fd, h.data().data(), h.data().size(), path);
+  const std::string pad(kAlign, '\0');
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const GgufWriteTensor& t = tensors[i];
+    Tensor v = t.make();
+    VIDAX_CHECK(v.defined() && v.shape() == t.shape && v.quant() == t.quant && (t.quant != QuantType::None || v.dtype() == t.dtype),
+                path << ": tensor '" << t.name << "' came out " << v.str() << ", not the declared "
+                     << (t.quant != QuantType::None ? quant_name(t.quant) : dtype_name(t.dtype)) << shape_str(t.shape));
+    v = v.is_quantized() ? v.to_host() : v.contiguous().to_host();
+    VIDAX_CHECK(v.nbytes() == sizes[i], path << ": tensor '" << t.name << "': " << v.nbytes() << " bytes, expected " << sizes[i]);
+    if (sizes[i] > 0) write_all(tmp.fd, v.data_ptr(), sizes[i], path);
+    write_all(tmp.fd, pad.data(), (kAlign - sizes[i] % kAlign) % kAlign, path);
+  }
+  tmp.commit(path);
+}
+
+void write_gguf(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                const std::map<std::string, std::string>& metadata) {
+  std::vector<GgufWriteTensor> list;
+  for (const auto& [name, t] : tensors) {
+    VIDAX_CHECK(t.defined(), path << ": tensor '" << name << "' is undefined");
+    list.push_back({name, t.shape(), t.dtype(), t.quant(), [t]() { return t; }});
+  }
+  write_gguf(path, list, metadata);
 }
 
 }  // namespace vidax::io

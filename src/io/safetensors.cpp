@@ -1,5 +1,6 @@
 #include "io/safetensors.h"
 #include "io/output_target.h"
+#include "io/temp_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -192,32 +193,6 @@ Tensor safetensors_tensor(const std::shared_ptr<MappedFile>& file, const Safeten
 
 // ---- writer ------------------------------------------------------------------
 
-namespace {
-
-// Removes the temporary file unless the write completed.
-struct TempFile {
-  std::string path;
-  int fd = -1;
-  bool keep = false;
-  ~TempFile() {
-    if (fd >= 0) ::close(fd);
-    if (!keep && !path.empty()) ::unlink(path.c_str());
-  }
-};
-
-void write_all(int fd, const void* data, size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, std::min<size_t>(n, size_t(1) << 30));
-    if (w < 0 && errno == EINTR) continue;
-    VIDAX_CHECK(w > 0, path << ": write failed: " << std::strerror(errno));
-    p += w;
-    n -= static_cast<size_t>(w);
-  }
-}
-
-}  // namespace
-
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   check_output_target(path);  // before any work: -o /dev/null must not be replaced by a file
@@ -229,6 +204,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
     VIDAX_CHECK(kv.second.defined(), path << ": tensor '" << kv.first << "' is undefined");
     VIDAX_CHECK(kv.second.device() == Device::CPU, path << ": tensor '" << kv.first << "' is on "
                                                         << device_name(kv.second.device()) << ", not the CPU");
+    VIDAX_CHECK(!kv.second.is_quantized(), path << ": tensor '" << kv.first << "' is " << kv.second.str()
+                                                << ": safetensors has no block-quantized types (write GGUF)");
     order.push_back(&kv);
   }
   std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
@@ -250,25 +227,14 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
 
   TempFile tmp;
-  std::string pattern = path + ".tmp-XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  tmp.fd = ::mkstemp(name.data());
-  VIDAX_CHECK(tmp.fd >= 0, path << ": cannot create a temporary file next to it: " << std::strerror(errno));
-  tmp.path = name.data();
-  ::fchmod(tmp.fd, 0644);
+  tmp.open_next_to(path);
   write_all(tmp.fd, len, 8, path);
   write_all(tmp.fd, text.data(), text.size(), path);
   for (auto* kv : order) {
     Tensor c = kv->second.contiguous();
     if (c.nbytes() > 0) write_all(tmp.fd, c.data_ptr(), c.nbytes(), path);
   }
-  VIDAX_CHECK(::close(tmp.fd) == 0, path << ": close failed: " << std::strerror(errno));
-  tmp.fd = -1;
-  check_output_target(path);  // again, just before the rename
-  VIDAX_CHECK(::rename(tmp.path.c_str(), path.c_str()) == 0,
-              path << ": cannot rename the temporary file into place: " << std::strerror(errno));
-  tmp.keep = true;
+  tmp.commit(path);
 }
 
 }  // namespace vidax::io

@@ -16,14 +16,14 @@ Linear Linear::make(const Tensor& weight, const std::optional<Tensor>& bias, DTy
   Linear l;
   l.compute = compute;
   // fp32 compute reads the stored weight as is; bf16 compute casts it once, as autocast would per call.
-  l.weight = compute == DType::BF16 ? to_dtype(weight.contiguous(), DType::BF16) : weight;
+  l.weight = weight.is_quantized() || compute != DType::BF16 ? weight : to_dtype(weight.contiguous(), DType::BF16);
   if (bias) l.bias = compute == DType::BF16 ? to_dtype(*bias, DType::BF16) : *bias;
   return l;
 }
 
 Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_features, int64_t out_features,
                     DType compute, bool has_bias) {
-  Tensor w = params.take(prefix + ".weight", {out_features, in_features});
+  Tensor w = params.take_weight(prefix + ".weight", {out_features, in_features});
   std::optional<Tensor> b;
   if (has_bias) b = params.take(prefix + ".bias", {out_features});
   Linear l = make(w, b, compute);

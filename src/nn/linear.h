@@ -14,14 +14,15 @@
 namespace vidax::nn {
 
 struct Linear {
-  Tensor weight;               // [out, in], in the dtype the GEMM reads
+  Tensor weight;               // [out, in], in the dtype the GEMM reads, or block-quantized (GGUF)
   std::optional<Tensor> bias;  // [out]
   DType compute = DType::F32;  // activations are cast to this before the GEMM
   // Row-parallel (Megatron TP, nn/parallel.h): the weight is this rank's slice of the input
   // features; the partial products are summed over `reduce` and the bias is added once, after.
   dist::Communicator* reduce = nullptr;
 
-  // weight [out, in] (any float dtype), bias [out] optional.
+  // weight [out, in] (any float dtype, or block-quantized: kept as it is, the GEMM widens a
+  // panel of its rows at a time to the compute dtype), bias [out] optional.
   static Linear make(const Tensor& weight, const std::optional<Tensor>& bias, DType compute);
   // Takes "<prefix>.weight" [out, in] and, when has_bias, "<prefix>.bias" [out].
   static Linear load(ParamSource& params, const std::string& prefix, int64_t in_features, int64_t out_features,

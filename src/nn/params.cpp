@@ -32,11 +32,23 @@ ParamSource ParamSource::generated(std::function<Tensor(const std::string&, cons
 }
 
 std::optional<Tensor> ParamSource::take_optional(const std::string& name, const Shape& expected) {
+  return take_impl(name, expected, false);
+}
+
+Tensor ParamSource::take_weight(const std::string& name, const Shape& expected) {
+  std::optional<Tensor> t = take_impl(name, expected, true);
+  VIDAX_CHECK(t.has_value(), origin_ << ": missing parameter '" << name << "' (expected shape "
+                                     << shape_str(expected) << ")");
+  return *t;
+}
+
+std::optional<Tensor> ParamSource::take_impl(const std::string& name, const Shape& expected, bool keep_quantized) {
   std::optional<Tensor> t = lookup_(name, expected);
   if (!t) return std::nullopt;
   VIDAX_CHECK(t->shape() == expected, origin_ << ": parameter '" << name << "' has shape " << shape_str(t->shape())
                                               << ", expected " << shape_str(expected));
-  VIDAX_CHECK(dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
+  if (t->is_quantized() && !keep_quantized) t = t->to(DType::F32);
+  VIDAX_CHECK(t->is_quantized() || dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
                                                   << dtype_name(t->dtype()) << ", expected a float type");
   if (taken_.insert(name).second) order_.push_back(name);
   set_param_name(*t, name);  // a recorded step reads it as param "name"

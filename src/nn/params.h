@@ -28,10 +28,13 @@ class ParamSource {
   // Meta tensors for recording a step). Nothing is left untaken.
   static ParamSource generated(std::function<Tensor(const std::string&, const Shape&)> make, std::string origin);
 
-  // The tensor `name` with exactly `expected` shape (throws otherwise).
+  // The tensor `name` with exactly `expected` shape (throws otherwise). A block-quantized
+  // tensor (GGUF) comes dequantized to F32: only a Linear's weight computes on the blocks.
   Tensor take(const std::string& name, const Shape& expected);
   // As take(), but nullopt when the source has no such name.
   std::optional<Tensor> take_optional(const std::string& name, const Shape& expected);
+  // As take(), but a block-quantized tensor comes as it is stored (nn::Linear's weight).
+  Tensor take_weight(const std::string& name, const Shape& expected);
 
   // Throws listing every available name that no take() consumed.
   void expect_all_taken() const;
@@ -41,6 +44,7 @@ class ParamSource {
   const std::vector<std::string>& taken_in_order() const { return order_; }
 
  private:
+  std::optional<Tensor> take_impl(const std::string& name, const Shape& expected, bool keep_quantized);
   std::vector<std::string> available_;
   Lookup lookup_;
   std::string origin_;

@@ -18,6 +18,11 @@ std::set<std::string>& lora_kinds() {
   static std::set<std::string> r;
   return r;
 }
+// The kinds whose parameters Options::quantize reaches.
+std::set<std::string>& quantize_kinds() {
+  static std::set<std::string> r;
+  return r;
+}
 std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
@@ -25,10 +30,11 @@ std::mutex& registry_mutex() {
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 }  // namespace
 
-void register_kind(const std::string& kind, Runner runner, bool takes_loras) {
+void register_kind(const std::string& kind, Runner runner, bool takes_loras, bool takes_quantize) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[kind] = std::move(runner);
   if (takes_loras) lora_kinds().insert(kind);
+  if (takes_quantize) quantize_kinds().insert(kind);
 }
 
 std::vector<std::string> registered_kinds() {
@@ -126,6 +132,18 @@ Report run(const std::string& path, const Options& opt_in) {
     runner = it->second;
     VIDAX_CHECK(opt_in.loras.empty() || lora_kinds().count(g.kind),
                 path << ": --lora given, but kind '" << g.kind << "' does not take LoRAs (only the DiT kinds do)");
+    VIDAX_CHECK(opt_in.quantize.empty() || quantize_kinds().count(g.kind),
+                path << ": --quantize given, but kind '" << g.kind << "' has no weights it quantizes (wan.dit and t5.encoder do)");
+  }
+  if (!opt_in.quantize.empty()) {
+    QuantType q;
+    VIDAX_CHECK(quant_from_name(opt_in.quantize, &q),
+                "--quantize " << opt_in.quantize << ": not a GGUF block type (" << quant_names_list() << ")");
+    // The golden's inputs, outputs and taps stay as they are; its parameters take the type.
+    g.file = g.file.quantized(q, [](const std::string& n) {
+      return starts_with(n, "input.") || n == "output" || starts_with(n, "output.") || starts_with(n, "inter.") ||
+             starts_with(n, "scale.");
+    });
   }
   Options opt = opt_in;
   if (opt.precision.empty()) opt.precision = golden_precision(g);

@@ -26,6 +26,10 @@ struct Options {
   // files. Kinds of models without LoRA support refuse a non-empty list.
   std::vector<std::string> loras;
   bool lora_allow_unmatched = false;
+  // --quantize TYPE (q8_0, q4_k, ...; docs/quantization.md): the golden's matrices are
+  // block-quantized in the engine (io::quant_decision picks which, as `vidax convert` does)
+  // before the run, so that the comparison measures the type's error against the reference.
+  std::string quantize;
 };
 
 struct Golden {
@@ -46,7 +50,9 @@ using Runner = std::function<Produced(const Golden&, const Options&)>;
 // The kind registry. It starts empty: this layer sits just above io and knows no family; the
 // kinds are registered from the top (engine::register_builtin_kinds(), or a test's own).
 // takes_loras: the runner merges Options::loras (else run() refuses a non-empty list).
-void register_kind(const std::string& kind, Runner runner, bool takes_loras = false);
+// takes_quantize: the runner reads its parameters through Golden::file (so Options::quantize
+// reaches them) or applies it to the parameters it makes (else run() refuses --quantize).
+void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_quantize = false);
 std::vector<std::string> registered_kinds();
 
 struct Comparison {

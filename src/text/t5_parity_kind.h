@@ -12,7 +12,7 @@ inline void register_parity_kinds() {
   parity::register_kind("t5.encoder", [](const parity::Golden& g, const parity::Options& opt) {
     VIDAX_CHECK(opt.mesh.empty(), g.path << ": t5.encoder parity runs on a single rank (no --mesh)");
     return run_t5_golden(g.file, g.config, opt.precision, g.path);
-  });
+  }, /*takes_loras=*/false, /*takes_quantize=*/true);  // its parameters come from g.file
 }
 
 }  // namespace vidax::text

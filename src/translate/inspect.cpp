@@ -1,5 +1,8 @@
 #include "translate/inspect.h"
 
+#include "io/gguf.h"
+#include "io/quant_policy.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -31,7 +34,7 @@ std::optional<Json> read_json_file(const fs::path& p) {
 void count(Unit& u) {
   for (const auto& n : u.source->names()) {
     const TensorInfo* ti = u.source->find(n);
-    DTypeStats& d = u.dtypes[dtype_name(ti->dtype)];
+    DTypeStats& d = u.dtypes[ti->type_name()];  // a GGUF block type by its name (Q8_0, Q4_K)
     int64_t numel = shape_numel(ti->shape);
     uint64_t bytes = ti->nbytes();
     d.tensors++;
@@ -432,19 +435,27 @@ std::map<std::string, Tensor> load_component(const std::string& path, const Comp
 
 ConvertResult convert(const std::string& in, const std::string& out, const ConvertOptions& opts) {
   std::optional<DType> cast;
-  if (opts.dtype != "keep") {
+  QuantType qtype = QuantType::None;
+  if (opts.dtype != "keep" && !quant_from_name(opts.dtype, &qtype)) {
     cast = dtype_parse(opts.dtype);
-    VIDAX_CHECK(dtype_is_float(*cast), "--dtype " << opts.dtype << ": only floating-point targets are supported");
+    VIDAX_CHECK(dtype_is_float(*cast), "--dtype " << opts.dtype << ": only floating-point or GGUF block targets ("
+                                                  << quant_names_list() << ") are supported");
   }
   VIDAX_CHECK(opts.layout == "keep" || opts.layout == "engine",
               "--layout " << opts.layout << ": expected keep or engine");
+  const bool gguf = qtype != QuantType::None ||
+                    (out.size() >= 5 && out.compare(out.size() - 5, 5, ".gguf") == 0);
   ConvertResult res;
+  res.format = gguf ? "gguf" : "safetensors";
   std::map<std::string, Tensor> tensors;
   auto ckpt = CheckpointSource::open(in);
   std::map<std::string, std::string> meta = ckpt->metadata();
+  std::set<std::string> io_keys;  // a golden file's inputs and outputs: never quantized
   auto add = [&](const std::string& name, Tensor t) {
-    if (cast && dtype_is_float(t.dtype())) t = t.to(*cast);
-    res.bytes += t.nbytes();
+    if (cast && (t.is_quantized() || dtype_is_float(t.dtype()))) t = t.to(*cast);
+    VIDAX_CHECK(gguf || !t.is_quantized(), in << ": tensor '" << name << "' is " << t.str()
+                                              << "; safetensors has no block types: pass --dtype f32, bf16 or f16 "
+                                                 "to dequantize, or write a .gguf");
     tensors.emplace(name, std::move(t));
   };
   if (opts.layout == "keep") {
@@ -461,12 +472,48 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
     for (auto& [name, t] : materialize(*u.source, u.match.plan, topts)) add(name, t);
     // A golden file keeps its inputs and outputs beside the renamed parameters.
     for (const auto& n : ckpt->names())
-      if (is_golden_io_key(n) && meta.count("kind")) add(n, ckpt->get(n));
+      if (is_golden_io_key(n) && meta.count("kind")) {
+        add(n, ckpt->get(n));
+        io_keys.insert(n);
+      }
     meta["config"] = u.match.config.dump();  // the engine's (original) spelling, matching the names
     res.component = u.comp->name();
   }
+  for (const auto& [name, t] : tensors)
+    if (is_golden_io_key(name) && meta.count("kind")) io_keys.insert(name);
   res.tensors = tensors.size();
-  io::save_safetensors(out, tensors, meta);
+  if (!gguf) {
+    for (const auto& [name, t] : tensors) res.bytes += t.nbytes();
+    io::save_safetensors(out, tensors, meta);
+    return res;
+  }
+  // GGUF: one tensor at a time is quantized (or dequantized), when the writer reaches it.
+  std::vector<io::GgufWriteTensor> list;
+  for (const auto& [name, t] : tensors) {
+    io::GgufWriteTensor w{name, t.shape(), t.dtype(), QuantType::None, nullptr};
+    io::QuantDecision d;
+    if (qtype != QuantType::None) {
+      d = io_keys.count(name) ? io::QuantDecision{false, "a golden file's input or output"}
+                              : io::quant_decision(name, t.shape(), t.dtype(), qtype);
+    }
+    if (d.quantize) {
+      w.quant = qtype;
+      w.make = [t, qtype]() { return Tensor::quantize(t, qtype); };
+      ++res.quantized;
+    } else if (t.is_quantized() && qtype != QuantType::None) {  // a block tensor that cannot take the type: f32
+      w.dtype = DType::F32;
+      w.make = [t]() { return t.to(DType::F32); };
+    } else {
+      w.quant = t.quant();
+      w.make = [t]() { return t; };
+    }
+    if (!d.quantize && qtype != QuantType::None)
+      res.kept_wide[d.reason].push_back(name + " (" + (w.quant != QuantType::None ? quant_name(w.quant) : dtype_name(w.dtype)) + ")");
+    res.bytes += io::TensorInfo{name, w.dtype, w.shape, out, w.quant}.nbytes();
+    list.push_back(std::move(w));
+  }
+  if (qtype != QuantType::None) meta["vidax.quantized"] = quant_name(qtype);
+  io::write_gguf(out, list, meta);
   return res;
 }
 

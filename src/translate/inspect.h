@@ -69,16 +69,24 @@ InspectReport inspect(const std::string& path, const InspectOptions& opts = {});
 NonFinite count_non_finite(const Tensor& t);
 
 struct ConvertOptions {
-  std::string dtype = "keep";   // keep | f32 | bf16 | f16 (floating-point tensors only)
+  // keep | f32 | bf16 | f16 (floating-point tensors, a GGUF's block-quantized ones dequantized),
+  // or a GGUF block type (q8_0, q6_k, q5_k, q4_k, q5_0, q5_1, q4_0, q4_1, q3_k, q2_k): a GGUF
+  // file whose matrices take the type (translate/quant_policy.h says which stay wide). An OUT
+  // ending in .gguf is written as GGUF whatever the dtype.
+  std::string dtype = "keep";
   std::string layout = "keep";  // keep: same names; engine: the engine's names (strict translation)
   TranslateOptions translate;   // engine layout: allow_unused / allow_missing (cast comes from dtype)
 };
-// Writes `in` as one safetensors file (temporary file renamed into place).
+// Writes `in` as one safetensors or GGUF file (temporary file renamed into place).
 // Returns what was written, for the CLI to report.
 struct ConvertResult {
   size_t tensors = 0;
   uint64_t bytes = 0;
   std::string component;  // engine layout only
+  std::string format;     // "safetensors" or "gguf"
+  size_t quantized = 0;   // tensors written in the block type
+  // A block-type conversion: the tensors that kept a wider type, by reason (name (TYPE)).
+  std::map<std::string, std::vector<std::string>> kept_wide;
 };
 ConvertResult convert(const std::string& in, const std::string& out, const ConvertOptions& opts);
 

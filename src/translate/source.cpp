@@ -18,6 +18,7 @@ void MemorySource::add(const std::string& name, DType dtype, const Shape& shape)
 
 void MemorySource::add(const std::string& name, const Tensor& t) {
   add(name, t.dtype(), t.shape());
+  infos_[name].quant = t.quant();
   data_[name] = t;
 }
 

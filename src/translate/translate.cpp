@@ -188,26 +188,32 @@ std::map<std::string, Tensor> materialize(const TensorSource& src, const Plan& p
   std::map<std::string, Tensor> out;
   for (const auto& b : p.bound) {
     const Rule& r = b.rule;
+    // A block-quantized tensor (GGUF) passes through an identity rename as it is (a Linear
+    // computes on it); the other transforms move elements, so they read its values in f32.
+    auto get = [&](const std::string& key) {
+      Tensor v = src.get(key);
+      return v.is_quantized() && b.transform != Transform::Identity ? v.to(DType::F32) : v;
+    };
     Tensor t;
     switch (b.transform) {
       case Transform::Identity:
         t = src.get(b.keys[0]);
         break;
       case Transform::Transpose:
-        t = src.get(b.keys[0]).transpose(r.dim, r.dim2).contiguous();
+        t = get(b.keys[0]).transpose(r.dim, r.dim2).contiguous();
         break;
       case Transform::Reshape:
-        t = src.get(b.keys[0]).reshape(b.param.shape);
+        t = get(b.keys[0]).reshape(b.param.shape);
         break;
       case Transform::Split: {
-        Tensor whole = src.get(b.keys[0]);
+        Tensor whole = get(b.keys[0]);
         int64_t n = b.param.shape[r.dim];
         t = whole.slice(r.dim, r.part * n, (r.part + 1) * n).contiguous();
         break;
       }
       case Transform::Concat: {
         std::vector<Tensor> parts;
-        for (const auto& k : b.keys) parts.push_back(src.get(k));
+        for (const auto& k : b.keys) parts.push_back(get(k));
         DType dt = parts[0].dtype();
         for (size_t i = 1; i < parts.size(); ++i)
           VIDAX_CHECK(parts[i].dtype() == dt, "fusing '" << b.param.name << "': '" << b.keys[i] << "' is "

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "backend/ops.h"
+#include "io/quant_policy.h"
 #include "models/wan/dit.h"
 #include "nn/synthetic_init.h"
 #include "translate/component.h"
@@ -25,7 +26,8 @@ const std::pair<const char*, const char*> kDiffusersTaps[] = {
     {"head", "proj_out"},
 };
 
-std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const std::string& path) {
+std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const std::string& path,
+                                            QuantType quantize = QuantType::None) {
   std::map<std::string, Tensor> out;
   for (const std::string& n : file.names())
     if (!translate::is_golden_io_key(n)) out[n] = file.get(n);
@@ -45,6 +47,9 @@ std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const st
     VIDAX_CHECK(!out.count(name), path << ": parameter '" << name << "' is both stored and synthetic");
     out[name] = nn::synthetic_uniform(seed, name, d.at("shape").get<Shape>(), d.at("bound").get<double>(),
                                       d.value("offset", 0.0));
+    // --quantize: synthetic parameters take the type as the stored ones do (parity::run).
+    if (quantize != QuantType::None && io::quant_decision(name, out[name].shape(), out[name].dtype(), quantize).quantize)
+      out[name] = Tensor::quantize(out[name], quantize);
   }
   return out;
 }
@@ -72,12 +77,12 @@ BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
                                              const dist::Mesh* mesh, const std::vector<translate::LoraSpec>& loras,
-                                             const translate::LoraOptions& lora_opt) {
+                                             const translate::LoraOptions& lora_opt, QuantType quantize) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   // The golden's parameters (stored, or synthetic) through the translator: either layout,
   // strict (every parameter filled, every key used, shapes checked).
   translate::MemorySource src(path);
-  for (const auto& [name, t] : golden_params(file, path)) src.add(name, t);
+  for (const auto& [name, t] : golden_params(file, path, quantize)) src.add(name, t);
   auto params = translate::load(src, translate::wan::dit_component(), config);
   translate::apply_loras(params, loras, translate::wan::dit_component(), config, lora_opt,
                          [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });

@@ -26,6 +26,7 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
                                              const std::string& precision, const std::string& path,
                                              const dist::Mesh* mesh = nullptr,
                                              const std::vector<translate::LoraSpec>& loras = {},
-                                             const translate::LoraOptions& lora_opt = {});
+                                             const translate::LoraOptions& lora_opt = {},
+                                             QuantType quantize = QuantType::None);  // --quantize
 
 }  // namespace vidax::wan

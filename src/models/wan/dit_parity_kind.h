@@ -17,9 +17,11 @@ inline void register_dit_parity_kinds() {
     if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
     std::vector<translate::LoraSpec> loras;
     for (const auto& a : opt.loras) loras.push_back(translate::parse_lora_spec(a));
+    QuantType quantize = QuantType::None;
+    if (!opt.quantize.empty()) quant_from_name(opt.quantize, &quantize);  // checked by parity::run
     return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
-                          translate::LoraOptions{opt.lora_allow_unmatched});
-  }, /*takes_loras=*/true);
+                          translate::LoraOptions{opt.lora_allow_unmatched}, quantize);
+  }, /*takes_loras=*/true, /*takes_quantize=*/true);
 }
 
 }  // namespace vidax::wan
