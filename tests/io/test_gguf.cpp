@@ -17,7 +17,7 @@ namespace {
 
 const std::string kGguf = test::data_dir() + "/gguf_fixture.gguf";
 const std::string kQuantGguf = test::data_dir() + "/gguf_quant_fixture.gguf";
-const std::string kQuantGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/ggml_quants.safetensors";
+const std::string kQuantGolden = std::string(VIDAX_TEST_DATA_DIR) + "/io/data/ggml_quants.safetensors";
 
 TEST(Gguf, ReadsQuantizedTensorsAsZeroCopyViews) {
   Checkpoint ck = Checkpoint::open(kQuantGguf);

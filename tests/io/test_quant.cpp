@@ -1,5 +1,5 @@
 // ggml block formats (core/quant.h) against the gguf package's port of ggml (the golden
-// tests/golden/ggml_quants.safetensors, tools/golden/ggml_quants.py): dequantization bit-exact
+// tests/io/data/ggml_quants.safetensors, tools/golden/ggml_quants.py): dequantization bit-exact
 // for every type, the reference quantizers bit-exact where the package has them (Q4_0 ... Q8_0),
 // and every quantizer's round trip within the error its bits allow.
 #include <gtest/gtest.h>
@@ -13,7 +13,7 @@
 namespace vidax {
 namespace {
 
-const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/ggml_quants.safetensors";
+const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/io/data/ggml_quants.safetensors";
 
 struct TypeCase { QuantType type; double max_rel_l2; };  // round-trip bound on the golden input
 // Bounds: about 1.5x the relative L2 measured on the golden input's normal rows (0 and 5);

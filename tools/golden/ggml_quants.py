@@ -69,7 +69,7 @@ def make_input(rs):
 
 def main():
     here = os.path.dirname(os.path.abspath(__file__))
-    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/golden/ggml_quants.safetensors")
+    out = sys.argv[1] if len(sys.argv) > 1 else os.path.join(here, "../../tests/io/data/ggml_quants.safetensors")
     rs = np.random.RandomState(17)
     x = make_input(rs)
     tensors = {"input": x}

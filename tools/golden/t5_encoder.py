@@ -10,6 +10,9 @@ Writes
   tests/golden/t5_umt5_hf.safetensors         transformers UMT5EncoderModel (per-layer bias)
   tests/golden/t5_t5v11_hf.safetensors        transformers T5EncoderModel, gated-gelu (T5 v1.1, shared bias)
   tests/text/data/t5_buckets.json             Wan's _relative_position_bucket for rel = -1023..1023
+  tests/golden/t5_umt5_wide.safetensors       the UMT5 one with rows of 256 values (dim 256, ffn 512,
+      one layer), so that every GGUF block type applies (`vidax parity --quantize`, docs/quantization.md);
+      `python tools/golden/t5_encoder.py wide` writes only this one
 
 Each golden: __metadata__ kind="t5.encoder", config = the reference's own config
 (official T5Encoder init args, or the transformers config dict); parameters under
@@ -68,10 +71,11 @@ def save(name, kind_config, state, ids, mask, out, directory=GOLDEN):
     print(f"wrote {path} ({os.path.getsize(path)} bytes), output {tuple(out.shape)} rms {out.pow(2).mean().sqrt():.3f}")
 
 
-def official(t5, shared_pos, name, seed, dtype=torch.float32, directory=GOLDEN):
+def official(t5, shared_pos, name, seed, dtype=torch.float32, directory=GOLDEN, **sizes):
     torch.manual_seed(seed)
     cfg = dict(vocab=96, dim=32, dim_attn=48, dim_ffn=40, num_heads=4, num_layers=3, num_buckets=32,
                shared_pos=shared_pos)
+    cfg.update(sizes)
     model = t5.T5Encoder(**cfg, dropout=0.0).eval()
     perturb_(model, ["pos_embedding"])
     # bf16: as T5EncoderModel runs it (umt5_xxl(dtype=bf16): every parameter bf16, no autocast).
@@ -119,6 +123,10 @@ def buckets(t5):
 
 def main():
     t5 = load("wan.modules.t5")
+    if len(os.sys.argv) > 1 and os.sys.argv[1] == "wide":
+        official(t5, False, "t5_umt5_wide.safetensors", 6, vocab=128, dim=256, dim_attn=256, dim_ffn=512,
+                 num_layers=1)
+        return
     from transformers import T5Config, T5EncoderModel, UMT5Config, UMT5EncoderModel
     os.makedirs(GOLDEN, exist_ok=True)
     official(t5, False, "t5_umt5_official.safetensors", 1)
