@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
 """Writes the committed libFuzzer seed corpus (fuzz/corpus/*). Developer-time
-only: /work/pyenv/bin/python fuzz/make_seed_corpus.py (torch, safetensors)."""
+only: /work/pyenv/bin/python fuzz/make_seed_corpus.py (torch, safetensors).
+checkpoint_file/gguf_quant.gguf is tests/io/data/gguf_quant_fixture.gguf (block-quantized
+tensors, written by tools/golden/ggml_quants.py), copied here by main()."""
 import collections
 import io
 import json
 import os
 import pickle
+import shutil
 import struct
 import zipfile
 
@@ -28,6 +31,8 @@ def raw_safetensors(header, data=b""):
 
 
 def main():
+    shutil.copy(os.path.join(HERE, "..", "tests", "io", "data", "gguf_quant_fixture.gguf"),
+                os.path.join(HERE, "corpus", "checkpoint_file", "gguf_quant.gguf"))
     g = torch.Generator().manual_seed(0)
     small = {"w": torch.randn(2, 3, generator=g), "b": torch.zeros(3, dtype=torch.bfloat16),
              "i": torch.arange(4), "m": torch.tensor([True, False]), "s": torch.tensor(1.0),

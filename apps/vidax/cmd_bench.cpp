@@ -40,6 +40,10 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--text-encoder", a->opt.text_encoder, "also time the UMT5 text encoder (bf16, 512 rows)");
   sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step (and, with --vae, one extra VAE decode)");
   sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
+  sub->add_option("--weights-dtype", a->opt.weights_dtype,
+                  "make the DiT's random matrices directly in a GGUF block type and compute on them "
+                  "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k; default: fp32 drawn, cast to --precision)")
+      ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
   return {sub, [a]() {

@@ -735,6 +735,19 @@ void dequantize_row(QuantType t, const void* src, float* dst, int64_t n) {
   for (int64_t i = 0; i < n / q.block; ++i) f(b + i * q.block_bytes, dst + i * q.block);
 }
 
+void dequantize_row_bf16(QuantType t, const void* src, uint16_t* dst, int64_t n) {
+  const QuantTraits& q = quant_traits(t);
+  quant_row_bytes(t, n);
+  const DeqFn f = kernels(t).deq;
+  const uint8_t* b = static_cast<const uint8_t*>(src);
+  float tmp[QKK];
+  for (int64_t i = 0; i < n / q.block; ++i) {
+    f(b + i * q.block_bytes, tmp);
+    uint16_t* d = dst + i * q.block;
+    for (int j = 0; j < q.block; ++j) d[j] = f32_to_bf16(tmp[j]);
+  }
+}
+
 void quantize_row(QuantType t, const float* src, void* dst, int64_t n) {
   const QuantTraits& q = quant_traits(t);
   quant_row_bytes(t, n);

@@ -38,6 +38,8 @@ bool quant_fits_row(QuantType t, int64_t n);  // n > 0 and a multiple of the blo
 
 // n values (a multiple of the block) of a row; src need not be aligned.
 void dequantize_row(QuantType t, const void* src, float* dst, int64_t n);
+// The same values rounded to bf16 (RNE, as f32_to_bf16), in one pass: a GEMM's bf16 panel.
+void dequantize_row_bf16(QuantType t, const void* src, uint16_t* dst, int64_t n);
 // ggml's reference quantizer (quantize_row_*_ref) for every type above.
 void quantize_row(QuantType t, const float* src, void* dst, int64_t n);
 

@@ -43,15 +43,21 @@ void refuse_quantized(const Tensor& t, const char* what) {
                                       << ": a block-quantized tensor has no element views (dequantize it with to())");
 }
 
-// A quantized tensor's values as a new contiguous F32 tensor (host).
-Tensor dequantize_host(const Tensor& q) {
+// A quantized tensor's values as a new contiguous F32 (or BF16: rounded in the same pass) tensor.
+Tensor dequantize_host(const Tensor& q, DType dtype = DType::F32) {
   check_has_values(q, "dequantize");
   VIDAX_CHECK(q.device() == Device::CPU, "dequantize: " << q.str() << " is not in host memory");
-  Tensor out = Tensor::empty(q.shape(), DType::F32);
+  Tensor out = Tensor::empty(q.shape(), dtype);
   if (q.numel() == 0) return out;
   const int64_t n = q.size(-1), rows = q.numel() / n;
   const size_t rb = quant_row_bytes(q.quant(), n);
   const auto* src = static_cast<const uint8_t*>(q.data_ptr());
+  if (dtype == DType::BF16) {
+    uint16_t* dst = out.data<uint16_t>();
+#pragma omp parallel for schedule(static) if (rows * n >= (1 << 16))
+    for (int64_t r = 0; r < rows; ++r) dequantize_row_bf16(q.quant(), src + r * rb, dst + r * n, n);
+    return out;
+  }
   float* dst = out.data<float>();
 #pragma omp parallel for schedule(static) if (rows * n >= (1 << 16))
   for (int64_t r = 0; r < rows; ++r) dequantize_row(q.quant(), src + r * rb, dst + r * n, n);
@@ -483,8 +489,8 @@ Tensor Tensor::clone_unobserved() const {
 Tensor Tensor::to(DType dtype) const {
   if (is_quantized()) {
     if (device() == Device::Meta) return observed(MetaTensorOp::Cast, Tensor::empty(shape_, dtype, Device::Meta), {});
-    Tensor f = dequantize_host(*this);
-    return dtype == DType::F32 ? f : f.to(dtype);
+    if (dtype == DType::F32 || dtype == DType::BF16) return dequantize_host(*this, dtype);
+    return dequantize_host(*this).to(dtype);
   }
   if (dtype == dtype_) return *this;
   Tensor out = Tensor::empty(shape_, dtype, device());

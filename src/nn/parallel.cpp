@@ -31,15 +31,15 @@ ParamSource shard_params(ParamSource& source, const TensorParallel& tp, ShardTab
                                                      << shape_str(expected) << " cannot be split on dim " << dim);
       full[dim] *= tp.size();
     }
-    std::optional<Tensor> t = source.take_optional(name, full);
+    std::optional<Tensor> t = source.take_optional_stored(name, full);  // block-quantized stays so
     if (!t) return std::nullopt;
     const int64_t n = expected.empty() ? 1 : expected[dim], r = tp.rank();
     Tensor shard = *t;
     if (split == Split::Rows) shard = t->slice(0, r * n, (r + 1) * n);            // a view (rows are contiguous)
     if (split == Split::Columns) shard = ops::copy(t->slice(1, r * n, (r + 1) * n));  // pack the shard only
     if (ledger) {
-      ledger->bytes += shard.numel() * static_cast<int64_t>(dtype_size(shard.dtype()));
-      ledger->full_bytes += t->numel() * static_cast<int64_t>(dtype_size(t->dtype()));
+      ledger->bytes += static_cast<int64_t>(shard.nbytes());
+      ledger->full_bytes += static_cast<int64_t>(t->nbytes());
       ledger->tensors += 1;
     }
     return shard;

@@ -35,6 +35,10 @@ std::optional<Tensor> ParamSource::take_optional(const std::string& name, const 
   return take_impl(name, expected, false);
 }
 
+std::optional<Tensor> ParamSource::take_optional_stored(const std::string& name, const Shape& expected) {
+  return take_impl(name, expected, true);
+}
+
 Tensor ParamSource::take_weight(const std::string& name, const Shape& expected) {
   std::optional<Tensor> t = take_impl(name, expected, true);
   VIDAX_CHECK(t.has_value(), origin_ << ": missing parameter '" << name << "' (expected shape "

@@ -35,6 +35,9 @@ class ParamSource {
   std::optional<Tensor> take_optional(const std::string& name, const Shape& expected);
   // As take(), but a block-quantized tensor comes as it is stored (nn::Linear's weight).
   Tensor take_weight(const std::string& name, const Shape& expected);
+  // As take_optional(), keeping a block-quantized tensor (a source that wraps another: the
+  // wrapper's take / take_weight decides).
+  std::optional<Tensor> take_optional_stored(const std::string& name, const Shape& expected);
 
   // Throws listing every available name that no take() consumed.
   void expect_all_taken() const;

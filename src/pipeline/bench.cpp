@@ -117,9 +117,9 @@ uint64_t name_hash(const std::string& s) {  // FNV-1a
 // random layers (norm weights 1, biases small, weights 1/sqrt(fan_in), embeddings 1).
 // Timing does not depend on the values, only finiteness matters; uniform (not
 // normal) because 1.3B values must be drawn in seconds.
-Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed) {
+Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed, QuantType quant) {
   const int64_t n = shape_numel(shape);
-  Tensor t = Tensor::empty(shape, dtype);
+  Tensor t = quant != QuantType::None ? Tensor::empty_quantized(shape, quant) : Tensor::empty(shape, dtype);
   const bool is_norm = ends_with(name, ".gamma") || name.find("norm") != std::string::npos;
   double std = 1.0, offset = 0.0;
   if (is_norm) {
@@ -143,7 +143,20 @@ Tensor random_param(const std::string& name, const Shape& shape, DType dtype, ui
     const double u = (static_cast<double>(z >> 11) + 0.5) * (1.0 / 9007199254740992.0);
     return static_cast<float>((2 * u - 1) * half_width + offset);
   };
-  if (dtype == DType::F32) {
+  if (quant != QuantType::None) {  // row by row into the blocks: no f32 copy of the whole tensor
+    const int64_t row = shape.back(), rows = n / row;
+    const size_t rb = quant_row_bytes(quant, row);
+    auto* q = static_cast<uint8_t*>(t.data_ptr());
+#pragma omp parallel
+    {
+      std::vector<float> buf(static_cast<size_t>(row));
+#pragma omp for schedule(static)
+      for (int64_t r = 0; r < rows; ++r) {
+        for (int64_t i = 0; i < row; ++i) buf[static_cast<size_t>(i)] = value(r * row + i);
+        quantize_row(quant, buf.data(), q + static_cast<size_t>(r) * rb, row);
+      }
+    }
+  } else if (dtype == DType::F32) {
     float* p = t.data<float>();
 #pragma omp parallel for schedule(static)
     for (int64_t i = 0; i < n; ++i) p[i] = value(i);

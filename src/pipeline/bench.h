@@ -36,6 +36,10 @@ struct BenchOptions {
   bool profile = false;          // per-op-class breakdown of one extra step (and VAE decode)
   double memory_limit_bytes = 0; // 0: MemAvailable of /proc/meminfo
   std::string mesh;              // "" = one rank; e.g. "tp=2" under mpirun: the denoiser is sharded
+  // --weights-dtype: "" = drawn in fp32 and cast to the precision (the default); a GGUF block
+  // type (q8_0, q4_k, ...): the denoiser's matrices are made in it (io::quant_decision picks
+  // which, as `vidax convert` does) and computed on without widening.
+  std::string weights_dtype;
 };
 
 // ---- clocks and machine facts ----
@@ -61,8 +65,10 @@ double gb(double bytes);
 // ---- random weights of given shapes ----
 uint64_t splitmix64(uint64_t z);
 // Uniform values with a standard deviation that keeps activations O(1) through random
-// layers (norm weights 1, biases small, weights 1/sqrt(fan_in)); F32 or BF16.
-Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed);
+// layers (norm weights 1, biases small, weights 1/sqrt(fan_in)); F32 or BF16, or made directly
+// in a GGUF block type (quant: the same values quantized row by row, never a whole f32 copy).
+Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed,
+                    QuantType quant = QuantType::None);
 Tensor random_input(const Shape& shape, uint64_t seed);  // unit-variance uniform, F32
 
 // ---- the machine's GEMM peak ----

@@ -10,6 +10,9 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <random>
+#include <cstring>
+#include <filesystem>
 
 #include "io/checkpoint.h"
 #include "sparse_checkpoint.h"
@@ -237,6 +240,67 @@ TEST(Convert, DtypeCastsFloatsLikeTorch) {
   const std::string n = "blocks.1.attn2.to_q.weight";
   EXPECT_EQ(out.info(n).dtype, DType::BF16);
   EXPECT_EQ(out.get(n).to_f32_vector(), src->get(n).to(DType::BF16).to_f32_vector());
+}
+
+// --dtype q4_k / q8_0: a GGUF whose matrices take the type, bit for bit ggml's reference
+// quantizer; 1-D, small, head and misfit-row tensors keep their type and the report says why;
+// --dtype f32 dequantizes the GGUF back; a GGUF to safetensors without --dtype is refused.
+TEST(Convert, GgufBlockTypesAndBack) {
+  TempDir dir;
+  std::map<std::string, Tensor> in;
+  auto rnd = [](const Shape& s, uint64_t seed) {
+    std::mt19937 g(static_cast<uint32_t>(seed));
+    std::normal_distribution<float> nd(0.f, 0.05f);
+    std::vector<float> v(static_cast<size_t>(shape_numel(s)));
+    for (auto& x : v) x = nd(g);
+    return Tensor::from_f32(v, s);
+  };
+  in["blocks.0.attn.q.weight"] = rnd({64, 256}, 1);
+  in["blocks.0.ffn.0.weight"] = rnd({64, 96}, 2).to(DType::BF16);  // rows of 96: Q8_0 yes, Q4_K no
+  in["blocks.0.norm.weight"] = rnd({256}, 3);
+  in["head.head.weight"] = rnd({64, 256}, 4);
+  in["small.weight"] = rnd({8, 32}, 5);
+  io::save_safetensors(dir / "in.safetensors", in);
+  ConvertOptions o;
+  o.dtype = "q4_k";
+  ConvertResult r = convert(dir / "in.safetensors", dir / "out.gguf", o);
+  EXPECT_EQ(r.format, "gguf");
+  EXPECT_EQ(r.quantized, 1u);
+  io::Checkpoint g = io::Checkpoint::open(dir / "out.gguf");
+  EXPECT_EQ(g.info("blocks.0.attn.q.weight").quant, QuantType::Q4_K);
+  Tensor want = Tensor::quantize(in["blocks.0.attn.q.weight"], QuantType::Q4_K);
+  EXPECT_EQ(std::memcmp(g.get("blocks.0.attn.q.weight").data_ptr(), want.data_ptr(), want.nbytes()), 0);
+  EXPECT_EQ(g.info("blocks.0.ffn.0.weight").dtype, DType::BF16);  // kept as it was
+  EXPECT_EQ(g.info("blocks.0.ffn.0.weight").quant, QuantType::None);
+  EXPECT_EQ(g.info("blocks.0.norm.weight").dtype, DType::F32);
+  std::string reasons;
+  for (const auto& [why, names] : r.kept_wide) reasons += why + ":" + std::to_string(names.size()) + ";";
+  EXPECT_NE(reasons.find("not a multiple of Q4_K's 256-value block:1"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("1-D"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("output head stays wide:1"), std::string::npos) << reasons;
+  EXPECT_NE(reasons.find("small"), std::string::npos) << reasons;
+
+  o.dtype = "q8_0";
+  r = convert(dir / "in.safetensors", dir / "out8.gguf", o);
+  EXPECT_EQ(r.quantized, 2u);  // rows of 96 fit Q8_0's 32-value blocks
+  EXPECT_EQ(io::Checkpoint::open(dir / "out8.gguf").info("blocks.0.ffn.0.weight").quant, QuantType::Q8_0);
+
+  o.dtype = "f32";  // any input, GGUF included, dequantized
+  convert(dir / "out.gguf", dir / "back.safetensors", o);
+  io::Checkpoint back = io::Checkpoint::open(dir / "back.safetensors");
+  EXPECT_EQ(back.info("blocks.0.attn.q.weight").dtype, DType::F32);
+  EXPECT_EQ(back.get("blocks.0.attn.q.weight").to_f32_vector(), want.to_f32_vector());
+  EXPECT_EQ(back.get("blocks.0.ffn.0.weight").to_f32_vector(), in["blocks.0.ffn.0.weight"].to_f32_vector());
+
+  try {
+    convert(dir / "out.gguf", dir / "kept.safetensors", {});
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'blocks.0.attn.q.weight'"), std::string::npos) << m;
+    EXPECT_NE(m.find("--dtype"), std::string::npos) << m;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "kept.safetensors"));
 }
 
 TEST(Convert, EngineLayoutWritesOriginalNamesWithTheSameValues) {

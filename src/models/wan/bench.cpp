@@ -15,6 +15,7 @@
 #include "backend/ops.h"
 #include "core/error.h"
 #include "dist/mesh.h"
+#include "io/quant_policy.h"
 #include "models/wan/dit.h"
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
@@ -144,17 +145,28 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
 
   // DiT steps.
   if (opt.steps > 0) {
-    const double weight_bytes = dit_weight_bytes(cfg, compute);
+    QuantType wq = QuantType::None;
+    VIDAX_CHECK(opt.weights_dtype.empty() || quant_from_name(opt.weights_dtype, &wq),
+                "--weights-dtype " << opt.weights_dtype << ": not a GGUF block type (" << quant_names_list() << ")");
     // Resident: the weights in the compute dtype, their packed oneDNN copy, and the largest
-    // activations (FFN hidden in fp32 and a few [L, dim] fp32 tensors) with a 2x margin.
+    // activations (FFN hidden in fp32 and a few [L, dim] fp32 tensors) with a 2x margin. Block-
+    // quantized weights stay as they are (a panel of rows is widened per GEMM): no packed copy.
+    const double weight_bytes =
+        wq == QuantType::None ? dit_weight_bytes(cfg, compute)
+                              : dit_weight_bytes(cfg, DType::F32) / 4.0 * quant_traits(wq).block_bytes / quant_traits(wq).block;
+    const double resident_factor = wq == QuantType::None ? 2.0 : 1.0;
     const double act_bytes = dit_activation_bytes(cfg, tokens);
-    r["dit_memory_estimate_bytes"] = 2 * weight_bytes + act_bytes;
-    check_fits(opt.model + " DiT in " + precision_name(precision), 2 * weight_bytes + act_bytes, available);
+    r["dit_memory_estimate_bytes"] = resident_factor * weight_bytes + act_bytes;
+    r["weights_dtype"] = wq == QuantType::None ? "fp32 drawn, cast to the precision" : quant_name(wq);
+    check_fits(opt.model + " DiT in " + precision_name(precision), resident_factor * weight_bytes + act_bytes, available);
 
     log("DiT: random weights of " + opt.model + " (" + std::to_string(gb(weight_bytes)) + " GB in " +
-        precision_name(precision) + ")");
+        (wq == QuantType::None ? precision_name(precision) : quant_name(wq)) + ")");
     nn::ParamSource src = nn::ParamSource::generated(
-        [&](const std::string& name, const Shape& shape) { return random_param(name, shape, DType::F32, seed); },
+        [&](const std::string& name, const Shape& shape) {
+          const bool q = wq != QuantType::None && io::quant_decision(name, shape, DType::F32, wq).quantize;
+          return random_param(name, shape, DType::F32, seed, q ? wq : QuantType::None);
+        },
         "random weights");
     // Drawn in fp32 like the published 1.3B checkpoint; the model casts what it runs in bf16.
     // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
@@ -163,9 +175,12 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     const WanDiT dit(cfg, src, precision, mesh.get());
     r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
     // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
-    // are kept in the compute dtype, so in bf16 about half of that stays resident.
-    const double resident = static_cast<double>(dit.weight_bytes()) * static_cast<double>(dtype_size(compute)) /
-                            static_cast<double>(dtype_size(DType::F32));
+    // are kept in the compute dtype, so in bf16 about half of that stays resident. Quantized
+    // weights are counted as their blocks.
+    const double resident = wq != QuantType::None ? static_cast<double>(dit.weight_bytes())
+                                                  : static_cast<double>(dit.weight_bytes()) *
+                                                        static_cast<double>(dtype_size(compute)) /
+                                                        static_cast<double>(dtype_size(DType::F32));
     r["dit_weight_bytes_per_rank"] = dit.weight_bytes();
     r["dit_weight_bytes_unsplit"] = dit.full_weight_bytes();
     r["dit_weight_bytes_per_rank_in_compute_dtype"] = resident;
