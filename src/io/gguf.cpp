@@ -31,7 +31,9 @@ constexpr OtherType kOtherTypes[] = {
 enum : uint32_t { U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9,
                   U64 = 10, I64 = 11, F64 = 12 };
 constexpr int kMaxArrayDepth = 8;
-constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
+// GGML_MAX_DIMS is 4, but the public Wan and HunyuanVideo GGUFs (city96's fix_5d_tensors.py,
+// written by the gguf package, which does not check) hold the 5-D patch embedding as F32.
+constexpr uint32_t kMaxDims = 5;
 
 class Cursor {
  public:
@@ -134,8 +136,8 @@ GgufHeader parse_gguf_header(const uint8_t* data, size_t size, const std::string
     t.name = c.str("tensor name");
     VIDAX_CHECK(names.emplace(t.name, true).second, file << ": GGUF tensor '" << t.name << "' appears twice");
     const uint32_t n_dims = c.get<uint32_t>("tensor rank");
-    VIDAX_CHECK(n_dims <= kMaxDims, file << ": tensor '" << t.name << "' has " << n_dims << " dimensions (GGUF allows "
-                                         << kMaxDims << ")");
+    VIDAX_CHECK(n_dims <= kMaxDims, file << ": tensor '" << t.name << "' has " << n_dims << " dimensions (GGUF allows 4, "
+                                         << kMaxDims << " with the 5-D convention of the public video GGUFs)");
     uint64_t numel = 1;
     std::vector<int64_t> dims;
     for (uint32_t d = 0; d < n_dims; ++d) {
