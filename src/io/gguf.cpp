@@ -312,7 +312,7 @@ void write_gguf(const std::string& path, const std::map<std::string, Tensor>& te
   std::vector<GgufWriteTensor> list;
   for (const auto& [name, t] : tensors) {
     VIDAX_CHECK(t.defined(), path << ": tensor '" << name << "' is undefined");
-    list.push_back({name, t.shape(), t.dtype(), t.quant(), [t]() { return t; }});
+    list.push_back({name, t.shape(), t.dtype(), t.quant(), [v = t]() { return v; }});
   }
   write_gguf(path, list, metadata);
 }

@@ -498,14 +498,14 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
     }
     if (d.quantize) {
       w.quant = qtype;
-      w.make = [t, qtype]() { return Tensor::quantize(t, qtype); };
+      w.make = [v = t, qtype]() { return Tensor::quantize(v, qtype); };
       ++res.quantized;
     } else if (t.is_quantized() && qtype != QuantType::None) {  // a block tensor that cannot take the type: f32
       w.dtype = DType::F32;
-      w.make = [t]() { return t.to(DType::F32); };
+      w.make = [v = t]() { return v.to(DType::F32); };
     } else {
       w.quant = t.quant();
-      w.make = [t]() { return t; };
+      w.make = [v = t]() { return v; };
     }
     if (!d.quantize && qtype != QuantType::None)
       res.kept_wide[d.reason].push_back(name + " (" + (w.quant != QuantType::None ? quant_name(w.quant) : dtype_name(w.dtype)) + ")");

@@ -10,6 +10,7 @@
 #include <sys/sysmacros.h>
 
 #include <filesystem>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <map>
@@ -171,6 +172,32 @@ struct Kit {
     io::save_safetensors((f / "golden_unknown_kind.safetensors").string(), {{"output.x", one}}, {{"kind", "nope"}});
     file("golden_unknown_kind", f / "golden_unknown_kind.safetensors");
     file("golden_rng", fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "rng_torch_cpu.safetensors");
+    // GGUF with block-quantized tensors (tests/io/data), whole and broken (issue 17's bad input).
+    const fs::path qg = fs::path(VIDAX_TEST_DATA_DIR) / "io" / "data" / "gguf_quant_fixture.gguf";
+    file("gguf_quant", qg);
+    std::string qb;
+    {
+      std::ifstream in(qg, std::ios::binary);
+      qb.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    auto with_type = [&](const std::string& tensor, uint32_t type) {  // the tensor's GGML type replaced
+      std::string b = qb;
+      size_t p = b.find(tensor) + tensor.size();
+      uint32_t n_dims;
+      std::memcpy(&n_dims, b.data() + p, 4);
+      std::memcpy(b.data() + p + 4 + 8 * n_dims, &type, 4);
+      return b;
+    };
+    write_text(f / "gguf_truncated.gguf", qb.substr(0, qb.size() - 100));
+    file("gguf_truncated", f / "gguf_truncated.gguf");
+    write_text(f / "gguf_badsize.gguf", with_type("blk.0.lo.weight", 8));  // Q5_0 [2, 64] read as Q8_0
+    file("gguf_badsize", f / "gguf_badsize.gguf");
+    write_text(f / "gguf_unknown_type.gguf", with_type("blk.0.lo.weight", 77));
+    file("gguf_unknown_type", f / "gguf_unknown_type.gguf");
+    write_text(f / "gguf_iq_type.gguf", with_type("blk.0.lo.weight", 16));
+    file("gguf_iq_type", f / "gguf_iq_type.gguf");
+    write_text(f / "gguf_krows.gguf", with_type("blk.0.attn_q.weight", 12));  // Q4_K on rows of 64
+    file("gguf_krows", f / "gguf_krows.gguf");
   }
 };
 
@@ -406,6 +433,22 @@ std::vector<Case> cases() {
   conv("convert_bad_dtype", {dit, "{dir}/c.safetensors", "--dtype", "f64"}, 1, {"--dtype", "f64"});
   conv("convert_bad_layout", {dit, "{dir}/c.safetensors", "--layout", "comfy"}, 1, {"--layout", "comfy"});
   conv("convert_missing_out", {dit}, 1, {"out", "required"});
+  // Block-quantized GGUF input (issue 17): a truncated file, a byte size that does not match the
+  // type and shape, an unknown or unsupported type, a K-quant on rows that are not a multiple of
+  // 256: each names the file and the tensor.
+  ins("inspect_gguf_truncated", {"{f:gguf_truncated}"}, 1, {"gguf_truncated.gguf", "'blk.0.norm.weight'", "truncated"});
+  ins("inspect_gguf_bad_size", {"{f:gguf_badsize}"}, 1,
+      {"gguf_badsize.gguf", "'blk.0.lo.weight'", "does not match its type and shape"});
+  ins("inspect_gguf_unknown_type", {"{f:gguf_unknown_type}"}, 1,
+      {"gguf_unknown_type.gguf", "'blk.0.lo.weight'", "unknown GGML type 77"});
+  ins("inspect_gguf_iq_type", {"{f:gguf_iq_type}"}, 1, {"gguf_iq_type.gguf", "'blk.0.lo.weight'", "IQ2_XXS"});
+  ins("inspect_gguf_krows", {"{f:gguf_krows}"}, 1,
+      {"gguf_krows.gguf", "'blk.0.attn_q.weight'", "Q4_K", "256-value block"});
+  conv("convert_gguf_truncated", {"{f:gguf_truncated}", "{dir}/c.safetensors", "--dtype", "f32"}, 1,
+       {"gguf_truncated.gguf", "truncated"});
+  conv("convert_gguf_blocks_to_safetensors", {"{f:gguf_quant}", "{dir}/c.safetensors"}, 1,
+       {"'blk.0.attn_q.weight'", "Q8_0", "--dtype"});
+  conv("convert_bad_block_type", {dit, "{dir}/c.gguf", "--dtype", "q9_0"}, 1, {"--dtype", "q9_0"});
 
   // ---- parity -----------------------------------------------------------------------------
   auto par = [&](std::string name, std::vector<std::string> args, int code, std::vector<std::string> words) {
@@ -418,6 +461,8 @@ std::vector<Case> cases() {
   par("parity_rtol_zero", {"{f:golden_rng}", "--rtol", "0"}, 1, {"--rtol 0", "positive finite"});
   par("parity_rtol_nan", {"{f:golden_rng}", "--rtol", "nan"}, 1, {"--rtol nan", "positive finite"});
   par("parity_rtol_inf", {"{f:golden_rng}", "--rtol", "inf"}, 1, {"--rtol inf", "positive finite"});
+  par("parity_quantize_bad_type", {"{f:golden_rng}", "--quantize", "q7_k"}, 1, {"--quantize", "q7_k"});
+  par("parity_quantize_no_weights", {"{f:golden_rng}", "--quantize", "q8_0"}, 1, {"--quantize", "rng.torch_cpu"});
   par("parity_rtol_text", {"{f:golden_rng}", "--rtol", "tight"}, 1, {"--rtol"});
   par("parity_mesh_malformed", {"{f:golden_rng}", "--mesh", "bogus"}, 1, {"--mesh", "axis=size"});
   par("parity_mesh_zero", {"{f:golden_rng}", "--mesh", "sp=0"}, 1, {"sp must be >= 1"});
