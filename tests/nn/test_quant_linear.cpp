@@ -66,6 +66,16 @@ TEST(QuantTensor, QuantizeDequantizeSliceClone) {
   EXPECT_THROW(Tensor::quantize(randn({2, 128}, 2), QuantType::Q4_K), Error);  // 128 % 256
 }
 
+// Found by fuzz_checkpoint_file: a GGUF block tensor of zero rows read through to_f32_vector
+// passed null pointers to memcpy (convert of 0 elements).
+TEST(QuantTensor, EmptyTensorsDequantizeToNothing) {
+  Tensor q = Tensor::empty_quantized({0, 64}, QuantType::Q8_0);
+  EXPECT_EQ(q.nbytes(), 0u);
+  EXPECT_TRUE(q.to_f32_vector().empty());
+  EXPECT_TRUE(q.to(DType::BF16).to_f32_vector().empty());
+  EXPECT_TRUE(Tensor::empty({0, 3}, DType::BF16).to_f32_vector().empty());
+}
+
 struct LinearCase { QuantType type; DType compute; int64_t N, K; };
 class QuantLinear : public testing::TestWithParam<LinearCase> {};
 
