@@ -66,7 +66,8 @@ double gb(double bytes);
 uint64_t splitmix64(uint64_t z);
 // Uniform values with a standard deviation that keeps activations O(1) through random
 // layers (norm weights 1, biases small, weights 1/sqrt(fan_in)); F32 or BF16, or made directly
-// in a GGUF block type (quant: the same values quantized row by row, never a whole f32 copy).
+// in a GGUF block type (quant: 64 rows of those values quantized, every row one of them; never
+// an f32 copy of the tensor).
 Tensor random_param(const std::string& name, const Shape& shape, DType dtype, uint64_t seed,
                     QuantType quant = QuantType::None);
 Tensor random_input(const Shape& shape, uint64_t seed);  // unit-variance uniform, F32

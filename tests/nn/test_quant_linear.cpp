@@ -98,11 +98,12 @@ TEST_P(QuantLinear, EqualsDequantizeThenLinear) {
   EXPECT_EQ(g.to_f32_vector(), ops::gelu(yq, ops::GeluMode::Tanh).to_f32_vector());
 }
 
-// N x K large enough for several 8 MiB panels at f32 (K 4096: 512 rows a panel).
+// Several 8 MiB panels: K 8192 is 256 rows a panel in f32, 512 in bf16 (N 2100: 9 and 5 panels).
 INSTANTIATE_TEST_SUITE_P(Types, QuantLinear,
                          testing::Values(LinearCase{QuantType::Q8_0, DType::F32, 96, 256},
-                                         LinearCase{QuantType::Q4_K, DType::F32, 1100, 4096},
-                                         LinearCase{QuantType::Q8_0, DType::BF16, 1100, 4096},
+                                         LinearCase{QuantType::Q8_0, DType::F32, 2100, 8192},
+                                         LinearCase{QuantType::Q8_0, DType::BF16, 2100, 8192},
+                                         LinearCase{QuantType::Q4_K, DType::F32, 300, 1024},
                                          LinearCase{QuantType::Q6_K, DType::BF16, 64, 512},
                                          LinearCase{QuantType::Q5_0, DType::F32, 40, 64}),
                          [](const auto& i) {
