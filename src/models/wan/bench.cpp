@@ -184,10 +184,14 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     r["dit_weight_bytes_per_rank"] = dit.weight_bytes();
     r["dit_weight_bytes_unsplit"] = dit.full_weight_bytes();
     r["dit_weight_bytes_per_rank_in_compute_dtype"] = resident;
-    log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB of " +
-        std::to_string(gb(static_cast<double>(dit.full_weight_bytes()))) + " GB as drawn (fp32), about " +
-        std::to_string(gb(resident)) + " GB in " + dtype_name(compute) + " (mesh " + r["mesh"].get<std::string>() +
-        ")");
+    if (wq != QuantType::None)
+      log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB (" +
+          quant_name(wq) + " matrices, the rest fp32; mesh " + r["mesh"].get<std::string>() + ")");
+    else
+      log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB of " +
+          std::to_string(gb(static_cast<double>(dit.full_weight_bytes()))) + " GB as drawn (fp32), about " +
+          std::to_string(gb(resident)) + " GB in " + dtype_name(compute) + " (mesh " + r["mesh"].get<std::string>() +
+          ")");
 
     const Tensor context = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 1);
     TextContext text;
