@@ -525,6 +525,10 @@ struct Server::Impl {
 
   void routes() {
     http.set_payload_max_length(opt.max_body_bytes);
+    // httplib's default pool is max(8, cores - 1) threads, and each open events stream or
+    // keep-alive client holds one: 20 clients at once had requests dropped (docs/bugs.md row 202).
+    http.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    http.set_keep_alive_max_count(1000);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       const bool guarded_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
       if (opt.api_key.empty() || !guarded_path) return httplib::Server::HandlerResponse::Unhandled;
