@@ -81,13 +81,7 @@ int run_generate(const GenerateArgs& a) {
   const engine::Resolved model = engine::resolve(a.weights, a.model);
   // A sampling preset replaces the variant's sampling defaults; explicit options still win.
   Defaults d = model.variant.defaults;
-  if (!a.preset.empty()) {
-    const SamplingPreset& p = model.family->sampling_preset(a.preset);
-    d.steps = p.steps;
-    d.shift = p.shift;
-    d.sampler = p.sampler;
-    d.guidance = p.guidance;
-  }
+  if (!a.preset.empty()) d = with_preset(d, model.family->sampling_preset(a.preset));
   Request req;
   req.prompt = a.prompt;
   req.negative_prompt = a.negative_prompt.value_or("");

@@ -22,7 +22,7 @@ namespace {
 
 struct ServeArgs {
   std::vector<std::string> weights, models;
-  std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file;
+  std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file, lora_dir;
   int port = 8080;
   int max_queued = 100;
   double max_body_mb = 1;
@@ -59,6 +59,7 @@ int run_serve(const ServeArgs& a) {
   opt.port = a.port;
   opt.data_dir = a.data;
   opt.api_key = a.api_key;
+  opt.lora_dir = a.lora_dir;
   if (!a.api_key_file.empty()) {
     std::ifstream in(a.api_key_file);
     VIDAX_CHECK(in && std::getline(in, opt.api_key) && !opt.api_key.empty(),
@@ -113,6 +114,8 @@ Command add_serve(CLI::App& app) {
   sub->add_option("--data", a->data, "Folder for the job database and the videos")->capture_default_str();
   sub->add_option("--api-key", a->api_key, "Require `Authorization: Bearer KEY` on /v1/* and /metrics");
   sub->add_option("--api-key-file", a->api_key_file, "Read the API key from this file's first line");
+  sub->add_option("--lora-dir", a->lora_dir,
+                  "Folder of LoRA files a request's `lora` may name (only inside it; default: none accepted)");
   sub->add_option("--max-queue", a->max_queued, "Queued jobs before POST answers 429")->capture_default_str();
   sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body in MiB (413 above)")->capture_default_str();
   return {sub, [a]() -> int { return run_serve(*a); }};

@@ -12,6 +12,14 @@ nlohmann::json Family::bench(const BenchOptions&, const std::function<void(const
   throw Error(msg() << "vidax bench does not know the " << name() << " family yet");
 }
 
+Defaults with_preset(Defaults d, const SamplingPreset& p) {
+  d.steps = p.steps;
+  d.shift = p.shift;
+  d.sampler = p.sampler;
+  d.guidance = p.guidance;
+  return d;
+}
+
 const std::vector<SamplingPreset>& Family::sampling_presets() const {
   static const std::vector<SamplingPreset> none;
   return none;

@@ -47,6 +47,10 @@ struct SamplingPreset {
   double guidance = 1.0;  // 1: no unconditional pass (CFG distilled)
 };
 
+// The defaults with a preset's sampling settings in place (what --preset does before the
+// explicit options are read; `vidax serve`'s `preset` field the same).
+Defaults with_preset(Defaults d, const SamplingPreset& p);
+
 struct Variant {
   std::string name;         // "wan2.1-t2v-1.3b": what --model takes
   std::string description;  // one line for `vidax models` and errors

@@ -12,6 +12,7 @@
 #include "dist/communicator.h"
 #include "pipeline/guidance.h"
 #include "pipeline/prediction.h"
+#include "translate/lora.h"
 
 namespace vidax::pipeline {
 
@@ -67,6 +68,14 @@ struct Parts {
   // Called once the last step is done, before decoding: the denoiser is freed here when its
   // residency says so. Optional.
   std::function<void()> after_denoising;
+  // The LoRAs merged into the denoiser, replaced (a server's per-request LoRAs, docs/lora.md):
+  // the base weights stay unmerged, so a change reads no checkpoint again, and the same list
+  // as now costs nothing. Throws naming a bad file, leaving the base weights in use. Empty
+  // when the family cannot switch LoRAs.
+  std::function<void(const std::vector<translate::LoraSpec>& loras)> use_loras;
+  // Plans and checks LoRAs against the denoiser (keys, shapes) without merging; throws naming
+  // the problem. Empty when use_loras is.
+  std::function<void(const std::vector<translate::LoraSpec>& loras)> check_loras;
   // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
   // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
   dist::Communicator* cfg_group = nullptr;

@@ -39,6 +39,11 @@ class ResidentPart {
     std::lock_guard<std::mutex> lock(mu_);
     if (policy_ == Residency::FreeAfterUse) part_.reset();
   }
+  // Drops the part whatever the policy (its inputs changed: a LoRA switch); the next acquire loads it.
+  void unload() {
+    std::lock_guard<std::mutex> lock(mu_);
+    part_.reset();
+  }
   bool loaded() const {
     std::lock_guard<std::mutex> lock(mu_);
     return part_ != nullptr;

@@ -46,11 +46,26 @@ bool same_secret(const std::string& a, const std::string& b) {
 }
 
 // What a file holds, streamed (Range requests work: httplib asks for offset and length).
-void send_file(httplib::Response& res, const fs::path& path, const std::string& type) {
+// A range that starts past the end is a 416 here: httplib 0.11 answers it 206 with a
+// Content-Length that wrapped around below zero (docs/bugs.md row 200).
+void send_file(const httplib::Request& req, httplib::Response& res, const fs::path& path, const std::string& type) {
   auto in = std::make_shared<std::ifstream>(path, std::ios::binary);
   std::error_code ec;
   const auto size = fs::file_size(path, ec);
   if (!*in || ec) throw ApiError(500, "cannot read " + path.filename().string(), "", "file_unreadable");
+  for (const auto& [first, last] : req.ranges) {
+    const bool ok = first < 0 ? last > 0  // "-N": the last N bytes
+                              : static_cast<uintmax_t>(first) < size && (last < 0 || last >= first);
+    if (!ok) {
+      res.set_header("Content-Range", "bytes */" + std::to_string(size));
+      // httplib cuts whatever body is sent to the request's ranges, the error's JSON too (to
+      // nothing, with a second, wrapped Content-Range): the ranges go. The Request is httplib's
+      // own non-const object, handed to handlers as const.
+      const_cast<httplib::Request&>(req).ranges.clear();
+      throw ApiError(416, "the range " + req.get_header_value("Range").substr(0, 64) + " is outside the file (" +
+                              std::to_string(size) + " bytes)", "", "range_not_satisfiable");
+    }
+  }
   res.set_content_provider(static_cast<size_t>(size), type, [in](size_t offset, size_t length, httplib::DataSink& sink) {
     std::vector<char> buf(std::min<size_t>(length, 1 << 16));
     in->clear();
@@ -69,6 +84,7 @@ struct Server::Impl {
   fs::path videos_dir;
   std::unique_ptr<JobStore> store;
   httplib::Server http;
+  std::vector<std::pair<std::string, std::string>> route_list;  // (method, OpenAPI path), as registered
   int port = -1;
   std::thread worker, serve_thread;
   std::atomic<bool> stopping{false};
@@ -135,7 +151,10 @@ struct Server::Impl {
               {"guidance", s.guidance},
               {"shift", s.shift},
               {"sampler", s.sampler},
-              {"negative_prompt", s.negative_prompt}};
+              {"negative_prompt", s.negative_prompt},
+              {"lora", json::array()},
+              {"preset", s.preset.empty() ? json() : json(s.preset)}};
+    for (const auto& l : s.loras) o["lora"].push_back({{"path", l.path}, {"scale", l.scale}});
     return o;
   }
 
@@ -188,6 +207,12 @@ struct Server::Impl {
       const ServedModel* m = find_model(spec.model);
       if (!m) throw Error("model " + spec.model + " is not served by this server (it was when the job was queued)");
       const pipeline::Request req = to_pipeline_request(spec, m->variant().defaults);
+      // This job's LoRAs, none included: each job sets its own, so none outlives its job.
+      const auto loras = lora_specs(spec, opt.lora_dir);
+      if (m->loaded->parts.use_loras)
+        m->loaded->parts.use_loras(loras);
+      else if (!loras.empty())
+        throw Error("model " + spec.model + " cannot switch LoRAs");
       {
         std::lock_guard<std::mutex> lock(live_mu);
         live_id = id;
@@ -224,6 +249,8 @@ struct Server::Impl {
                   {"steps", spec.steps},         {"sampler", spec.sampler},
                   {"shift", spec.shift},         {"guidance", spec.guidance},
                   {"precision", m->loaded->precision}, {"fps", spec.fps},
+                  {"loras", spec_to_json(spec).at("lora")},
+                  {"preset", spec.preset.empty() ? json() : json(spec.preset)},
                   {"seconds", {{"text", res.seconds_text}, {"denoise", res.seconds_denoise}, {"decode", res.seconds_decode}}}};
       pipeline::OutputRequest out;
       out.path = video_path(id).string();
@@ -279,7 +306,7 @@ struct Server::Impl {
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
       }
     }
-    VideoSpec spec = parse_video_request(body, from_form, models);
+    VideoSpec spec = parse_video_request(body, from_form, models, opt.lora_dir);
     if (store->count(Status::Queued) >= opt.max_queued)
       throw ApiError(429, "the queue is full (" + std::to_string(opt.max_queued) + " jobs waiting); retry later", "",
                      "queue_full");
@@ -369,9 +396,9 @@ struct Server::Impl {
       throw ApiError(409, "video " + id + " is " + status_name(j.status) + ", not completed", "video_id",
                      "video_not_ready");
     if (variant == "thumbnail")
-      send_file(res, thumb_path(id), "image/png");
+      send_file(req, res, thumb_path(id), "image/png");
     else
-      send_file(res, video_path(id), "video/mp4");
+      send_file(req, res, video_path(id), "video/mp4");
   }
 
   // Server-sent events: `progress` on every change (with the step, the steps and an ETA while it
@@ -442,6 +469,8 @@ struct Server::Impl {
     json data = json::array();
     for (const auto& m : models) {
       const auto& d = m.variant().defaults;
+      json presets = json::array();
+      for (const auto& p : m.family->sampling_presets()) presets.push_back(p.name);
       data.push_back({{"id", m.name},
                       {"object", "model"},
                       {"created", 0},
@@ -457,7 +486,9 @@ struct Server::Impl {
                         {"steps", d.steps},
                         {"guidance", d.guidance},
                         {"shift", d.shift},
-                        {"sampler", d.sampler}}}});
+                        {"sampler", d.sampler}}},
+                      {"presets", presets},
+                      {"loras", static_cast<bool>(m.loaded->parts.use_loras) && !opt.lora_dir.empty()}});
     }
     return {{"object", "list"}, {"data", data}};
   }
@@ -494,6 +525,10 @@ struct Server::Impl {
 
   void routes() {
     http.set_payload_max_length(opt.max_body_bytes);
+    // httplib's default pool is max(8, cores - 1) threads, and each open events stream or
+    // keep-alive client holds one: 20 clients at once had requests dropped (docs/bugs.md row 202).
+    http.new_task_queue = [] { return new httplib::ThreadPool(64); };
+    http.set_keep_alive_max_count(1000);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       const bool guarded_path = req.path.rfind("/v1/", 0) == 0 || req.path == "/metrics";
       if (opt.api_key.empty() || !guarded_path) return httplib::Server::HandlerResponse::Unhandled;
@@ -518,7 +553,8 @@ struct Server::Impl {
         send_error(res, ApiError(404, "no such endpoint: " + req.method + " " + req.path.substr(0, 128), "",
                                  "unknown_url"));
       else
-        send_error(res, ApiError(res.status, "request refused (HTTP " + std::to_string(res.status) + ")"));
+        send_error(res, ApiError(res.status, "request refused (HTTP " + std::to_string(res.status) + ")", "",
+                                 res.status == 416 ? "range_not_satisfiable" : "bad_request"));
     });
     http.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "unknown error";
@@ -532,35 +568,44 @@ struct Server::Impl {
       send_error(res, ApiError(500, "internal error: " + what, "", "internal_error"));
     });
 
-    http.Post("/v1/videos", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { post_video(req, res); });
+    using H = std::function<void(const httplib::Request&, httplib::Response&)>;
+    // Registers a route under its OpenAPI path ("{video_id}" becomes the segment's capture).
+    auto on = [this](const std::string& method, const std::string& path, H h) {
+      route_list.emplace_back(method, path);
+      std::string re = path;
+      const size_t at = re.find("{video_id}");
+      if (at != std::string::npos) re.replace(at, 10, "([^/]+)");
+      auto g = [this, h](const httplib::Request& req, httplib::Response& res) { guarded(res, [&] { h(req, res); }); };
+      if (method == "GET") http.Get(re, g);
+      else if (method == "POST") http.Post(re, g);
+      else if (method == "DELETE") http.Delete(re, g);
+      else throw Error("route " + method + " " + path + ": no such method here");
+    };
+    on("POST", "/v1/videos", [this](const httplib::Request& req, httplib::Response& res) { post_video(req, res); });
+    on("GET", "/v1/videos", [this](const httplib::Request& req, httplib::Response& res) { list_videos(req, res); });
+    on("GET", "/v1/videos/{video_id}", [this](const httplib::Request& req, httplib::Response& res) {
+      send_json(res, 200, video_json(job_of(req.matches[1])));
     });
-    http.Get("/v1/videos", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { list_videos(req, res); });
-    });
-    http.Get(R"(/v1/videos/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { send_json(res, 200, video_json(job_of(req.matches[1]))); });
-    });
-    http.Delete(R"(/v1/videos/([^/]+))", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { delete_video(req.matches[1], res); });
-    });
-    http.Get(R"(/v1/videos/([^/]+)/content)", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { content(req.matches[1], req, res); });
-    });
-    http.Get(R"(/v1/videos/([^/]+)/events)", [this](const httplib::Request& req, httplib::Response& res) {
-      guarded(res, [&] { events(req.matches[1], res); });
-    });
-    http.Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
-    http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    on("DELETE", "/v1/videos/{video_id}",
+       [this](const httplib::Request& req, httplib::Response& res) { delete_video(req.matches[1], res); });
+    on("GET", "/v1/videos/{video_id}/content",
+       [this](const httplib::Request& req, httplib::Response& res) { content(req.matches[1], req, res); });
+    on("GET", "/v1/videos/{video_id}/events",
+       [this](const httplib::Request& req, httplib::Response& res) { events(req.matches[1], res); });
+    on("GET", "/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
+    on("GET", "/health", [this](const httplib::Request&, httplib::Response& res) {
       json names = json::array();
       for (const auto& m : models) names.push_back(m.name);
       send_json(res, 200, {{"status", stopping ? "stopping" : "ok"}, {"models", names}});
     });
-    http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    on("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
       res.set_content(metrics_text(), "text/plain; version=0.0.4");
     });
-    http.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    on("GET", "/", [](const httplib::Request&, httplib::Response& res) {
       res.set_content(web_page_html(), "text/html; charset=utf-8");
+    });
+    on("GET", "/openapi.json", [](const httplib::Request&, httplib::Response& res) {
+      res.set_content(openapi_json(), "application/json");
     });
   }
 };
@@ -569,6 +614,10 @@ Server::Server(ServeOptions opt, std::vector<ServedModel> models) : impl_(std::m
   Impl& s = *impl_;
   VIDAX_CHECK(!models.empty(), "vidax serve needs at least one model (--weights)");
   VIDAX_CHECK(!opt.data_dir.empty(), "vidax serve needs a data folder (--data)");
+  if (!opt.lora_dir.empty()) {
+    std::error_code ec;
+    VIDAX_CHECK(fs::is_directory(opt.lora_dir, ec), "--lora-dir " << opt.lora_dir << ": not a folder");
+  }
   s.opt = std::move(opt);
   s.models = std::move(models);
   for (size_t i = 0; i < s.models.size(); ++i)
@@ -593,6 +642,8 @@ Server::Server(ServeOptions opt, std::vector<ServedModel> models) : impl_(std::m
 }
 
 Server::~Server() { stop(); }
+
+std::vector<std::pair<std::string, std::string>> Server::routes() const { return impl_->route_list; }
 
 int Server::bind() {
   Impl& s = *impl_;

@@ -4,7 +4,8 @@
 //
 // Routes: POST/GET /v1/videos, GET/DELETE /v1/videos/{id},
 // GET /v1/videos/{id}/content[?variant=thumbnail], GET /v1/videos/{id}/events
-// (server-sent events), GET /v1/models, GET /health, GET /metrics, GET / (the page).
+// (server-sent events), GET /v1/models, GET /health, GET /metrics, GET / (the page),
+// GET /openapi.json (docs/openapi.json, the API's description).
 #pragma once
 #include <functional>
 #include <memory>
@@ -22,6 +23,7 @@ struct ServeOptions {
   std::string api_key;             // non-empty: /v1/* and /metrics need `Authorization: Bearer <key>`
   size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
   int max_queued = 100;             // more queued jobs get 429 with Retry-After
+  std::string lora_dir;             // the folder `lora` entries resolve in ("" = no LoRAs accepted)
   std::function<void(const std::string&)> log;  // one line per event (nullptr: quiet)
 };
 
@@ -44,6 +46,10 @@ class Server {
   // callable from any thread (the CLI's signal thread).
   void stop();
 
+  // Every route the server answers, as the OpenAPI document (docs/openapi.json) writes it:
+  // {"GET", "/v1/videos/{video_id}"}, ... (tests check the two agree).
+  std::vector<std::pair<std::string, std::string>> routes() const;
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
@@ -51,5 +57,7 @@ class Server {
 
 // The page at `/` (web_page.cpp).
 const std::string& web_page_html();
+// docs/openapi.json, built in (served at /openapi.json).
+const std::string& openapi_json();
 
 }  // namespace vidax::serve

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <random>
 #include <regex>
 
@@ -18,6 +19,8 @@ using nlohmann::json;
 constexpr size_t kMaxPromptBytes = 20000;  // far above any text encoder's budget (Wan: 512 tokens)
 // A server's own bounds, beside the CLI's rules: no single request may hold the queue for days.
 constexpr int64_t kMaxFrames = 10000;  // steps: pipeline::kMaxSteps, the CLI's bound
+constexpr size_t kMaxLoras = 8;
+constexpr double kMaxLoraScale = 100;  // |scale|; a LoRA's useful range is about 0..2
 
 std::string type_name(const json& v) {
   if (v.is_string()) return "a string";
@@ -118,7 +121,8 @@ const std::vector<std::string>& video_request_fields() {
   return f;
 }
 
-VideoSpec parse_video_request(const json& body, bool from_form, const std::vector<ServedModel>& models) {
+VideoSpec parse_video_request(const json& body, bool from_form, const std::vector<ServedModel>& models,
+                              const std::string& lora_dir) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
   const auto& known = video_request_fields();
   for (auto it = body.begin(); it != body.end(); ++it)
@@ -141,8 +145,6 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
       throw bad_field("model", "model is required: this server holds " + names, "missing_required_parameter");
     model = &models[0];
   }
-  const pipeline::Defaults& d = model->variant().defaults;
-
   VideoSpec s;
   s.model = model->name;
   if (!body.contains("prompt")) throw bad_field("prompt", "prompt is required", "missing_required_parameter");
@@ -162,11 +164,60 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     throw bad_field("input_reference",
                     "model " + s.model + " takes no input image (its tasks: " + tasks + ")", "unsupported_value");
   }
-  if (body.contains("lora"))
-    throw bad_field("lora", "this server has no LoRA folder configured; lora is not supported", "unsupported_value");
-  if (body.contains("preset"))
-    throw bad_field("preset", "presets are not supported by this server; give the fields themselves",
-                    "unsupported_value");
+  if (body.contains("lora")) {
+    if (lora_dir.empty())
+      throw bad_field("lora", "this server has no LoRA folder (vidax serve --lora-dir DIR); lora is not accepted",
+                      "unsupported_value");
+    if (!model->loaded->parts.use_loras)
+      throw bad_field("lora", "model " + s.model + " cannot switch LoRAs per request", "unsupported_value");
+    json list = body.at("lora");
+    if (from_form && list.is_string()) {  // a form sends the list as its JSON text
+      try {
+        list = json::parse(list.get<std::string>());
+      } catch (const json::exception&) {
+        throw bad_field("lora", "lora must be a JSON list of {name or path, scale}", "invalid_json");
+      }
+    }
+    if (!list.is_array())
+      throw bad_field("lora", "lora must be a list of {\"name\" or \"path\", \"scale\"}, got " + type_name(list),
+                      "invalid_type");
+    if (list.size() > kMaxLoras)
+      throw bad_field("lora", "lora has " + std::to_string(list.size()) + " entries; at most " +
+                                  std::to_string(kMaxLoras));
+    for (size_t i = 0; i < list.size(); ++i) {
+      const std::string field = "lora[" + std::to_string(i) + "]";
+      LoraUse u;
+      u.path = resolve_lora_file(lora_dir, list[i], field);
+      if (list[i].contains("scale")) {
+        const json& v = list[i].at("scale");
+        if (!v.is_number())
+          throw bad_field(field + ".scale", field + ".scale must be a number, got " + type_name(v), "invalid_type");
+        u.scale = v.get<double>();
+        if (!(std::isfinite(u.scale) && std::fabs(u.scale) <= kMaxLoraScale))
+          throw bad_field(field + ".scale", field + ".scale " + v.dump() + ": must be in [-" +
+                                                format_seconds(kMaxLoraScale) + ", " + format_seconds(kMaxLoraScale) + "]");
+      }
+      s.loras.push_back(u);
+    }
+    // The files against the model (keys, shapes) now, so a bad LoRA is a 400, not a failed job.
+    try {
+      model->loaded->parts.check_loras(lora_specs(s, lora_dir));
+    } catch (const Error& e) {
+      throw bad_field("lora", std::string("a LoRA does not fit model ") + s.model + ": " + e.what());
+    }
+  }
+  // A sampling preset (`vidax models` lists them) replaces the sampling defaults; fields given win.
+  pipeline::Defaults d = model->variant().defaults;
+  if (body.contains("preset")) {
+    s.preset = get_string(body, "preset");
+    try {
+      d = pipeline::with_preset(d, model->family->sampling_preset(s.preset));
+    } catch (const Error& e) {
+      std::string m = e.what();
+      if (m.rfind("--preset ", 0) == 0) m = m.substr(2);  // the CLI's option, as the API's field
+      throw bad_field("preset", m);
+    }
+  }
 
   s.width = d.width;
   s.height = d.height;
@@ -237,8 +288,72 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
   return s;
 }
 
+std::string resolve_lora_file(const std::string& lora_dir, const json& entry, const std::string& field) {
+  namespace fs = std::filesystem;
+  if (!entry.is_object())
+    throw bad_field(field, field + " must be an object {\"name\" or \"path\", \"scale\"}, got " + type_name(entry),
+                    "invalid_type");
+  for (auto it = entry.begin(); it != entry.end(); ++it)
+    if (it.key() != "name" && it.key() != "path" && it.key() != "scale")
+      throw valid_utf8(it.key()) ? bad_field(field + "." + it.key(), "unknown field '" + it.key() + "' in " + field,
+                                             "unknown_parameter")
+                                 : bad_field(field, "a field name in " + field + " is not valid UTF-8", "invalid_encoding");
+  if (entry.contains("name") == entry.contains("path"))
+    throw bad_field(field, field + " needs exactly one of name and path", "missing_required_parameter");
+  const std::string key = entry.contains("name") ? "name" : "path";
+  const std::string param = field + "." + key;
+  const json& v = entry.at(key);
+  if (!v.is_string()) throw bad_field(param, param + " must be a string, got " + type_name(v), "invalid_type");
+  const std::string text = v.get<std::string>();
+  if (!valid_utf8(text)) throw bad_field(param, param + " is not valid UTF-8", "invalid_encoding");
+  const std::string shown = "'" + text.substr(0, 64) + "'";
+  std::string rel;
+  if (key == "name") {
+    static const std::regex re(R"([A-Za-z0-9][A-Za-z0-9._+-]{0,127})");
+    if (!std::regex_match(text, re) || text.find("..") != std::string::npos)
+      throw bad_field(param, param + " " + shown +
+                                 " is not a LoRA name (letters, digits, '.', '_', '+', '-'; no folders: use path)");
+    rel = text + ".safetensors";
+  } else {
+    // Relative, inside the folder: no absolute path, no empty, '.' or '..' component, nothing but '/'.
+    bool ok = !text.empty() && text.size() <= 1024 && text.front() != '/' && text.find('\\') == std::string::npos &&
+              text.find('\0') == std::string::npos;
+    for (size_t b = 0; ok && b <= text.size();) {
+      const size_t e = std::min(text.find('/', b), text.size());
+      const std::string part = text.substr(b, e - b);
+      ok = !part.empty() && part != "." && part != "..";
+      b = e + 1;
+    }
+    if (!ok)
+      throw bad_field(param, param + " " + shown +
+                                 " must be a relative path inside the LoRA folder (no '..', no leading '/')");
+    if (text.size() < 12 || text.compare(text.size() - 12, 12, ".safetensors") != 0)
+      throw bad_field(param, param + " " + shown + " must name a .safetensors file");
+    rel = text;
+  }
+  // The file must exist inside the folder once links are followed (a link may not lead out of it).
+  std::error_code ec;
+  const fs::path root = fs::canonical(lora_dir, ec);
+  if (ec) throw ApiError(500, "the LoRA folder is unreadable: " + ec.message(), param, "internal_error");
+  const fs::path file = fs::canonical(root / rel, ec);
+  if (ec || !fs::is_regular_file(file, ec))
+    throw bad_field(param, "no LoRA " + shown + " in the LoRA folder", "lora_not_found");
+  const std::string r = root.string() + "/", f = file.string();
+  if (f.compare(0, r.size(), r) != 0)
+    throw bad_field(param, param + " " + shown + " leads out of the LoRA folder", "invalid_value");
+  return rel;
+}
+
+std::vector<translate::LoraSpec> lora_specs(const VideoSpec& s, const std::string& lora_dir) {
+  std::vector<translate::LoraSpec> out;
+  for (const auto& l : s.loras) out.push_back({(std::filesystem::path(lora_dir) / l.path).string(), l.scale});
+  return out;
+}
+
 json spec_to_json(const VideoSpec& s) {
-  return {{"model", s.model},       {"prompt", s.prompt},     {"negative_prompt", s.negative_prompt},
+  json loras = json::array();
+  for (const auto& l : s.loras) loras.push_back({{"path", l.path}, {"scale", l.scale}});
+  return {{"model", s.model},  {"lora", loras}, {"preset", s.preset},       {"prompt", s.prompt},     {"negative_prompt", s.negative_prompt},
           {"frames", s.frames},     {"height", s.height},     {"width", s.width},
           {"steps", s.steps},       {"seed", s.seed},         {"guidance", s.guidance},
           {"shift", s.shift},       {"sampler", s.sampler},   {"fps", s.fps},
@@ -260,6 +375,9 @@ VideoSpec spec_from_json(const json& j) {
   s.sampler = j.at("sampler");
   s.fps = j.at("fps");
   s.seconds = j.at("seconds");
+  // Jobs queued by an older server have neither.
+  for (const auto& l : j.value("lora", json::array())) s.loras.push_back({l.at("path"), l.at("scale")});
+  s.preset = j.value("preset", "");
   return s;
 }
 

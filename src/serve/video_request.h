@@ -29,6 +29,12 @@ struct ServedModel {
 ServedModel load_served_model(const std::string& weights, const std::string& model,
                               const std::function<void(const std::string&)>& on_stage);
 
+// One LoRA of a request: a file inside the server's LoRA folder (--lora-dir) and its scale.
+struct LoraUse {
+  std::string path;  // relative to the LoRA folder, checked to stay inside it
+  double scale = 1.0;
+};
+
 struct VideoSpec {
   std::string model, prompt, negative_prompt;  // negative "" = the variant's default
   int64_t frames = 0, height = 0, width = 0, steps = 0;
@@ -36,6 +42,8 @@ struct VideoSpec {
   double guidance = 0, shift = 0, fps = 0;
   std::string sampler;
   std::string seconds;  // as the API reports it: the request's `seconds`, else frames / fps
+  std::vector<LoraUse> loras;  // merged for this job only
+  std::string preset;          // "" = none; its settings are already in steps/shift/sampler/guidance
   std::string size() const { return std::to_string(width) + "x" + std::to_string(height); }
 };
 
@@ -43,8 +51,18 @@ struct VideoSpec {
 const std::vector<std::string>& video_request_fields();
 
 // `body` is the parsed JSON object, or a multipart form's fields as strings
-// (from_form: numbers may then come as their decimal text). Throws ApiError.
-VideoSpec parse_video_request(const nlohmann::json& body, bool from_form, const std::vector<ServedModel>& models);
+// (from_form: numbers may then come as their decimal text, `lora` as its JSON text).
+// `lora_dir`: the folder `lora` entries resolve in ("" = none configured: `lora` is refused).
+// Throws ApiError.
+VideoSpec parse_video_request(const nlohmann::json& body, bool from_form, const std::vector<ServedModel>& models,
+                              const std::string& lora_dir = "");
+
+// A `lora` entry's file inside `lora_dir`: `name` (a file name without its .safetensors) or
+// `path` (relative, in a subfolder perhaps); absolute paths, `..`, and links leading out of the
+// folder are refused. Returns the path relative to the folder. `field` names the entry in errors.
+std::string resolve_lora_file(const std::string& lora_dir, const nlohmann::json& entry, const std::string& field);
+// The LoRA files of a spec as the loader takes them (paths inside `lora_dir`).
+std::vector<translate::LoraSpec> lora_specs(const VideoSpec& s, const std::string& lora_dir);
 
 nlohmann::json spec_to_json(const VideoSpec& s);
 VideoSpec spec_from_json(const nlohmann::json& j);

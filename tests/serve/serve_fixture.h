@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
+#include <fstream>
 #include <filesystem>
 #include <memory>
 #include <nlohmann/json.hpp>
@@ -14,6 +16,7 @@
 #include <thread>
 
 #include "engine/families.h"
+#include "io/checkpoint.h"
 #include "serve/server.h"
 
 namespace vidax::test {
@@ -62,6 +65,29 @@ inline const std::string& demo_weights_dir() {
 inline const serve::ServedModel& demo_model() {
   static const serve::ServedModel m = serve::load_served_model(demo_weights_dir(), "", nullptr);
   return m;
+}
+
+// A LoRA (ComfyUI keys) for the demo DiT on block 0's self-attention q and cross-attention k:
+// the second changes what the prompt cache holds (the text's K), so a switch that kept the
+// cache would show. `amp` scales it.
+inline void write_demo_lora(const fs::path& path, float amp = 0.5f) {
+  json model;
+  std::ifstream(fs::path(demo_weights_dir()) / "vidax_model.json") >> model;
+  const int64_t dim = model.at("dit").at("dim").get<int64_t>();
+  auto ramp = [amp](int64_t rows, int64_t cols, float phase) {
+    std::vector<float> v(static_cast<size_t>(rows * cols));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = amp * std::sin(0.37f * static_cast<float>(i) + phase);
+    return Tensor::from_f32(v, {rows, cols});
+  };
+  std::map<std::string, Tensor> t;
+  for (const char* m : {"blocks.0.self_attn.q", "blocks.0.cross_attn.k"}) {
+    const std::string k = std::string("diffusion_model.") + m;
+    t[k + ".lora_down.weight"] = ramp(4, dim, 0.1f);
+    t[k + ".lora_up.weight"] = ramp(dim, 4, 0.7f);
+    t[k + ".alpha"] = Tensor::from_f32({4.0f}, {});
+  }
+  fs::create_directories(path.parent_path());
+  io::save_safetensors(path.string(), t);
 }
 
 // A small, quick job on the demo model (48x32, 5 frames).

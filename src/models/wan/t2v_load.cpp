@@ -1,5 +1,6 @@
 #include "models/wan/t2v_load.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -89,6 +90,12 @@ class PromptCache {
     std::lock_guard<std::mutex> lock(mu_);
     if (entries_.size() == kCapacity) entries_.erase(entries_.begin());
     entries_.emplace_back(prompt, e);
+  }
+  // The DiT's part of an entry (its text projection, the cross-attention K/V) depends on the
+  // DiT's weights: a LoRA switch empties the cache.
+  void clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    entries_.clear();
   }
 
  private:
@@ -188,16 +195,34 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // DiT. Its residency (opt.denoiser) decides whether it stays loaded once the steps are done
   // (a one-shot run frees it before the VAE decode; a later use loads it again).
   const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
+  // The LoRAs merged into the DiT (docs/lora.md). A resident DiT keeps its base weights, unmerged
+  // (views of the mapped checkpoint, as translated), so Parts::use_loras changes the LoRAs of a
+  // loaded model without reading the checkpoint again and no LoRA outlives the runs that asked for it.
+  struct DitLoras {
+    std::mutex mu;
+    std::vector<translate::LoraSpec> loras;
+    std::shared_ptr<const std::map<std::string, Tensor>> base;
+  };
+  auto dit_loras = std::make_shared<DitLoras>();
+  dit_loras->loras = opt.loras;
+  const bool keep_base = opt.denoiser == pipeline::Residency::Resident;
   auto load_dit = [dit_path = f.dit, dit_json = out.preset.dit, dit_cfg, precision, mesh = opt.mesh,
-                   label = out.precision, on_stage = opt.on_stage, loras = opt.loras, lora_opt = opt.lora]() {
-    if (on_stage) on_stage("loading the DiT " + dit_path + " (" + label + ")");
-    std::string lay;
-    auto weights = translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay);
+                   label = out.precision, on_stage = opt.on_stage, dit_loras, keep_base, lora_opt = opt.lora]() {
+    std::lock_guard<std::mutex> lock(dit_loras->mu);
+    std::map<std::string, Tensor> weights;
+    if (dit_loras->base) {
+      weights = *dit_loras->base;  // tensor handles: the merge below replaces entries, never the base's data
+    } else {
+      if (on_stage) on_stage("loading the DiT " + dit_path + " (" + label + ")");
+      std::string lay;
+      weights = translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay);
+      if (keep_base) dit_loras->base = std::make_shared<const std::map<std::string, Tensor>>(weights);
+    }
     // LoRAs: merged here, where the DiT's parameters have their engine names (fp32 sums, one
     // cast back to each parameter's stored dtype; docs/lora.md).
-    for (const auto& l : loras)
+    for (const auto& l : dit_loras->loras)
       if (on_stage) on_stage("merging the LoRA " + l.path + " (scale " + std::to_string(l.scale) + ")");
-    translate::apply_loras(weights, loras, translate::wan::dit_component(), dit_json, lora_opt,
+    translate::apply_loras(weights, dit_loras->loras, translate::wan::dit_component(), dit_json, lora_opt,
                            [&](const std::string& m) {
                              if (on_stage) on_stage("warning: " + m);
                            });
@@ -250,6 +275,35 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     r.conditioning = cond;
     cache->put(prompt, r);
     return r;
+  };
+  p.check_loras = [dit_json = out.preset.dit](const std::vector<translate::LoraSpec>& loras) {
+    for (const auto& l : loras)
+      translate::check_lora(translate::plan_lora(*translate::CheckpointSource::open(l.path),
+                                                 translate::wan::dit_component(), dit_json),
+                            {});
+  };
+  p.use_loras = [dit, dit_loras, cache](const std::vector<translate::LoraSpec>& loras) {
+    const bool loaded = dit->loaded();  // before dit_loras->mu: acquire() takes the part's lock, then that one
+    {
+      std::lock_guard<std::mutex> lock(dit_loras->mu);
+      const bool same = loras.size() == dit_loras->loras.size() &&
+                        std::equal(loras.begin(), loras.end(), dit_loras->loras.begin(),
+                                   [](const auto& a, const auto& b) { return a.path == b.path && a.scale == b.scale; });
+      if (same && loaded) return;
+      dit_loras->loras = loras;
+    }
+    dit->unload();  // the merged DiT goes; the next acquire merges the new LoRAs into the base weights
+    cache->clear();
+    try {
+      (void)dit->acquire();
+    } catch (...) {
+      {  // a bad file: back to the base weights, so the next run never finds a half-applied set
+        std::lock_guard<std::mutex> lock(dit_loras->mu);
+        dit_loras->loras.clear();
+      }
+      dit->unload();
+      throw;
+    }
   };
   p.after_encoding = [text_encoder] { text_encoder->release(); };
   p.after_denoising = [dit] { dit->release(); };
