@@ -18,6 +18,11 @@ std::set<std::string>& lora_kinds() {
   static std::set<std::string> r;
   return r;
 }
+// The kinds whose runner runs on --device pjrt.
+std::set<std::string>& pjrt_kinds() {
+  static std::set<std::string> r;
+  return r;
+}
 std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
@@ -25,10 +30,11 @@ std::mutex& registry_mutex() {
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 }  // namespace
 
-void register_kind(const std::string& kind, Runner runner, bool takes_loras) {
+void register_kind(const std::string& kind, Runner runner, bool takes_loras, bool takes_pjrt) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[kind] = std::move(runner);
   if (takes_loras) lora_kinds().insert(kind);
+  if (takes_pjrt) pjrt_kinds().insert(kind);
 }
 
 std::vector<std::string> registered_kinds() {
@@ -126,6 +132,9 @@ Report run(const std::string& path, const Options& opt_in) {
     runner = it->second;
     VIDAX_CHECK(opt_in.loras.empty() || lora_kinds().count(g.kind),
                 path << ": --lora given, but kind '" << g.kind << "' does not take LoRAs (only the DiT kinds do)");
+    VIDAX_CHECK(opt_in.device.empty() || opt_in.device == "cpu" || (opt_in.device == "pjrt" && pjrt_kinds().count(g.kind)),
+                path << ": --device " << opt_in.device << ": kind '" << g.kind << "' runs on "
+                     << (pjrt_kinds().count(g.kind) ? "cpu or pjrt" : "the cpu only (docs/pjrt.md lists what runs on pjrt)"));
   }
   Options opt = opt_in;
   if (opt.precision.empty()) opt.precision = golden_precision(g);

@@ -26,6 +26,10 @@ struct Options {
   // files. Kinds of models without LoRA support refuse a non-empty list.
   std::vector<std::string> loras;
   bool lora_allow_unmatched = false;
+  // --device pjrt (docs/pjrt.md): run the component's recorded program through the PJRT plugin
+  // at pjrt_plugin (kinds registered with takes_pjrt; the others refuse it). "" / "cpu": the CPU.
+  std::string device;
+  std::string pjrt_plugin;
 };
 
 struct Golden {
@@ -46,7 +50,8 @@ using Runner = std::function<Produced(const Golden&, const Options&)>;
 // The kind registry. It starts empty: this layer sits just above io and knows no family; the
 // kinds are registered from the top (engine::register_builtin_kinds(), or a test's own).
 // takes_loras: the runner merges Options::loras (else run() refuses a non-empty list).
-void register_kind(const std::string& kind, Runner runner, bool takes_loras = false);
+// takes_pjrt: the runner runs on --device pjrt (else run() refuses it).
+void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_pjrt = false);
 std::vector<std::string> registered_kinds();
 
 struct Comparison {

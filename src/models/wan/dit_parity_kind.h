@@ -18,8 +18,8 @@ inline void register_dit_parity_kinds() {
     std::vector<translate::LoraSpec> loras;
     for (const auto& a : opt.loras) loras.push_back(translate::parse_lora_spec(a));
     return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
-                          translate::LoraOptions{opt.lora_allow_unmatched});
-  }, /*takes_loras=*/true);
+                          translate::LoraOptions{opt.lora_allow_unmatched}, opt.device == "pjrt" ? opt.pjrt_plugin : "");
+  }, /*takes_loras=*/true, /*takes_pjrt=*/true);
 }
 
 }  // namespace vidax::wan
