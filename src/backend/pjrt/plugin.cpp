@@ -12,7 +12,7 @@
 #include <dlfcn.h>
 #include <sys/stat.h>
 
-#include "xla/pjrt/c/pjrt_c_api.h"
+#include <xla/pjrt/c/pjrt_c_api.h>  // external: the pinned wheel's header (.deps/pjrt)
 #endif
 
 namespace vidax::pjrt {
