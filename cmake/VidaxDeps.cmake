@@ -47,3 +47,21 @@ if(NOT VIDAX_CUDA STREQUAL "OFF")
     message(STATUS "vidax: no CUDA compiler found, skipping the CUDA backend")
   endif()
 endif()
+
+# PJRT (docs/pjrt.md): the C API header from the pinned xla-cpu-pjrt wheel, which
+# scripts/fetch-pjrt-plugin.sh unpacks into .deps/pjrt/ (or give VIDAX_PJRT_INCLUDE_DIR). No library
+# is linked: plugins are loaded at run time with dlopen. AUTO builds it when the header is found.
+set(VIDAX_PJRT "AUTO" CACHE STRING "Build the PJRT backend: AUTO (when the header is found), ON or OFF")
+set(VIDAX_HAVE_PJRT OFF)
+if(NOT VIDAX_PJRT STREQUAL "OFF")
+  find_path(PJRT_C_API_INCLUDE_DIR xla/pjrt/c/pjrt_c_api.h
+            HINTS ${VIDAX_PJRT_INCLUDE_DIR} ${CMAKE_SOURCE_DIR}/.deps/pjrt/include NO_DEFAULT_PATH)
+  if(PJRT_C_API_INCLUDE_DIR)
+    set(VIDAX_HAVE_PJRT ON)
+    message(STATUS "vidax: PJRT C API header found in ${PJRT_C_API_INCLUDE_DIR}")
+  elseif(VIDAX_PJRT STREQUAL "ON")
+    message(FATAL_ERROR "vidax: VIDAX_PJRT=ON but xla/pjrt/c/pjrt_c_api.h was not found: run scripts/fetch-pjrt-plugin.sh")
+  else()
+    message(STATUS "vidax: no PJRT C API header (scripts/fetch-pjrt-plugin.sh), building without PJRT")
+  endif()
+endif()

@@ -23,3 +23,5 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
+# The pinned XLA CPU PJRT plugin (header + .so) into .deps/pjrt/ (docs/pjrt.md); never fatal.
+"$(dirname "$0")/fetch-pjrt-plugin.sh" || echo "install-deps: the PJRT plugin fetch failed; building without PJRT" >&2

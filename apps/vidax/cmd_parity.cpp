@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 
+#include "backend/pjrt/plugin.h"
 #include "commands.h"
 #include "core/error.h"
 #include "dist/communicator.h"
@@ -34,6 +35,8 @@ Command add_parity(CLI::App& app) {
                   "TYPE: block-quantize the golden's matrices (q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) "
                   "before the run, to measure the type's error (docs/quantization.md)")
       ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
+  sub->add_option("--device", a->opt.device, "cpu (default) or pjrt (docs/pjrt.md)")->check(CLI::IsMember({"cpu", "pjrt"}));
+  sub->add_option("--pjrt-plugin", a->opt.pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_flag("--json", a->json, "print a JSON report");
   return {sub, [a]() {
             if (a->rtol) {
@@ -42,6 +45,7 @@ Command add_parity(CLI::App& app) {
               a->opt.rtol = *a->rtol;
             }
             if (!a->opt.mesh.empty()) (void)dist::parse_mesh(a->opt.mesh);  // generate's parser: same rules, same message
+            if (a->opt.device == "pjrt") a->opt.pjrt_plugin = pjrt::Plugin::resolve_path(a->opt.pjrt_plugin);
             engine::register_builtin_kinds();
             parity::Report rep = parity::run(a->file, a->opt);
             if (dist::world().rank() != 0) return rep.ok() ? 0 : 1;  // --mesh: rank 0 alone prints

@@ -23,6 +23,11 @@ std::set<std::string>& quantize_kinds() {
   static std::set<std::string> r;
   return r;
 }
+// The kinds whose runner runs on --device pjrt.
+std::set<std::string>& pjrt_kinds() {
+  static std::set<std::string> r;
+  return r;
+}
 std::mutex& registry_mutex() {
   static std::mutex m;
   return m;
@@ -30,11 +35,12 @@ std::mutex& registry_mutex() {
 bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 }  // namespace
 
-void register_kind(const std::string& kind, Runner runner, bool takes_loras, bool takes_quantize) {
+void register_kind(const std::string& kind, Runner runner, bool takes_loras, bool takes_quantize, bool takes_pjrt) {
   std::lock_guard<std::mutex> lock(registry_mutex());
   registry()[kind] = std::move(runner);
   if (takes_loras) lora_kinds().insert(kind);
   if (takes_quantize) quantize_kinds().insert(kind);
+  if (takes_pjrt) pjrt_kinds().insert(kind);
 }
 
 std::vector<std::string> registered_kinds() {
@@ -134,6 +140,9 @@ Report run(const std::string& path, const Options& opt_in) {
                 path << ": --lora given, but kind '" << g.kind << "' does not take LoRAs (only the DiT kinds do)");
     VIDAX_CHECK(opt_in.quantize.empty() || quantize_kinds().count(g.kind),
                 path << ": --quantize given, but kind '" << g.kind << "' has no weights it quantizes (wan.dit and t5.encoder do)");
+    VIDAX_CHECK(opt_in.device.empty() || opt_in.device == "cpu" || (opt_in.device == "pjrt" && pjrt_kinds().count(g.kind)),
+                path << ": --device " << opt_in.device << ": kind '" << g.kind << "' runs on "
+                     << (pjrt_kinds().count(g.kind) ? "cpu or pjrt" : "the cpu only (docs/pjrt.md lists what runs on pjrt)"));
   }
   if (!opt_in.quantize.empty()) {
     QuantType q;

@@ -30,6 +30,10 @@ struct Options {
   // block-quantized in the engine (io::quant_decision picks which, as `vidax convert` does)
   // before the run, so that the comparison measures the type's error against the reference.
   std::string quantize;
+  // --device pjrt (docs/pjrt.md): run the component's recorded program through the PJRT plugin
+  // at pjrt_plugin (kinds registered with takes_pjrt; the others refuse it). "" / "cpu": the CPU.
+  std::string device;
+  std::string pjrt_plugin;
 };
 
 struct Golden {
@@ -53,6 +57,8 @@ using Runner = std::function<Produced(const Golden&, const Options&)>;
 // takes_quantize: the runner reads its parameters through Golden::file (so Options::quantize
 // reaches them) or applies it to the parameters it makes (else run() refuses --quantize).
 void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_quantize = false);
+// takes_pjrt: the runner runs on --device pjrt (else run() refuses it).
+void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_pjrt = false);
 std::vector<std::string> registered_kinds();
 
 struct Comparison {

@@ -220,7 +220,8 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
     (*taps)["time_projection"] = e0_flat;
   }
 
-  const RopeTables& all_rope = rope_for(grid, x.device());
+  // Recorded (Meta): host tables, read by the Meta rope as params (the PJRT path uploads them).
+  const RopeTables& all_rope = rope_for(grid, x.device() == Device::Meta ? Device::CPU : x.device());
   const RopeTables rope{sp.local(all_rope.cos, 0), sp.local(all_rope.sin, 0)};
   for (size_t i = 0; i < blocks_.size(); ++i) {
     h = blocks_[i].forward(h, e0, rope, text.blocks[i], cfg_, sp);

@@ -7,6 +7,8 @@
 
 #include "backend/ops.h"
 #include "io/quant_policy.h"
+#include "backend/pjrt/session.h"
+#include "backend/recording.h"
 #include "models/wan/dit.h"
 #include "nn/synthetic_init.h"
 #include "translate/component.h"
@@ -77,7 +79,8 @@ BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
                                              const dist::Mesh* mesh, const std::vector<translate::LoraSpec>& loras,
-                                             const translate::LoraOptions& lora_opt, QuantType quantize) {
+                                             const translate::LoraOptions& lora_opt, QuantType quantize,
+                                             const std::string& pjrt_plugin) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   // The golden's parameters (stored, or synthetic) through the translator: either layout,
   // strict (every parameter filled, every key used, shapes checked).
@@ -101,11 +104,39 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   const bool image = file.contains("input.clip_fea") || file.contains("input.y");
   VIDAX_CHECK(image == cfg.has_image_input(), path << ": a " << cfg.model_type << " golden file "
                                                    << (image ? "with" : "without") << " input.clip_fea / input.y");
-  const TextContext text = image ? model.encode_context(ctx, file.get("input.clip_fea"), file.get("input.y"), &taps)
-                                 : model.encode_context(ctx, &taps);
   std::map<std::string, Tensor> out;
-  out["output"] = split.gather(model.forward(x, t, text, &taps));
-  for (auto& [name, tensor] : taps) tensor = split.gather(tensor);
+  if (!pjrt_plugin.empty()) {
+    VIDAX_CHECK(!mesh, path << ": --device pjrt with --mesh: the PJRT path shards inside one plugin (docs/pjrt.md)");
+    // One recorded program: the inputs are Meta tensors bound to the file's values.
+    std::vector<std::pair<Tensor, Tensor>> bind;
+    auto meta = [&](const Tensor& h) {
+      bind.emplace_back(Tensor::empty(h.shape(), h.dtype(), Device::Meta), h);
+      return bind.back().first;
+    };
+    const Tensor mx = meta(x), mctx = meta(ctx);
+    Trace trace;
+    Tensor y;
+    {
+      RecordingScope rec(trace);
+      const TextContext text =
+          image ? model.encode_context(mctx, meta(file.get("input.clip_fea")), meta(file.get("input.y")), &taps)
+                : model.encode_context(mctx, &taps);
+      y = model.forward(mx, t, text, &taps);
+    }
+    std::vector<Tensor> outs{y};
+    std::vector<std::string> names{""};
+    for (const auto& [name, tensor] : taps)
+      if (tensor.device() == Device::Meta) outs.push_back(tensor), names.push_back(name);
+    pjrt::Session& session = pjrt::Session::get(pjrt_plugin);
+    const std::vector<Tensor> got = session.run(trace, outs, bind);
+    out["output"] = got[0];
+    for (size_t i = 1; i < got.size(); ++i) taps[names[i]] = got[i];
+  } else {
+    const TextContext text = image ? model.encode_context(ctx, file.get("input.clip_fea"), file.get("input.y"), &taps)
+                                   : model.encode_context(ctx, &taps);
+    out["output"] = split.gather(model.forward(x, t, text, &taps));
+    for (auto& [name, tensor] : taps) tensor = split.gather(tensor);
+  }
 
   // patch_embedding is compared in the Conv3d's layout [B, dim, F', H', W'].
   if (auto it = taps.find("patch_embedding"); it != taps.end()) {

@@ -22,11 +22,14 @@ namespace vidax::wan {
 // (engine names, after the translator) before the model is built (docs/lora.md). mesh (optional): run sharded (tp, sp); a cfg
 // axis of 2 splits the batch of a T2V file with an even batch (each half on one cfg rank, then
 // gathered) and replicates the run otherwise. Every rank returns the whole result.
+// pjrt_plugin (non-empty): encode_context + forward are recorded as one program and run through
+// that PJRT plugin (docs/pjrt.md), precision HIGHEST; the taps are outputs of the same program.
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
                                              const dist::Mesh* mesh = nullptr,
                                              const std::vector<translate::LoraSpec>& loras = {},
                                              const translate::LoraOptions& lora_opt = {},
-                                             QuantType quantize = QuantType::None);  // --quantize
+                                             QuantType quantize = QuantType::None,  // --quantize
+                                             const std::string& pjrt_plugin = "");
 
 }  // namespace vidax::wan

@@ -20,8 +20,9 @@ inline void register_dit_parity_kinds() {
     QuantType quantize = QuantType::None;
     if (!opt.quantize.empty()) quant_from_name(opt.quantize, &quantize);  // checked by parity::run
     return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
-                          translate::LoraOptions{opt.lora_allow_unmatched}, quantize);
-  }, /*takes_loras=*/true, /*takes_quantize=*/true);
+                          translate::LoraOptions{opt.lora_allow_unmatched}, quantize,
+                          opt.device == "pjrt" ? opt.pjrt_plugin : "");
+  }, /*takes_loras=*/true, /*takes_quantize=*/true, /*takes_pjrt=*/true);
 }
 
 }  // namespace vidax::wan
