@@ -201,7 +201,7 @@ Tensor WanDiT::forward_per_token(const Tensor& x, const std::vector<double>& t, 
   int64_t L = 1;
   for (int64_t a = 0; a < 3; ++a) L *= x.size(n - 3 + a) / cfg_.patch_size[static_cast<size_t>(a)];
   VIDAX_CHECK(static_cast<int64_t>(t.size()) == B * L,
-              "Wan DiT: " << t.size() << " timestep values for the latent " << x.str() << ": expected one per sample ("
+              "Wan DiT: " << t.size() << " timestep values for the latent " << x.str() << ": expected one per sample (batch "
                           << B << ") or one per token (B x L = " << B << " x " << L << ")");
   // The distinct values (two in a TI2V step: 0 and t), each evaluated once, then gathered per token.
   std::map<double, int64_t> index;
