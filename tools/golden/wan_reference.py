@@ -14,6 +14,15 @@ import types
 import torch
 
 WAN21_REPO = os.environ.get("WAN21_REPO", "/work/ref/Wan2.1")
+WAN22_REPO = os.environ.get("WAN22_REPO", "/work/ref/Wan2.2")
+
+
+def use_wan22():
+    """Loads the official Wan 2.2 code (Wan-Video/Wan2.2 at $WAN22_REPO) instead of Wan 2.1's; call
+    before the first load() of the process (both trees are the package `wan`)."""
+    global WAN21_REPO
+    assert "wan" not in sys.modules, "use_wan22() must come before the first load()"
+    WAN21_REPO = WAN22_REPO
 
 
 def package(name):

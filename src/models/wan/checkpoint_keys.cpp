@@ -87,8 +87,9 @@ DitConfig DitConfig::from_json(const Json& j) {
   c.cross_attn_norm = value_or<bool>(j, "cross_attn_norm", true);
   c.eps = value_or<double>(j, "eps", 1e-6);
   read_patch(c);
-  VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v",
-              "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v or flf2v");
+  // ti2v (Wan 2.2 TI2V-5B): t2v's parameters; the image enters as the first latent frame.
+  VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v" || c.model_type == "ti2v",
+              "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v, flf2v or ti2v");
   return c;
 }
 

@@ -19,7 +19,7 @@
 namespace vidax::translate::wan {
 
 struct DitConfig {
-  std::string model_type = "t2v";  // t2v | i2v | flf2v
+  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v
   std::array<int64_t, 3> patch_size{1, 2, 2};
   int64_t text_len = 512, in_dim = 16, dim = 1536, ffn_dim = 8960, freq_dim = 256, text_dim = 4096, out_dim = 16,
           num_heads = 12, num_layers = 30;

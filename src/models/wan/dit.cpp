@@ -1,6 +1,7 @@
 #include "models/wan/dit.h"
 
 #include <algorithm>
+#include <map>
 
 #include "backend/ops.h"
 #include "models/wan/dit_parallel.h"
@@ -172,10 +173,60 @@ Tensor WanDiT::embed_image(const Tensor& clip_fea, int64_t batch) const {
 }
 
 Tensor WanDiT::forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps) const {
-  return forward(x, timestep_sinusoid(t, cfg_.freq_dim), text, taps);
+  const int64_t B = x.dim() == 5 ? x.size(0) : 1;
+  if (static_cast<int64_t>(t.size()) == B) return forward(x, timestep_sinusoid(t, cfg_.freq_dim), text, taps);
+  return forward_per_token(x, t, text, taps);
 }
 
 Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextContext& text, Taps* taps) const {
+  const int64_t B = x.dim() == 5 ? x.size(0) : 1, d = cfg_.dim;
+  VIDAX_CHECK(t_sinusoid.dim() == 2 && t_sinusoid.size(0) == B && t_sinusoid.size(1) == cfg_.freq_dim,
+              "Wan DiT: timestep embedding input " << t_sinusoid.str() << " does not match batch " << B
+                                                   << " x freq_dim " << cfg_.freq_dim << " (one timestep per sample)");
+  // Time embedding and projection in fp32.
+  const Tensor e = time_embedding_2_(ops::silu(time_embedding_0_(nn::to_dtype(t_sinusoid, DType::F32))));
+  const Tensor e0_flat = time_projection_(ops::silu(e));  // [B, 6*dim]
+  if (taps) {
+    (*taps)["time_embedding"] = e;
+    (*taps)["time_projection"] = e0_flat;
+  }
+  return run(x, e, e0_flat.view({B, 6, d}), text, taps);
+}
+
+Tensor WanDiT::forward_per_token(const Tensor& x, const std::vector<double>& t, const TextContext& text,
+                                 Taps* taps) const {
+  VIDAX_CHECK(x.dim() == 4 || x.dim() == 5,
+              "Wan DiT: latent must be [C, F, H, W] or [B, C, F, H, W], got " << x.str());
+  const int64_t B = x.dim() == 5 ? x.size(0) : 1, d = cfg_.dim, n = x.dim();
+  int64_t L = 1;
+  for (int64_t a = 0; a < 3; ++a) L *= x.size(n - 3 + a) / cfg_.patch_size[static_cast<size_t>(a)];
+  VIDAX_CHECK(static_cast<int64_t>(t.size()) == B * L,
+              "Wan DiT: " << t.size() << " timestep values for the latent " << x.str() << ": expected one per sample (batch "
+                          << B << ") or one per token (B x L = " << B << " x " << L << ")");
+  // The distinct values (two in a TI2V step: 0 and t), each evaluated once, then gathered per token.
+  std::map<double, int64_t> index;
+  std::vector<double> values;
+  std::vector<int64_t> ids(t.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    auto [it, fresh] = index.emplace(t[i], static_cast<int64_t>(values.size()));
+    if (fresh) values.push_back(t[i]);
+    ids[i] = it->second;
+  }
+  const Tensor sin = timestep_sinusoid(values, cfg_.freq_dim);
+  const Tensor eu = time_embedding_2_(ops::silu(time_embedding_0_(sin)));  // [U, dim] fp32
+  const Tensor e0u = time_projection_(ops::silu(eu));                       // [U, 6*dim]
+  const Tensor tok = Tensor::from_i64(ids, {B, L});
+  const Tensor e = ops::embedding(tok, eu);       // [B, L, dim]
+  const Tensor e0_flat = ops::embedding(tok, e0u);  // [B, L, 6*dim]
+  if (taps) {
+    (*taps)["time_embedding"] = e;
+    (*taps)["time_projection"] = e0_flat;
+  }
+  // [B, L, 6, dim] -> [B, 6, L, dim]: each block's six chunks are then contiguous per sample.
+  return run(x, e, ops::copy(e0_flat.view({B, L, 6, d}).permute({0, 2, 1, 3})), text, taps);
+}
+
+Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const TextContext& text, Taps* taps) const {
   VIDAX_CHECK(x.dim() == 4 || x.dim() == 5,
               "Wan DiT: latent must be [C, F, H, W] or [B, C, F, H, W], got " << x.str());
   Tensor x5 = x.dim() == 4 ? x.unsqueeze(0) : x;
@@ -190,13 +241,13 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
     x5 = ops::concat({x5, nn::to_dtype(y, x5.dtype())}, 1);  // torch.cat([x, y], dim=0) per sample
   }
   const std::array<int64_t, 3> grid = patch_grid(x5.shape());
-  const int64_t B = x5.size(0), C = cfg_.in_dim, d = cfg_.dim;
+  const int64_t B = x5.size(0), C = cfg_.in_dim;
   const auto [pt, ph, pw] = cfg_.patch_size;
   const auto [Fp, Hp, Wp] = grid;
   const int64_t L = Fp * Hp * Wp;
-  VIDAX_CHECK(t_sinusoid.dim() == 2 && t_sinusoid.size(0) == B && t_sinusoid.size(1) == cfg_.freq_dim,
-              "Wan DiT: timestep embedding input " << t_sinusoid.str() << " does not match batch " << B
-                                                   << " x freq_dim " << cfg_.freq_dim << " (one timestep per sample)");
+  const bool per_token = e0_all.dim() == 4;
+  VIDAX_CHECK(e0_all.size(0) == B && (!per_token || e0_all.size(2) == L),
+              "Wan DiT: time projection " << e0_all.str() << " does not match batch " << B << " / " << L << " tokens");
   VIDAX_CHECK(text.batch() == B && text.blocks.size() == blocks_.size(),
               "Wan DiT: text context batch " << text.batch() << " (" << text.blocks.size()
                                              << " blocks) does not match latent batch " << B << " ("
@@ -211,14 +262,8 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
   Tensor h = patch_embedding_(sp.local(patches, 1));  // [B, L, dim], compute dtype (bf16 under autocast)
   if (taps) (*taps)["patch_embedding"] = sp.gather(h, 1);
 
-  // Time embedding and projection in fp32.
-  const Tensor e = time_embedding_2_(ops::silu(time_embedding_0_(nn::to_dtype(t_sinusoid, DType::F32))));
-  const Tensor e0_flat = time_projection_(ops::silu(e));  // [B, 6*dim]
-  const Tensor e0 = e0_flat.view({B, 6, d});
-  if (taps) {
-    (*taps)["time_embedding"] = e;
-    (*taps)["time_projection"] = e0_flat;
-  }
+  // Per token, this rank's tokens of the modulation too.
+  const Tensor e0 = per_token ? sp.local(e0_all, 2) : e0_all;
 
   // Recorded (Meta): host tables, read by the Meta rope as params (the PJRT path uploads them).
   const RopeTables& all_rope = rope_for(grid, x.device() == Device::Meta ? Device::CPU : x.device());
@@ -229,9 +274,18 @@ Tensor WanDiT::forward(const Tensor& x, const Tensor& t_sinusoid, const TextCont
   }
 
   // Head: (head.modulation + e).chunk(2): shift, scale; fp32.
-  const Tensor hm = ops::add(head_modulation_, e.unsqueeze(1));  // [B, 2, dim]
+  Tensor shift, scale;
+  if (per_token) {  // (modulation.unsqueeze(0) + e.unsqueeze(2)).chunk(2, dim=2): [B, L, dim] each
+    const Tensor el = sp.local(e, 1);
+    shift = ops::add(head_modulation_.slice(1, 0, 1), el);
+    scale = ops::add(head_modulation_.slice(1, 1, 2), el);
+  } else {
+    const Tensor hm = ops::add(head_modulation_, e.unsqueeze(1));  // [B, 2, dim]
+    shift = hm.slice(1, 0, 1);
+    scale = hm.slice(1, 1, 2);
+  }
   // The head on this rank's tokens, then all tokens (gathered after the head: 64 features, not dim).
-  const Tensor y = sp.gather(head_(norm_modulate(h, hm.slice(1, 0, 1), hm.slice(1, 1, 2), cfg_.eps)), 1);
+  const Tensor y = sp.gather(head_(norm_modulate(h, shift, scale, cfg_.eps)), 1);
   if (taps) (*taps)["head"] = y;
 
   // Unpatchify: feature (kt, kh, kw, c) of token (f, h, w) -> out[c, f*pt+kt, h*ph+kh, w*pw+kw].

@@ -85,7 +85,11 @@ class WanDiT {
   // x [C, F, H, W] or [B, C, F, H, W] (latent, any float dtype); t_sinusoid [B, freq_dim]
   // F32 (timestep_sinusoid(), or a Meta tensor when recording). Returns fp32 of x's rank.
   Tensor forward(const Tensor& x, const Tensor& t_sinusoid, const TextContext& text, Taps* taps = nullptr) const;
-  // The same with timestep values (one per batch entry).
+  // The same with timestep values: one per batch entry, or (Wan 2.2, textimage2video.py) one per
+  // token, B * L values in token order (L = the patch grid's size), where the first frame's tokens
+  // carry t = 0 when the image conditions them. Per-token, the time embedding and projection are
+  // evaluated once per distinct value and gathered per token (the same rows the reference
+  // evaluates per token); e0 is then [B, 6, L, dim] and every modulation per token.
   Tensor forward(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps = nullptr) const;
 
   // Grid (F', H', W') of a model input shape [.., C, F, H, W] (I2V: x and y concatenated);
@@ -95,6 +99,9 @@ class WanDiT {
  private:
   const RopeTables& rope_for(std::array<int64_t, 3> grid, Device device) const;
   TextContext encode(const Tensor& context, const Tensor& clip_fea, const Tensor& y, Taps* taps) const;
+  // e [B, dim] and e0 [B, 6, dim] (one timestep per sample) or e [B, L, dim] and e0 [B, 6, L, dim].
+  Tensor run(const Tensor& x, const Tensor& e, const Tensor& e0, const TextContext& text, Taps* taps) const;
+  Tensor forward_per_token(const Tensor& x, const std::vector<double>& t, const TextContext& text, Taps* taps) const;
   Tensor embed_image(const Tensor& clip_fea, int64_t batch) const;
 
   DiTConfig cfg_;

@@ -105,8 +105,13 @@ CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const Di
 Tensor DiTBlock::forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
                          const DiTConfig& cfg, const nn::SequenceParallel& sp) const {
   // (modulation + e0).chunk(6, dim=1) in fp32: shift/scale/gate for self-attn, then for the FFN.
-  const Tensor m = ops::add(modulation, e0);  // [B, 6, dim]
-  auto chunk = [&m](int64_t i) { return m.slice(1, i, i + 1); };  // [B, 1, dim] views
+  // Per token (Wan 2.2, e0 [B, 6, L, dim]): modulation.unsqueeze(0) + e0, chunks [B, L, dim].
+  const bool per_token = e0.dim() == 4;
+  const Tensor m = ops::add(per_token ? modulation.unsqueeze(2) : modulation, e0);  // [B, 6, (L,) dim]
+  auto chunk = [&m, per_token](int64_t i) {
+    const Tensor c = m.slice(1, i, i + 1);  // [B, 1, dim] or [B, 1, L, dim] views
+    return per_token ? c.squeeze(1) : c;
+  };
 
   // Rounded to the q/k/v GEMMs' compute dtype on store (their autocast cast, fused).
   const Tensor a = norm_modulate(x, chunk(0), chunk(1), cfg.eps, self_attn.q.compute);

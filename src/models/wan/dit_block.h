@@ -59,7 +59,7 @@ struct DiTBlock {
   CrossKV cross_kv(const Tensor& context, const Tensor& image, const DiTConfig& cfg) const;
 
   // x [B, L, dim] (fp32, or the compute dtype straight after the patch embedding),
-  // e0 [B, 6, dim] fp32 -> [B, L, dim] fp32. Under sequence parallelism x is this rank's
+  // e0 [B, 6, dim] (or per token [B, 6, L, dim], L this rank's tokens) fp32 -> [B, L, dim] fp32. Under sequence parallelism x is this rank's
   // chunk of the tokens (rope likewise) and self-attention runs through nn::ulysses_attention.
   Tensor forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
                  const DiTConfig& cfg, const nn::SequenceParallel& sp = {}) const;

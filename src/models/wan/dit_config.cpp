@@ -67,8 +67,8 @@ DiTConfig DiTConfig::preset(const std::string& name) {
 }
 
 void DiTConfig::validate() const {
-  VIDAX_CHECK(model_type == "t2v" || model_type == "i2v" || model_type == "flf2v",
-              "Wan DiT: model_type '" << model_type << "' is not implemented (t2v, i2v, flf2v)");
+  VIDAX_CHECK(model_type == "t2v" || model_type == "i2v" || model_type == "flf2v" || model_type == "ti2v",
+              "Wan DiT: model_type '" << model_type << "' is not implemented (t2v, i2v, flf2v, ti2v)");
   // WanI2VCrossAttention splits the context at the hard-coded T5_CONTEXT_TOKEN_NUMBER = 512.
   VIDAX_CHECK(!has_image_input() || text_len == 512,
               "Wan DiT: " << model_type << " needs text_len 512 (the reference splits image and text rows at 512), got "

@@ -17,7 +17,7 @@ namespace vidax::wan {
 enum class DiTLayout { Original, Diffusers };  // which parameter names the config came with
 
 struct DiTConfig {
-  std::string model_type = "t2v";  // t2v | i2v | flf2v (vace is not implemented)
+  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v (vace is not implemented)
   std::array<int64_t, 3> patch_size{1, 2, 2};
   int64_t text_len = 512;  // context rows after zero-padding (diffusers: 512, hard-coded there)
   int64_t in_dim = 16;

@@ -66,7 +66,7 @@ struct BatchSplit {
 BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, Tensor& ctx, std::vector<double>& t) {
   if (!mesh || mesh->shape().cfg == 1 || cfg.has_image_input() || x.dim() != 5) return {};
   const int64_t B = x.size(0), n = mesh->shape().cfg, r = mesh->cfg_rank();
-  if (B % n != 0 || ctx.dim() != 3) return {};
+  if (B % n != 0 || ctx.dim() != 3 || static_cast<int64_t>(t.size()) != B) return {};  // per-token t: whole batch
   const int64_t b = B / n;
   x = ops::copy(x.slice(0, r * b, (r + 1) * b));
   ctx = ops::copy(ctx.slice(0, r * b, (r + 1) * b));
@@ -96,7 +96,17 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
     VIDAX_CHECK(file.contains(name), path << ": wan.dit golden file has no '" << name << "'");
   Tensor x = file.get("input.x");
   Tensor ctx = file.get("input.context");
+  // [B] (one timestep per sample) or [B, L] (Wan 2.2: one per token), flattened in token order.
   std::vector<double> t = file.get("input.t").to_f64_vector();
+  // Wan 2.2's WanModel expands a [B] t per token (t.expand(B, seq_len)): a file made by it records
+  // its time embedding per token ([B, L, dim]), and is run per token to give the same tensors.
+  if (file.contains("inter.time_embedding") && file.get("inter.time_embedding").dim() == 3 &&
+      static_cast<int64_t>(t.size()) == (x.dim() == 5 ? x.size(0) : 1)) {
+    const int64_t L = file.get("inter.time_embedding").size(1);
+    std::vector<double> per_token;
+    for (double v : t) per_token.insert(per_token.end(), static_cast<size_t>(L), v);
+    t = std::move(per_token);
+  }
   // CFG parallelism on a batch: this cfg rank's half of the batch entries (dit_parallel.h).
   const BatchSplit split = split_batch(mesh, cfg, x, ctx, t);
 
