@@ -32,7 +32,9 @@ constexpr GgmlType kGgmlTypes[] = {
 enum : uint32_t { U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, BOOL = 7, STRING = 8, ARRAY = 9,
                   U64 = 10, I64 = 11, F64 = 12 };
 constexpr int kMaxArrayDepth = 8;
-constexpr uint32_t kMaxDims = 4;  // GGML_MAX_DIMS
+// GGML_MAX_DIMS is 4, but the public Wan GGUFs (city96's, tools/fix_5d_tensors.py of
+// ComfyUI-GGUF) store the DiT's 5-D patch embedding [dim, in_dim, 1, 2, 2] as one F32 tensor.
+constexpr uint32_t kMaxDims = 5;
 
 class Cursor {
  public:
