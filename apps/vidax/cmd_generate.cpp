@@ -43,6 +43,11 @@ struct GenerateArgs {
   std::vector<std::string> loras;  // FILE[:SCALE]
   std::string preset;             // a sampling preset (pipeline/sampler.h)
   bool lora_allow_unmatched = false;
+  pipeline::PartFiles files;      // --diffusion-model, --vae, --text-encoder, --tokenizer
+  bool offload = false;           // stream the DiT's blocks (docs/generate.md, "Memory")
+  std::string max_memory;         // a budget: chooses --offload / --vae-tile when the plan needs them
+  int64_t vae_tile = 0;           // spatial VAE tiles of this many pixels (0: whole frames)
+  bool json = false;              // print the run's record (the sidecar's JSON) on stdout
 };
 
 // What the run is doing now, for an out-of-memory message.
@@ -57,6 +62,31 @@ nlohmann::json lora_json(const std::vector<translate::LoraSpec>& loras) {
   nlohmann::json j = nlohmann::json::array();
   for (const auto& l : loras) j.push_back({{"path", l.path}, {"scale", l.scale}});
   return j;
+}
+
+nlohmann::json part_or_null(const std::string& s) { return s.empty() ? nlohmann::json() : nlohmann::json(s); }
+
+// The VAE tile --max-memory picks when the decode does not fit whole frames: diffusers' default.
+constexpr int64_t kAutoVaeTile = 256;
+
+// --vae-tile's check, before anything is loaded (the family's own rule: pixels a multiple of 32).
+int64_t vae_tile_check(int64_t t) {
+  VIDAX_CHECK(t >= 64 && t % 32 == 0, "--vae-tile " << t << ": the tile must be a multiple of 32 pixels, at least 64 "
+                                                          "(e.g. 256, diffusers' default)");
+  return t;
+}
+
+// The memory record of a run (docs/generate.md, "Memory"): the plan per part, the budget, and
+// the peak resident set measured (VmHWM).
+nlohmann::json memory_json(const pipeline::MemoryPlan& plan, const std::optional<double>& budget,
+                           const pipeline::Request& req) {
+  nlohmann::json m = plan.to_json();
+  nlohmann::json out{{"peak_rss_bytes", pipeline::proc_bytes_field("/proc/self/status", "VmHWM")},
+                     {"planned", m},
+                     {"budget_bytes", budget ? nlohmann::json(*budget) : nlohmann::json()},
+                     {"offload", req.offload},
+                     {"vae_tile", req.vae_tile}};
+  return out;
 }
 
 int run_generate(const GenerateArgs& a) {
@@ -78,7 +108,10 @@ int run_generate(const GenerateArgs& a) {
   g_quiet = !lead;
 
   // Model and request, checked before anything heavy happens.
-  const engine::Resolved model = engine::resolve(a.weights, a.model);
+  VIDAX_CHECK(!a.weights.empty() || a.files.any(),
+              "no model given: pass --weights DIR, or the parts as files (--diffusion-model FILE --vae FILE "
+              "--text-encoder FILE)");
+  const engine::Resolved model = engine::resolve(a.weights, a.model, a.files);
   // A sampling preset replaces the variant's sampling defaults; explicit options still win.
   Defaults d = model.variant.defaults;
   if (!a.preset.empty()) d = with_preset(d, model.family->sampling_preset(a.preset));
@@ -105,6 +138,25 @@ int run_generate(const GenerateArgs& a) {
                                                       : cpu::PrecisionChoice{a.precision, "--precision " + a.precision};
   const std::string& precision = pc.precision;
   note("precision " + precision + ": " + pc.reason + "; " + cpu::cpu_tier_report());
+  // Memory: --offload and --vae-tile as given; a --max-memory budget adds them when the plan needs them.
+  req.offload = a.offload;
+  if (a.vae_tile != 0) (void)vae_tile_check(a.vae_tile);
+  req.vae_tile = a.vae_tile;
+  std::optional<double> budget;
+  if (!a.max_memory.empty()) {
+    budget = parse_memory_size(a.max_memory, "--max-memory");
+    const MemoryChoice mc = choose_memory(
+        [&](bool off, int64_t tile) {
+          Request r2 = req;
+          r2.offload = off;
+          r2.vae_tile = tile;
+          return model.family->memory_plan(model.variant.name, r2, precision);
+        },
+        *budget, a.max_memory, a.offload, a.vae_tile, kAutoVaeTile);
+    req.offload = mc.offload;
+    req.vae_tile = mc.vae_tile;
+    note("memory: " + mc.reason);
+  }
   const CheckedRequest checked = check_request(*model.family, model.variant.name, req, precision,
                                                [](const std::string& s) { note("warning: " + s); });
   Geometry geom = checked.geometry;
@@ -137,6 +189,9 @@ int run_generate(const GenerateArgs& a) {
   auto t0 = std::chrono::steady_clock::now();
   LoadOptions lo;
   lo.weights_dir = a.weights;
+  lo.files = a.files;
+  lo.offload = req.offload;
+  lo.vae_tile = req.vae_tile;
   lo.model = model.variant.name;
   lo.precision = precision;
   lo.on_stage = [](const std::string& s) { note(s); };
@@ -191,7 +246,12 @@ int run_generate(const GenerateArgs& a) {
   nlohmann::json params{{"vidax_version", VIDAX_VERSION},
                         {"model", loaded.variant.name},
                         {"family", model.family->name()},
-                        {"weights", a.weights},
+                        {"weights", a.weights.empty() ? nlohmann::json() : nlohmann::json(a.weights)},
+                        {"files",
+                         {{"diffusion_model", part_or_null(a.files.diffusion_model)},
+                          {"vae", part_or_null(a.files.vae)},
+                          {"text_encoder", part_or_null(a.files.text_encoder)},
+                          {"tokenizer", part_or_null(a.files.tokenizer)}}},
                         {"layout", loaded.layout},
                         {"prompt", req.prompt},
                         {"negative_prompt", res.negative_prompt},
@@ -215,7 +275,8 @@ int run_generate(const GenerateArgs& a) {
                          {{"load", load_s},
                           {"text", res.seconds_text},
                           {"denoise", res.seconds_denoise},
-                          {"decode", res.seconds_decode}}}};
+                          {"decode", res.seconds_decode}}},
+                        {"memory", memory_json(checked.memory, budget, req)}};
   OutputRequest oreq;
   oreq.path = out_path;
   oreq.format = format;
@@ -224,6 +285,7 @@ int run_generate(const GenerateArgs& a) {
   oreq.warn = ev.warn;
   const std::string sidecar = write_output(oreq, res.video, res.latents);
   note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar);
+  if (a.json) std::printf("%s\n", params.dump(2).c_str());
   return 0;
 }
 
@@ -234,7 +296,26 @@ Command add_generate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("generate", "Generate a video from a text prompt (text-to-video)");
   sub->add_option("--model", a->model,
                   engine::variant_names() + " (default: detected from --weights; `vidax models` lists them)");
-  sub->add_option("--weights", a->weights, "Checkpoint directory (original or diffusers layout)")->required();
+  sub->add_option("--weights", a->weights,
+                  "Checkpoint directory (original or diffusers layout); or give the parts as files (next options)");
+  sub->add_option("--diffusion-model", a->files.diffusion_model,
+                  "The DiT as one file (.safetensors, .pth or .gguf; original, diffusers, ComfyUI or GGUF names); "
+                  "replaces --weights' DiT");
+  sub->add_option("--vae", a->files.vae, "The VAE as one file (e.g. wan_2.1_vae.safetensors); replaces --weights' VAE");
+  sub->add_option("--text-encoder", a->files.text_encoder,
+                  "The UMT5 text encoder as one file (safetensors, .pth or a UMT5 GGUF); replaces --weights' encoder");
+  sub->add_option("--tokenizer", a->files.tokenizer,
+                  "Folder holding the UMT5 spiece.model (default: --weights', else beside --text-encoder)");
+  sub->add_flag("--offload", a->offload,
+                "Stream the DiT's blocks from the mapped file, one at a time with the next prefetched "
+                "(bounded memory; docs/generate.md)");
+  sub->add_option("--max-memory", a->max_memory,
+                  "Memory budget, e.g. 16G: adds --offload and --vae-tile when the plan needs them, refuses a "
+                  "request that cannot fit");
+  sub->add_option("--vae-tile", a->vae_tile,
+                  "Decode the video in spatial tiles of this many pixels (a multiple of 32, e.g. 256), blended "
+                  "over a quarter-tile overlap");
+  sub->add_flag("--json", a->json, "Print the run's record (the sidecar's JSON, with its memory) on stdout");
   sub->add_option("--prompt", a->prompt, "The text prompt")->required();
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");

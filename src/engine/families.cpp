@@ -61,6 +61,34 @@ Resolved resolve(const std::string& weights_dir, const std::string& model) {
                     << variant_names() << ")");
 }
 
+Resolved resolve(const std::string& weights_dir, const std::string& model, const pipeline::PartFiles& files) {
+  if (!files.any()) return resolve(weights_dir, model);
+  VIDAX_CHECK(!files.diffusion_model.empty() || !weights_dir.empty(),
+              "no --weights and no --diffusion-model: give the diffusion model as a folder (--weights DIR) or a "
+              "file (--diffusion-model FILE)");
+  if (!weights_dir.empty()) {
+    std::error_code ec;
+    VIDAX_CHECK(std::filesystem::is_directory(weights_dir, ec),
+                "weights directory " << weights_dir << " does not exist (or is not a directory)");
+  }
+  Resolved r;
+  if (!model.empty()) {
+    r.family = &family_of_model(model);
+    r.variant = r.family->resolve_parts(weights_dir, model, files);
+    return r;
+  }
+  for (const auto* f : families()) {
+    const std::string v = f->detect_parts(weights_dir, files);
+    if (v.empty()) continue;
+    r.family = f;
+    r.variant = f->resolve_parts(weights_dir, v, files);
+    return r;
+  }
+  throw Error(msg() << "cannot tell which model "
+                    << (files.diffusion_model.empty() ? weights_dir : files.diffusion_model)
+                    << " holds; pass --model (" << variant_names() << ")");
+}
+
 nlohmann::json run_bench(const pipeline::BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   return family_of_model(opt.model).bench(opt, log);
 }

@@ -26,6 +26,9 @@ struct Resolved {
 // (its resolve checks the weights), else the first family that detects the
 // directory; throws naming the directory and every variant otherwise.
 Resolved resolve(const std::string& weights_dir, const std::string& model);
+// The same with parts given as single files (pipeline::PartFiles); weights_dir may then be "".
+// Without --model, the family is the first whose detect_parts recognises the tensors.
+Resolved resolve(const std::string& weights_dir, const std::string& model, const pipeline::PartFiles& files);
 
 // Every variant's name, comma-separated (for --help and errors).
 std::string variant_names();

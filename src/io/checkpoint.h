@@ -64,4 +64,15 @@ class Checkpoint {
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
+// The same, one tensor in memory at a time: the header from `tensors` (name, dtype, shape), then
+// make(name) for each in the file's order (e.g. random weights of a model larger than memory).
+struct TensorSpec {
+  std::string name;
+  DType dtype;
+  Shape shape;
+};
+void save_safetensors_streamed(const std::string& path, const std::vector<TensorSpec>& tensors,
+                               const std::function<Tensor(const std::string& name)>& make,
+                               const std::map<std::string, std::string>& metadata = {});
+
 }  // namespace vidax::io

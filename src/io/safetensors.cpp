@@ -1,4 +1,6 @@
 #include "io/safetensors.h"
+
+#include <functional>
 #include "io/output_target.h"
 #include "io/temp_file.h"
 
@@ -193,33 +195,27 @@ Tensor safetensors_tensor(const std::shared_ptr<MappedFile>& file, const Safeten
 
 // ---- writer ------------------------------------------------------------------
 
-void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
-                      const std::map<std::string, std::string>& metadata) {
+namespace {
+
+// The one writer: a header from (name, dtype, shape) in the reference writer's order, then each
+// tensor's bytes from `get`, one at a time (a streamed writer holds one tensor at a time).
+void write_safetensors(const std::string& path, std::vector<TensorSpec> specs,
+                       const std::function<Tensor(const std::string&)>& get,
+                       const std::map<std::string, std::string>& metadata) {
   check_output_target(path);  // before any work: -o /dev/null must not be replaced by a file
   // Largest elements first, then by name (the order the reference writer uses):
   // with an 8-aligned data section every tensor is then aligned to its element size.
-  std::vector<const std::pair<const std::string, Tensor>*> order;
-  for (const auto& kv : tensors) {
-    VIDAX_CHECK(kv.first != "__metadata__", path << ": '__metadata__' is reserved and cannot name a tensor");
-    VIDAX_CHECK(kv.second.defined(), path << ": tensor '" << kv.first << "' is undefined");
-    VIDAX_CHECK(kv.second.device() == Device::CPU, path << ": tensor '" << kv.first << "' is on "
-                                                        << device_name(kv.second.device()) << ", not the CPU");
-    VIDAX_CHECK(!kv.second.is_quantized(), path << ": tensor '" << kv.first << "' is " << kv.second.str()
-                                                << ": safetensors has no block-quantized types (write GGUF)");
-    order.push_back(&kv);
-  }
-  std::stable_sort(order.begin(), order.end(), [](auto* a, auto* b) {
-    return dtype_size(a->second.dtype()) > dtype_size(b->second.dtype());
-  });
-
+  std::sort(specs.begin(), specs.end(), [](const TensorSpec& a, const TensorSpec& b) { return a.name < b.name; });
+  std::stable_sort(specs.begin(), specs.end(),
+                   [](const TensorSpec& a, const TensorSpec& b) { return dtype_size(a.dtype) > dtype_size(b.dtype); });
   nlohmann::json header = nlohmann::json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
-  for (auto* kv : order) {
-    const Tensor& t = kv->second;
-    header[kv->first] = {{"dtype", dtype_name(t.dtype())}, {"shape", t.shape()},
-                         {"data_offsets", {offset, offset + t.nbytes()}}};
-    offset += t.nbytes();
+  for (const auto& e : specs) {
+    VIDAX_CHECK(e.name != "__metadata__", path << ": '__metadata__' is reserved and cannot name a tensor");
+    const uint64_t n = static_cast<uint64_t>(shape_numel(e.shape)) * dtype_size(e.dtype);
+    header[e.name] = {{"dtype", dtype_name(e.dtype)}, {"shape", e.shape}, {"data_offsets", {offset, offset + n}}};
+    offset += n;
   }
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');
@@ -230,11 +226,43 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
   tmp.open_next_to(path);
   write_all(tmp.fd, len, 8, path);
   write_all(tmp.fd, text.data(), text.size(), path);
-  for (auto* kv : order) {
-    Tensor c = kv->second.contiguous();
+  for (const auto& e : specs) {
+    const Tensor t = get(e.name);
+    VIDAX_CHECK(t.defined(), path << ": tensor '" << e.name << "' is undefined");
+    VIDAX_CHECK(t.device() == Device::CPU, path << ": tensor '" << e.name << "' is on " << device_name(t.device())
+                                                << ", not the CPU");
+    VIDAX_CHECK(t.dtype() == e.dtype && t.shape() == e.shape,
+                path << ": tensor '" << e.name << "' is " << t.str() << ", the header says " << dtype_name(e.dtype)
+                     << shape_str(e.shape));
+    VIDAX_CHECK(!t.is_quantized(), path << ": tensor '" << e.name << "' is " << t.str()
+                                         << ": safetensors has no block-quantized types (write GGUF)");
+    Tensor c = t.contiguous();
     if (c.nbytes() > 0) write_all(tmp.fd, c.data_ptr(), c.nbytes(), path);
   }
   tmp.commit(path);
+}
+
+}  // namespace
+
+void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
+                      const std::map<std::string, std::string>& metadata) {
+  std::vector<TensorSpec> specs;
+  for (const auto& [n, t] : tensors) {
+    VIDAX_CHECK(n != "__metadata__", path << ": '__metadata__' is reserved and cannot name a tensor");
+    VIDAX_CHECK(t.defined(), path << ": tensor '" << n << "' is undefined");
+    VIDAX_CHECK(t.device() == Device::CPU, path << ": tensor '" << n << "' is on " << device_name(t.device())
+                                                << ", not the CPU");
+    VIDAX_CHECK(!t.is_quantized(), path << ": tensor '" << n << "' is " << t.str()
+                                        << ": safetensors has no block-quantized types (write GGUF)");
+    specs.push_back({n, t.dtype(), t.shape()});
+  }
+  write_safetensors(path, std::move(specs), [&](const std::string& n) { return tensors.at(n); }, metadata);
+}
+
+void save_safetensors_streamed(const std::string& path, const std::vector<TensorSpec>& tensors,
+                               const std::function<Tensor(const std::string& name)>& make,
+                               const std::map<std::string, std::string>& metadata) {
+  write_safetensors(path, tensors, make, metadata);
 }
 
 }  // namespace vidax::io

@@ -217,8 +217,15 @@ void check_fits(const std::string& what, double needed, double available) {
   VIDAX_CHECK(needed < available,
               "bench: " << what << " needs about " << gb(needed) << " GB (weights, their packed GEMM copy and "
                         << "activations) but " << gb(available)
-                        << " GB are available; vidax bench keeps every weight resident (no weight streaming): "
-                           "use a machine with more memory or a smaller model");
+                        << " GB are available with every weight resident: stream the DiT's weights (--offload), "
+                           "or use a machine with more memory or a smaller model");
+}
+
+bool reset_peak_rss() {
+  std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+  if (!f) return false;
+  const bool ok = std::fputs("5", f) >= 0;
+  return std::fclose(f) == 0 && ok;
 }
 
 // ---- text summary -----------------------------------------------------------------------

@@ -29,8 +29,16 @@ struct BenchOptions {
   int steps = 1;                 // denoiser forwards per repeat (0: none)
   int repeats = 1;
   std::string precision = "bf16";  // denoiser precision: fp32 | bf16
-  bool vae = false;              // time a VAE decode of the video's latent
-  bool text_encoder = false;     // time the text encoder on one prompt
+  bool vae = false;              // time a VAE decode of the video's latent (--time-vae: random weights)
+  bool text_encoder = false;     // time the text encoder on one prompt (--time-text-encoder: random weights)
+  // Real weights as single files (--diffusion-model, --vae, --text-encoder): the stage runs on
+  // them (and is timed) instead of random weights.
+  std::string diffusion_model_file, vae_file, text_encoder_file;
+  bool offload = false;          // stream the DiT's blocks (random weights: from a scratch file)
+  bool prefetch = true;          // --offload: overlap the next block's page-in with this one's compute
+  std::string scratch_dir;       // --offload with random weights: where the weights file is written (and reused)
+  int64_t vae_tile = 0;          // --vae-tile: tiled VAE decode
+  std::string max_memory;        // --max-memory as given (memory_limit_bytes holds its value)
   int64_t prompt_tokens = 64;    // real tokens in the text encoder's batch / the context rows
   uint64_t seed = 0;
   bool profile = false;          // per-op-class breakdown of one extra step (and VAE decode)
@@ -80,8 +88,11 @@ struct GemmPeak {
 // y = x W^T at a DiT FFN-like shape through ops::linear, best of `reps` after a warm-up.
 GemmPeak measure_gemm_peak(DType dtype, int reps);
 
-// Throws naming what does not fit (nothing streams: every weight stays resident).
+// Throws naming what does not fit (every weight resident: suggests --offload).
 void check_fits(const std::string& what, double needed, double available);
+// Resets this process's peak resident set (VmHWM) to the current one (/proc/self/clear_refs),
+// so that a stage's own peak can be read after it; false where the kernel does not allow it.
+bool reset_peak_rss();
 
 // Human-readable summary of a bench report.
 std::string bench_report_text(const nlohmann::json& report);

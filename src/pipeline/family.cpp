@@ -4,6 +4,16 @@
 
 namespace vidax::pipeline {
 
+std::string Family::detect_parts(const std::string& weights_dir, const PartFiles& files) const {
+  return files.any() ? "" : detect(weights_dir);
+}
+
+Variant Family::resolve_parts(const std::string& weights_dir, const std::string& model, const PartFiles& files) const {
+  VIDAX_CHECK(!files.any(), "the " << name() << " family does not take parts as single files yet "
+                                   "(--diffusion-model, --vae, --text-encoder, --tokenizer)");
+  return resolve(weights_dir, model);
+}
+
 nlohmann::json Family::make_demo(const std::string& variant, const DemoOptions&) const {
   throw Error(msg() << "the " << name() << " family has no demo checkpoint (asked for " << variant << ")");
 }

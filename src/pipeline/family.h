@@ -59,8 +59,19 @@ struct Variant {
   bool demo = false;  // a random-weight architecture for `vidax make-demo`, not a published model
 };
 
+// Parts of a model given as single files, as users download them (`--diffusion-model`,
+// `--vae`, `--text-encoder`, `--tokenizer`; docs/generate.md): each replaces that part of the
+// weights directory, or, without one, they are the whole model. Any format the io layer reads
+// (safetensors, .pth, GGUF) in any layout the family's key maps know; the family and variant
+// are detected from the tensors.
+struct PartFiles {
+  std::string diffusion_model, vae, text_encoder, tokenizer;
+  bool any() const { return !diffusion_model.empty() || !vae.empty() || !text_encoder.empty() || !tokenizer.empty(); }
+};
+
 struct LoadOptions {
-  std::string weights_dir;
+  std::string weights_dir;  // "" when `files` name every part
+  PartFiles files;
   std::string model;      // a variant name; "" = detect from the weights
   std::string precision;  // "" = the variant's default
   std::function<void(const std::string&)> on_stage;  // "loading the DiT (...)", ...
@@ -70,6 +81,11 @@ struct LoadOptions {
   // encoding and the denoiser before decoding; a server keeps both.
   Residency text_encoder = Residency::Resident;
   Residency denoiser = Residency::Resident;
+  // Weight streaming (`--offload`, nn/weight_stream.h): the denoiser's blocks stay in the mapped
+  // checkpoint and each is brought in just before use, the next one prefetched meanwhile.
+  bool offload = false;
+  // --vae-tile: the VAE decodes in spatial tiles of this many pixels (0: whole frames).
+  int64_t vae_tile = 0;
   // LoRAs merged into the denoiser's weights at load, in order, each with its scale (docs/lora.md).
   std::vector<translate::LoraSpec> loras;
   translate::LoraOptions lora;
@@ -106,6 +122,12 @@ class Family {
   virtual MemoryPlan memory_plan(const std::string& variant, const Request& request,
                                  const std::string& precision) const = 0;
   virtual LoadedModel load(const LoadOptions& opt) const = 0;
+
+  // detect / resolve for a weights directory (may be "") with parts given as single files.
+  // The defaults: a family that takes no single files detects nothing and refuses them.
+  virtual std::string detect_parts(const std::string& weights_dir, const PartFiles& files) const;
+  virtual Variant resolve_parts(const std::string& weights_dir, const std::string& model,
+                                const PartFiles& files) const;
 
   // Optional extras; the defaults say the family has none.
   // Writes a tiny random-weight checkpoint of `variant` (a demo variant); returns its description.

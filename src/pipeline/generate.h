@@ -41,6 +41,16 @@ struct Request {
   // Undefined = none given. A family whose task takes no image refuses one (request_check).
   Tensor image;       // --image: the first frame
   Tensor last_image;  // --last-image: the last frame (first-last-frame tasks; needs image)
+  // Where the denoiser's weights live (--offload, --max-memory): streamed per block instead of
+  // resident. The family's memory plan reads it; the loader gets it as LoadOptions::offload.
+  bool offload = false;
+  // A server keeps the text encoder and the denoiser loaded between requests; a one-shot run
+  // frees the text encoder after encoding and the denoiser before decoding (residency.h). The
+  // memory plan's phases follow.
+  bool keep_loaded = false;
+  // --vae-tile: the VAE decodes in spatial tiles of this many pixels (with overlap, blended);
+  // 0 = whole frames. The memory plan counts the tile, not the frame.
+  int64_t vae_tile = 0;
 };
 
 struct Events {

@@ -383,6 +383,7 @@ VideoSpec spec_from_json(const json& j) {
 
 pipeline::Request to_pipeline_request(const VideoSpec& s, const pipeline::Defaults& d) {
   pipeline::Request r;
+  r.keep_loaded = true;  // the server keeps its models loaded between jobs (the memory plan counts them)
   r.prompt = s.prompt;
   r.negative_prompt = s.negative_prompt;
   r.default_negative_prompt = d.negative_prompt;

@@ -71,9 +71,36 @@ ParamSpec t5_params(const T5Config& c) {
   return s;
 }
 
+namespace {
+
+// llama.cpp's T5 encoder tensor names (gguf-py constants.py MODEL_TENSOR_NAMES for
+// MODEL_ARCH.T5ENCODER; the UMT5 encoder GGUFs ComfyUI-GGUF loads, loader.py T5_SD_MAP): one
+// relative-position table per block (attn_rel_b) in UMT5, block 0's only in T5.
+KeyMap gguf_keymap() {
+  KeyMap m{"gguf", {}};
+  m.rules.push_back(key_rule("token_embedding.weight", "token_embd.weight"));
+  m.rules.push_back(key_rule("pos_embedding.embedding.weight", "enc.blk.0.attn_rel_b.weight"));
+  add_nested(m.rules, "blocks.{i}.", "enc.blk.{i}.",
+             {{"norm1.weight", "attn_norm.weight"},
+              {"attn.q.weight", "attn_q.weight"},
+              {"attn.k.weight", "attn_k.weight"},
+              {"attn.v.weight", "attn_v.weight"},
+              {"attn.o.weight", "attn_o.weight"},
+              {"pos_embedding.embedding.weight", "attn_rel_b.weight"},
+              {"norm2.weight", "ffn_norm.weight"},
+              {"ffn.gate.0.weight", "ffn_gate.weight"},
+              {"ffn.fc1.weight", "ffn_up.weight"},
+              {"ffn.fc2.weight", "ffn_down.weight"}});
+  m.rules.push_back(key_rule("norm.weight", "enc.output_norm.weight"));
+  return m;
+}
+
+}  // namespace
+
 KeyMap t5_keymap(const std::string& layout) {
   if (layout == "original") return original_identity();
-  VIDAX_CHECK(layout == "diffusers", "umt5-encoder: unknown layout '" << layout << "' (original, diffusers)");
+  if (layout == "gguf") return gguf_keymap();
+  VIDAX_CHECK(layout == "diffusers", "umt5-encoder: unknown layout '" << layout << "' (original, diffusers, gguf)");
   // transformers (UMT5|T5)EncoderModel, as diffusers' text_encoder/ stores it.
   // gate.0 (the GELU branch) is wi_0, fc1 is wi_1 (T5DenseGatedActDense).
   const std::string L = "encoder.block.{i}.layer.";
@@ -103,7 +130,7 @@ class Umt5Component : public Component {
  public:
   std::string name() const override { return "umt5-encoder"; }
   std::string family() const override { return "t5"; }
-  std::vector<std::string> layouts() const override { return {"original", "diffusers"}; }
+  std::vector<std::string> layouts() const override { return {"original", "diffusers", "gguf"}; }
   Json default_config() const override { return T5Config::umt5_xxl().to_json(); }
   std::optional<Json> read_config(const Json& j) const override {
     if (!(has(j, "d_model") || has(j, "dim_attn"))) return std::nullopt;

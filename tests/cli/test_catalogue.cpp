@@ -387,7 +387,7 @@ std::vector<Case> cases() {
   // ---- generate: the command line itself ----------------------------------------------
   c.push_back({"unknown_flag", gen({"--bogus"}), 1, {"--bogus"}});
   c.push_back({"missing_prompt", {"generate", "--weights", "{demo}", "-o", "{out}"}, 1, {"--prompt", "required"}});
-  c.push_back({"missing_weights", {"generate", "--prompt", "x", "-o", "{out}"}, 1, {"--weights", "required"}});
+  c.push_back({"missing_weights", {"generate", "--prompt", "x", "-o", "{out}"}, 1, {"no model given", "--weights", "--diffusion-model"}});
   c.push_back({"extra_positional", gen({"stray"}), 1, {"stray"}});
   c.push_back({"option_without_value", {"generate", "--weights", "{demo}", "--prompt"}, 1, {"--prompt"}});
   c.push_back({"help_per_model_defaults", {"generate", "--help"}, 0, {"default per model", "`vidax models`"},

@@ -22,6 +22,16 @@
 #include "models/wan/vae.h"
 #include "nn/params.h"
 #include "pipeline/bench_profile.h"
+#include "pipeline/memory_plan.h"
+#include "models/wan/t2v_load.h"
+#include "models/wan/weights.h"
+#include "models/wan/family.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
+#include "translate/source.h"
+#include "io/checkpoint.h"
+#include <filesystem>
+#include <unistd.h>
 #include "text/t5_config.h"
 #include "text/t5_encoder.h"
 

@@ -44,10 +44,27 @@ TextContext concat_batch(const std::vector<TextContext>& parts) {
   return out;
 }
 
-WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precision, const dist::Mesh* mesh)
+template <class F>
+auto WanDiT::with_block(size_t i, F&& fn) const {
+  if (!streamer_) return fn(blocks_[i]);
+  auto b = streamer_->acquire(i);
+  auto out = fn(b->block);
+  streamer_->release(i, std::move(b));
+  return out;
+}
+
+nn::WeightStreamStats WanDiT::stream_stats() const {
+  return streamer_ ? streamer_->stream().stats() : nn::WeightStreamStats{};
+}
+
+WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precision, const dist::Mesh* mesh,
+               StreamedBlocks streamed)
     : cfg_(cfg), precision_(precision), compute_(precision == Precision::BF16 ? DType::BF16 : DType::F32) {
   cfg_.validate();
   mesh_ = mesh;
+  VIDAX_CHECK(!streamed.source || !mesh_ || (mesh_->shape().tp == 1 && mesh_->shape().sp == 1),
+              "Wan DiT: weight streaming (--offload) runs on one rank or with cfg parallelism only, not with the mesh "
+                  << mesh_->shape().str());
   if (mesh_) check_mesh_fits(cfg_, mesh_->shape());
   // This rank's shard of every tensor-parallel weight (all of each on one rank).
   const nn::TensorParallel tp{mesh_ && mesh_->shape().tp > 1 ? &mesh_->tp() : nullptr};
@@ -65,9 +82,33 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
   time_embedding_0_ = nn::Linear::load(params, "time_embedding.0", cfg_.freq_dim, d, DType::F32);
   time_embedding_2_ = nn::Linear::load(params, "time_embedding.2", d, d, DType::F32);
   time_projection_ = nn::Linear::load(params, "time_projection.1", d, 6 * d, DType::F32);
-  blocks_.reserve(static_cast<size_t>(cfg_.num_layers));
-  for (int64_t i = 0; i < cfg_.num_layers; ++i)
-    blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_, tp));
+  if (streamed.source) {
+    // Built on the stream's worker: page the block's views in, cast what the compute dtype
+    // needs, strictly (every tensor of the block taken).
+    auto load = [src = streamed.source, origin = streamed.origin, cfg = cfg_, compute = compute_](
+                    size_t i, double* bytes) {
+      auto b = std::make_shared<StreamedBlock>();
+      b->views = src(static_cast<int64_t>(i));
+      for (const auto& [name, t] : b->views) nn::page_in(t);
+      nn::ParamSource ps = nn::ParamSource::from_map(b->views, origin);
+      b->block = DiTBlock::load(ps, "blocks." + std::to_string(i), cfg, compute);
+      ps.expect_all_taken();
+      double n = 0;
+      for (const auto& [name, t] : b->views) n += static_cast<double>(t.numel() * dtype_size(t.dtype()));
+      *bytes = n;
+      return std::shared_ptr<const StreamedBlock>(std::move(b));
+    };
+    auto evict = [](size_t, const StreamedBlock& b) {
+      for (const auto& [name, t] : b.views) nn::drop_pages(t);
+    };
+    streamer_ = std::make_shared<nn::BlockStreamer<StreamedBlock>>(static_cast<size_t>(cfg_.num_layers), load, evict,
+                                                                   "Wan DiT blocks of " + streamed.origin);
+    streamer_->stream().set_prefetch(streamed.prefetch);
+  } else {
+    blocks_.reserve(static_cast<size_t>(cfg_.num_layers));
+    for (int64_t i = 0; i < cfg_.num_layers; ++i)
+      blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_, tp));
+  }
   head_modulation_ = params.take("head.modulation", {1, 2, d});
   head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
   if (cfg_.has_image_input()) {
@@ -152,8 +193,9 @@ TextContext WanDiT::encode(const Tensor& context, const Tensor& clip_fea, const 
                               << c3.size(0));
     out.y = y5;
   }
-  out.blocks.reserve(blocks_.size());
-  for (const DiTBlock& b : blocks_) out.blocks.push_back(b.cross_kv(out.embedded, out.image, cfg_));
+  out.blocks.reserve(block_count());
+  for (size_t i = 0; i < block_count(); ++i)
+    out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.cross_kv(out.embedded, out.image, cfg_); }));
   return out;
 }
 
@@ -248,10 +290,10 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   const bool per_token = e0_all.dim() == 4;
   VIDAX_CHECK(e0_all.size(0) == B && (!per_token || e0_all.size(2) == L),
               "Wan DiT: time projection " << e0_all.str() << " does not match batch " << B << " / " << L << " tokens");
-  VIDAX_CHECK(text.batch() == B && text.blocks.size() == blocks_.size(),
+  VIDAX_CHECK(text.batch() == B && text.blocks.size() == block_count(),
               "Wan DiT: text context batch " << text.batch() << " (" << text.blocks.size()
                                              << " blocks) does not match latent batch " << B << " ("
-                                             << blocks_.size() << " blocks)");
+                                             << block_count() << " blocks)");
 
   // Patchify: [B, C, F'pt, H'ph, W'pw] -> tokens [B, L, C*pt*ph*pw], token order (f, h, w) row-major.
   const Tensor xc = x5.is_contiguous() ? x5 : ops::copy(x5);
@@ -268,8 +310,8 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   // Recorded (Meta): host tables, read by the Meta rope as params (the PJRT path uploads them).
   const RopeTables& all_rope = rope_for(grid, x.device() == Device::Meta ? Device::CPU : x.device());
   const RopeTables rope{sp.local(all_rope.cos, 0), sp.local(all_rope.sin, 0)};
-  for (size_t i = 0; i < blocks_.size(); ++i) {
-    h = blocks_[i].forward(h, e0, rope, text.blocks[i], cfg_, sp);
+  for (size_t i = 0; i < block_count(); ++i) {
+    h = with_block(i, [&](const DiTBlock& b) { return b.forward(h, e0, rope, text.blocks[i], cfg_, sp); });
     if (taps) (*taps)["blocks." + std::to_string(i)] = sp.gather(h, 1);
   }
 

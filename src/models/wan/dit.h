@@ -24,6 +24,7 @@
 #include "models/wan/rope.h"
 #include "nn/linear.h"
 #include "nn/params.h"
+#include "nn/weight_stream.h"
 
 namespace vidax::wan {
 
@@ -51,6 +52,16 @@ TextContext concat_batch(const std::vector<TextContext>& parts);
 // not the Conv3d's [B, dim, F', H', W']), blocks.<i> [B, L, dim], head [B, L, prod(patch)*out_dim].
 using Taps = std::map<std::string, Tensor>;
 
+// Weight streaming (`--offload`, nn/weight_stream.h): the blocks are not held. Block i is
+// built from `source(i)` (its tensors under their engine names, fresh zero-copy views of the
+// mapped checkpoint) on a worker thread while block i - 1 runs, paged in and cast to the
+// compute dtype, and dropped after use (its mapped pages given back).
+struct StreamedBlocks {
+  std::function<std::map<std::string, Tensor>(int64_t block)> source;
+  std::string origin;     // the checkpoint, for messages
+  bool prefetch = true;   // false: each block is brought in on the compute thread (no overlap)
+};
+
 class WanDiT {
  public:
   // Takes every parameter from `params` by its official name (see the class comment);
@@ -58,7 +69,9 @@ class WanDiT {
   // mesh (optional, must outlive the model; docs/parallelism.md): this rank takes only its
   // tensor-parallel shard of each split weight (models/wan/dit_parallel.h), and forward()
   // runs its sequence-parallel chunk of the tokens. Every rank of the mesh makes the same calls.
-  WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision, const dist::Mesh* mesh = nullptr);
+  // With `streamed.source` set, `params` holds everything but the blocks (docs/models/wan.md, "Weight streaming").
+  WanDiT(const DiTConfig& cfg, nn::ParamSource& params, Precision precision, const dist::Mesh* mesh = nullptr,
+         StreamedBlocks streamed = {});
   // From an engine-name map (e.g. translate::load_component's result), strictly:
   // throws naming any missing, misshapen or unused tensor. `origin` names the source.
   static WanDiT from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
@@ -68,6 +81,9 @@ class WanDiT {
   // and of the same parameters unsplit.
   int64_t weight_bytes() const { return ledger_->bytes; }
   int64_t full_weight_bytes() const { return ledger_->full_bytes; }
+  // Streaming: true when the blocks stream; their counters (loads, waits) when they do.
+  bool streaming() const { return streamer_ != nullptr; }
+  nn::WeightStreamStats stream_stats() const;
 
   const DiTConfig& config() const { return cfg_; }
   Precision precision() const { return precision_; }
@@ -111,6 +127,16 @@ class WanDiT {
   nn::Linear text_embedding_0_, text_embedding_2_;
   nn::Linear time_embedding_0_, time_embedding_2_, time_projection_;  // fp32
   std::vector<DiTBlock> blocks_;
+  // Streaming: one block's weights and the file views they were built from (dropped after use).
+  struct StreamedBlock {
+    DiTBlock block;
+    std::map<std::string, Tensor> views;
+  };
+  std::shared_ptr<nn::BlockStreamer<StreamedBlock>> streamer_;
+  // Runs fn(block i) on a held or a streamed block.
+  template <class F>
+  auto with_block(size_t i, F&& fn) const;
+  size_t block_count() const { return static_cast<size_t>(cfg_.num_layers); }
   Tensor head_modulation_;                   // [1, 2, dim]
   nn::Linear head_;                          // fp32
   // I2V/FLF2V img_emb (MLPProj): LN(image_dim), Linear, GELU(erf), Linear(-> dim), LN(dim); eps 1e-5.

@@ -21,6 +21,28 @@ namespace {
 
 double dtype_bytes(const std::string& precision) { return precision == "fp32" ? 4.0 : 2.0; }
 
+// The VAE decode's activations: the decoder runs one latent frame at a time; its widest maps
+// are `dim` channels at the full size over the 4 frames it emits, with the causal caches and
+// temporaries (about 8 such maps), over the frame or, tiled (--vae-tile), over one tile with its
+// overlap. Plus the decoded video itself (fp32).
+double vae_decode_activation_bytes(const WanVAEConfig& vae, const pipeline::Request& r) {
+  double area = static_cast<double>(r.height * r.width);
+  if (r.vae_tile > 0) {
+    const VaeTiling t = VaeTiling::for_tile(r.vae_tile);
+    area = std::min(area, static_cast<double>(t.tile_pixels() * t.tile_pixels()));
+  }
+  const double maps = 8.0 * 4.0 * static_cast<double>(vae.dim) * 4.0 * area;
+  return maps + 4.0 * 3.0 * static_cast<double>(r.frames * r.height * r.width);
+}
+
+// Parameters of one DiT block (all blocks have the same).
+double dit_block_params(const DiTConfig& c) {
+  double n = 0;
+  for (const auto& info : translate::wan::dit_params(translate::wan::DitConfig::from_json(c.to_json())).params)
+    if (info.name.rfind("blocks.0.", 0) == 0) n += static_cast<double>(shape_numel(info.shape));
+  return n;
+}
+
 class WanFamily final : public pipeline::Family {
  public:
   WanFamily() {
@@ -34,6 +56,14 @@ class WanFamily final : public pipeline::Family {
 
   pipeline::Variant resolve(const std::string& weights_dir, const std::string& model) const override {
     return resolve_preset(weights_dir, model).variant;
+  }
+
+  std::string detect_parts(const std::string& weights_dir, const pipeline::PartFiles& files) const override {
+    return detect_model(weights_dir, files);
+  }
+  pipeline::Variant resolve_parts(const std::string& weights_dir, const std::string& model,
+                                  const pipeline::PartFiles& files) const override {
+    return resolve_preset(weights_dir, model, files).variant;
   }
 
   pipeline::Geometry geometry(const std::string& variant) const override {
@@ -58,18 +88,36 @@ class WanFamily final : public pipeline::Family {
     const double t5_params =
         static_cast<double>(translate::t5::t5_params(translate::t5::T5Config::from_json(p.t5)).parameter_count());
     const double b = dtype_bytes(precision.empty() ? p.variant.defaults.precision : precision);
+    using pipeline::MemoryKind;
     pipeline::MemoryPlan m;
-    m.items.push_back({"text encoder weights", t5_params * b});
-    // The weights in the compute dtype and the GEMM's packed copy of them.
-    m.items.push_back({"DiT weights", 2 * dit_params * b});
-    m.items.push_back({"DiT activations", dit_activation_bytes(dit, tokens)});
-    m.items.push_back({"VAE decoder weights", 4.0 * vae_decoder_params});
-    // The decoder runs one latent frame at a time: its widest maps are `dim` channels at the full
-    // size over the 4 frames it emits, with the causal caches and temporaries (about 8 such maps).
-    m.items.push_back({"VAE decode activations",
-                       8.0 * 4.0 * static_cast<double>(vae.dim) * 4.0 * static_cast<double>(r.height * r.width)});
+    m.items.push_back({"text encoder weights", t5_params * b, MemoryKind::WeightsResident});
+    if (!r.offload) {
+      // The weights in the compute dtype and the GEMM's packed copy of them.
+      m.items.push_back({"DiT weights", 2 * dit_params * b, MemoryKind::WeightsResident});
+    } else {
+      // Streamed (--offload): what is not in a block stays (embeddings, head), with its packed
+      // copy; the pool holds two blocks (the one running and the next, prefetched), each as the
+      // compute dtype and its packed copy.
+      const double block_params = dit_block_params(dit);
+      const double rest = dit_params - static_cast<double>(dit.num_layers) * block_params;
+      m.items.push_back({"DiT weights outside the blocks", 2 * rest * b, MemoryKind::WeightsResident});
+      m.items.push_back({"DiT blocks streamed (2 of " + std::to_string(dit.num_layers) + " in the pool)",
+                         2 * 2 * block_params * b, MemoryKind::WeightsStreamed});
+    }
+    m.items.push_back({"DiT activations", dit_activation_bytes(dit, tokens), MemoryKind::Activations});
+    m.items.push_back({"VAE decoder weights", 4.0 * vae_decoder_params, MemoryKind::WeightsResident});
+    m.items.push_back({"VAE decode activations", vae_decode_activation_bytes(vae, r),
+                       MemoryKind::Vae});
     // Phases: encoding (the text encoder alone when it is freed after use), then denoising, then decoding.
-    m.phases = {{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}};
+    // Loading keeps the text encoder, the DiT and the VAE weights together until the prompts are
+    // encoded; a one-shot run then frees the text encoder, and the DiT before decoding.
+    if (!r.offload) {
+      m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}}
+                               : std::vector<std::vector<size_t>>{{0, 1, 3}, {1, 2, 3}, {3, 4}};
+    } else {
+      m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 2, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 4, 5}}
+                               : std::vector<std::vector<size_t>>{{0, 1, 2, 4}, {1, 2, 3, 4}, {4, 5}};
+    }
     return m;
   }
 

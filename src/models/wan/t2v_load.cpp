@@ -50,8 +50,10 @@ json part_config(const json& from_weights, const json& vidax_model, const char* 
 
 // Where part_config found a part's config, for messages: the file and, inside
 // vidax_model.json, the part's key.
-std::string config_origin(const WeightFiles& f, const char* key, const char* diffusers_dir, bool has_own_file) {
+std::string config_origin(const WeightFiles& f, const char* key, const char* diffusers_dir, bool has_own_file,
+                          const std::string& single_file = "") {
   namespace fs = std::filesystem;
+  if (!single_file.empty()) return single_file;
   if (f.vidax_model.is_object() && f.vidax_model.contains(key))
     return (fs::path(f.root) / "vidax_model.json").string() + " (\"" + key + "\")";
   if (has_own_file)
@@ -106,6 +108,57 @@ class PromptCache {
 
 }  // namespace
 
+WanDiT load_streamed_dit(const std::string& path, const json& config, const DiTConfig& cfg, Precision precision,
+                         const dist::Mesh* mesh, bool prefetch) {
+  auto src = translate::CheckpointSource::open(path);
+  translate::Match m = translate::match(*src, translate::wan::dit_component(), config);
+  translate::check(m.plan, {}, translate::wan::dit_component().name() + " from " + path);
+  // One plan for what stays (embeddings, head) and one per block, materialized per use: fresh
+  // views each time, so the GEMM's packed copies of a block go with the block.
+  translate::Plan rest = m.plan;
+  rest.bound.clear();
+  std::vector<translate::Plan> blocks(static_cast<size_t>(cfg.num_layers), rest);
+  for (const auto& b : m.plan.bound) {
+    const std::string& n = b.param.name;
+    if (n.rfind("blocks.", 0) == 0) {
+      const size_t i = static_cast<size_t>(std::stoll(n.substr(7, n.find('.', 7) - 7)));
+      VIDAX_CHECK(i < blocks.size(), path << ": parameter " << n << " of a block past num_layers " << cfg.num_layers);
+      blocks[i].bound.push_back(b);
+    } else {
+      rest.bound.push_back(b);
+    }
+  }
+  nn::ParamSource params = nn::ParamSource::from_map(translate::materialize(*src, rest, {}), path);
+  StreamedBlocks streamed;
+  streamed.origin = path;
+  streamed.prefetch = prefetch;
+  auto plans = std::make_shared<std::vector<translate::Plan>>(std::move(blocks));
+  streamed.source = [src, plans](int64_t i) { return translate::materialize(*src, (*plans)[static_cast<size_t>(i)], {}); };
+  WanDiT d(cfg, params, precision, mesh, std::move(streamed));
+  params.expect_all_taken();
+  return d;
+}
+
+const Preset& resolve_preset(const std::string& weights_dir, const std::string& model,
+                             const pipeline::PartFiles& files) {
+  if (!files.any()) return resolve_preset(weights_dir, model);
+  std::string name = model;
+  if (name.empty()) {
+    name = detect_model(weights_dir, files);
+    if (name.empty()) {
+      std::string known;
+      for (const auto& p : presets()) known += (known.empty() ? "" : ", ") + p.name();
+      throw Error(msg() << "cannot tell which Wan model "
+                        << (files.diffusion_model.empty() ? weights_dir : files.diffusion_model)
+                        << " holds (its DiT's dim and layer count match no known model); pass --model (" << known
+                        << ")");
+    }
+  }
+  const Preset& preset = wan::preset(name);
+  check_preset_matches(find_weights(weights_dir, preset, files), preset);
+  return preset;
+}
+
 const Preset& resolve_preset(const std::string& weights_dir, const std::string& model) {
   std::error_code dir_ec;  // a link loop is an error code here, not an exception
   VIDAX_CHECK(std::filesystem::is_directory(weights_dir, dir_ec),
@@ -148,8 +201,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     if (opt.on_stage) opt.on_stage(s);
   };
   LoadedT2V out;
-  out.preset = resolve_preset(opt.weights_dir, opt.model);
-  out.files = find_weights(opt.weights_dir, out.preset);
+  out.preset = resolve_preset(opt.weights_dir, opt.model, opt.files);
+  out.files = find_weights(opt.weights_dir, out.preset, opt.files);
   check_preset_matches(out.files, out.preset);
   out.precision = opt.precision.empty() ? out.preset.variant.defaults.precision : opt.precision;
   const Precision precision = parse_precision(out.precision);
@@ -158,11 +211,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
   // Every config is read once here, so a bad field is named with its file before any weight is read.
-  with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null()),
+  with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
-  with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null()),
+  with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""),
               [&] { (void)WanVAEConfig::from_json(out.preset.vae); });
-  with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null()),
+  with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null(), f.t5_single ? f.t5 : ""),
               [&] { (void)text::T5EncoderConfig::from_json(out.preset.t5); });
   std::string layout;
 
@@ -206,9 +259,18 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   auto dit_loras = std::make_shared<DitLoras>();
   dit_loras->loras = opt.loras;
   const bool keep_base = opt.denoiser == pipeline::Residency::Resident;
+  VIDAX_CHECK(!opt.offload || opt.loras.empty(),
+              "--offload with --lora is not supported yet: a LoRA is merged into resident weights (docs/lora.md)");
   auto load_dit = [dit_path = f.dit, dit_json = out.preset.dit, dit_cfg, precision, mesh = opt.mesh,
-                   label = out.precision, on_stage = opt.on_stage, dit_loras, keep_base, lora_opt = opt.lora]() {
+                   label = out.precision, on_stage = opt.on_stage, dit_loras, keep_base, lora_opt = opt.lora,
+                   offload = opt.offload]() -> std::shared_ptr<WanDiT> {
     std::lock_guard<std::mutex> lock(dit_loras->mu);
+    if (offload) {
+      VIDAX_CHECK(dit_loras->loras.empty(),
+                  "--offload with LoRAs is not supported yet: a LoRA is merged into resident weights (docs/lora.md)");
+      if (on_stage) on_stage("mapping the DiT " + dit_path + " (" + label + ", blocks streamed: --offload)");
+      return std::make_shared<WanDiT>(load_streamed_dit(dit_path, dit_json, dit_cfg, precision, mesh));
+    }
     std::map<std::string, Tensor> weights;
     if (dit_loras->base) {
       weights = *dit_loras->base;  // tensor handles: the merge below replaces entries, never the base's data
@@ -312,17 +374,19 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
     return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
-  p.decode = [vae](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
+  std::optional<VaeTiling> tiling;
+  if (opt.vae_tile > 0) tiling = VaeTiling::for_tile(opt.vae_tile);
+  p.decode = [vae, tiling](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
     // long decode stops within one module instead of running to the end. Its head is
-    // the last module of a chunk (one latent frame, as the reference decodes).
-    const int64_t chunks = z.size(1);
+    // the last module of a chunk (one latent frame, as the reference decodes; per tile when tiled).
+    const int64_t chunks = z.size(1) * vae->tile_count(z.size(2), z.size(3), tiling ? &*tiling : nullptr);
     int64_t done = 0;
     const Tap poll = [&](const std::string& module, const Tensor&) {
       pipeline::throw_if_interrupted("VAE decoding (" + module + ")");
       if (module == "decoder.head.2" && progress) progress(++done, chunks);
     };
-    return vae->decode_normalized(z.unsqueeze(0), LatentScale::wan21(), poll).squeeze(0);
+    return vae->decode_normalized(z.unsqueeze(0), LatentScale::wan21(), tiling ? &*tiling : nullptr, poll).squeeze(0);
   };
   return out;
 }

@@ -5,6 +5,7 @@
 #pragma once
 #include <string>
 
+#include "models/wan/dit.h"
 #include "models/wan/presets.h"
 #include "models/wan/weights.h"
 #include "pipeline/family.h"
@@ -24,7 +25,15 @@ pipeline::Geometry geometry_of(const nlohmann::json& dit, const nlohmann::json& 
 // The preset for a weights directory: `model` when given (checked against the
 // weights' config), else detected; throws naming the known models otherwise.
 const Preset& resolve_preset(const std::string& weights_dir, const std::string& model);
+// The same with parts as single files (weights_dir may be "" when they name every part).
+const Preset& resolve_preset(const std::string& weights_dir, const std::string& model,
+                             const pipeline::PartFiles& files);
 
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt);
+
+// The DiT of `path` with its blocks streamed (--offload): the rest materialized now, each block
+// from the mapped file per use (dit.h StreamedBlocks). Strict as a resident load.
+WanDiT load_streamed_dit(const std::string& path, const nlohmann::json& config, const DiTConfig& cfg,
+                         Precision precision, const dist::Mesh* mesh = nullptr, bool prefetch = true);
 
 }  // namespace vidax::wan

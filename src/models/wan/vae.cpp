@@ -317,4 +317,78 @@ Tensor WanVAE::decode_normalized(const Tensor& z, const LatentScale& scale, cons
   return ops::clamp(video, -1.0, 1.0);                                     // .clamp_(-1, 1)
 }
 
+// ---- tiled decode (diffusers AutoencoderKLWan.tiled_decode) ------------------------------
+
+VaeTiling VaeTiling::for_tile(int64_t pixels) {
+  VIDAX_CHECK(pixels >= 64 && pixels % 32 == 0,
+              "--vae-tile " << pixels << ": the tile must be a multiple of 32 pixels, at least 64 (e.g. 256, "
+                            "diffusers' default)");
+  return VaeTiling{pixels, pixels / 4 * 3};
+}
+
+namespace {
+
+// b with its first rows (dim 3) or columns (dim 4) blended from a's last ones:
+// b[y] = a[-e + y] * (1 - y / e) + b[y] * (y / e), e = min(a's, b's size, extent).
+Tensor blend(const Tensor& a, const Tensor& b, int64_t extent, int64_t dim) {
+  const int64_t e = std::min({a.size(dim), b.size(dim), extent});
+  if (e <= 0) return b;
+  std::vector<float> wb(static_cast<size_t>(e)), wa(static_cast<size_t>(e));
+  for (int64_t y = 0; y < e; ++y) {
+    wb[static_cast<size_t>(y)] = static_cast<float>(static_cast<double>(y) / static_cast<double>(e));
+    wa[static_cast<size_t>(y)] = static_cast<float>(1.0 - static_cast<double>(y) / static_cast<double>(e));
+  }
+  Shape ws(5, 1);
+  ws[static_cast<size_t>(dim)] = e;
+  const Tensor tb = Tensor::from_f32(wb, ws, b.dtype()), ta = Tensor::from_f32(wa, ws, b.dtype());
+  const Tensor head = ops::add(ops::mul(ops::copy(a.slice(dim, a.size(dim) - e, a.size(dim))), ta),
+                               ops::mul(ops::copy(b.slice(dim, 0, e)), tb));
+  if (e == b.size(dim)) return head;
+  return ops::concat({head, ops::copy(b.slice(dim, e, b.size(dim)))}, dim);
+}
+
+}  // namespace
+
+int64_t WanVAE::tile_count(int64_t latent_h, int64_t latent_w, const VaeTiling* tiling) const {
+  const int64_t sf = config_.spatial_factor();
+  if (!tiling || (latent_h * sf <= tiling->tile && latent_w * sf <= tiling->tile)) return 1;
+  const int64_t step = tiling->stride / sf;
+  return ((latent_h + step - 1) / step) * ((latent_w + step - 1) / step);
+}
+
+Tensor WanVAE::decode_tiled(const Tensor& mu, const VaeTiling& t, const Tap& tap) const {
+  VIDAX_CHECK(mu.dim() == 5 && mu.size(1) == config_.z_dim,
+              "Wan VAE decode: expected a latent [B, " << config_.z_dim << ", F, H, W], found " << mu.str());
+  const int64_t sf = config_.spatial_factor(), h = mu.size(3), w = mu.size(4);
+  // diffusers tiles only when the latent is larger than one tile.
+  if (tile_count(h, w, &t) == 1) return decode(mu, tap);
+  const int64_t tl = t.tile / sf, step = t.stride / sf, blend_px = t.overlap();
+  std::vector<Tensor> prev_row, out_rows;
+  for (int64_t i = 0; i < h; i += step) {
+    std::vector<Tensor> row, cropped;
+    for (int64_t j = 0; j < w; j += step) {
+      const Tensor part = ops::copy(mu.slice(3, i, std::min(h, i + tl)).slice(4, j, std::min(w, j + tl)));
+      Tensor tile = decode(part, tap);
+      if (!prev_row.empty()) tile = blend(prev_row[row.size()], tile, blend_px, 3);
+      if (!row.empty()) tile = blend(row.back(), tile, blend_px, 4);
+      cropped.push_back(ops::copy(tile.slice(3, 0, std::min(t.stride, tile.size(3)))
+                                      .slice(4, 0, std::min(t.stride, tile.size(4)))));
+      row.push_back(std::move(tile));
+    }
+    out_rows.push_back(ops::concat(cropped, 4));
+    prev_row = std::move(row);  // row i + 1 blends with these (already blended) tiles
+  }
+  const Tensor video = ops::concat(out_rows, 3);
+  return ops::copy(video.slice(3, 0, h * sf).slice(4, 0, w * sf));
+}
+
+Tensor WanVAE::decode_normalized(const Tensor& z, const LatentScale& scale, const VaeTiling* tiling,
+                                 const Tap& tap) const {
+  if (!tiling) return decode_normalized(z, scale, tap);
+  Tensor zc = z.dtype() == compute_ ? z : ops::cast(z, compute_);
+  Tensor video = decode_tiled(denormalize_latent(zc, scale), *tiling, tap);
+  if (video.dtype() != DType::F32) video = ops::cast(video, DType::F32);
+  return ops::clamp(video, -1.0, 1.0);
+}
+
 }  // namespace vidax::wan

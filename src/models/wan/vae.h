@@ -48,6 +48,20 @@ struct LatentScale {
   static LatentScale from_tensors(const Tensor& mean, const Tensor& std);
 };
 
+// Spatial tiling of the decode (`--vae-tile PIXELS`), with the semantics of diffusers'
+// AutoencoderKLWan.tiled_decode: tiles of `tile` x `tile` output pixels stepping by `stride`
+// (3/4 of the tile: diffusers' defaults are 256 and 192), each tile decoded over all frames
+// with its own causal caches; the `tile - stride` overlap is blended linearly into the tile
+// below (blend_v) and to the right (blend_h), in row-major order on the blended tiles, then
+// each tile is cropped to stride x stride. Tiled only when the frame is larger than one tile.
+struct VaeTiling {
+  int64_t tile = 256, stride = 192;
+  // --vae-tile PIXELS: a multiple of 32 (so the 3/4 stride is whole latent pixels), >= 64.
+  static VaeTiling for_tile(int64_t pixels);
+  int64_t tile_pixels() const { return tile; }
+  int64_t overlap() const { return tile - stride; }
+};
+
 // Parameter source: official name -> tensor (throws naming the key when missing).
 using WeightLookup = std::function<Tensor(const std::string& name)>;
 // Observes intermediate activations: called with an official module path ("decoder.upsamples.3")
@@ -84,6 +98,12 @@ class WanVAE {
   // What the WanVAE wrapper does: encode then normalize; denormalize, decode, clamp(-1, 1).
   Tensor encode_normalized(const Tensor& video, const LatentScale& scale, const Tap& tap = {}) const;
   Tensor decode_normalized(const Tensor& z, const LatentScale& scale, const Tap& tap = {}) const;
+  // The same decodes in spatial tiles (VaeTiling); whole frames when the frame fits one tile.
+  Tensor decode_tiled(const Tensor& mu, const VaeTiling& tiling, const Tap& tap = {}) const;
+  Tensor decode_normalized(const Tensor& z, const LatentScale& scale, const VaeTiling* tiling,
+                           const Tap& tap = {}) const;
+  // How many tiles a latent of h x w latent pixels decodes in (1 when untiled).
+  int64_t tile_count(int64_t latent_h, int64_t latent_w, const VaeTiling* tiling) const;
 
   struct Encoder;
   struct Decoder;

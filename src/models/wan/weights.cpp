@@ -6,7 +6,10 @@
 
 #include "core/error.h"
 #include "io/output_target.h"
+#include "models/wan/checkpoint_keys.h"
+#include "text/umt5_keys.h"
 #include "translate/config_fields.h"
+#include "translate/source.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -104,39 +107,155 @@ std::string model_named(const json& vm, const std::string& file) {
 
 }  // namespace
 
-WeightFiles find_weights(const std::string& dir_str, const Preset& preset) {
+namespace {
+
+// The parts a Wan model has, for telling the user what a single file looks like.
+const std::vector<const translate::Component*>& wan_parts() {
+  static const std::vector<const translate::Component*> parts = {
+      &translate::wan::dit_component(), &translate::wan::vae_component(), &translate::t5::umt5_component()};
+  return parts;
+}
+
+std::string part_words(const translate::Component& c) {
+  if (&c == &translate::wan::dit_component()) return "a Wan DiT (diffusion model)";
+  if (&c == &translate::wan::vae_component()) return "a Wan VAE";
+  if (&c == &translate::t5::umt5_component()) return "a UMT5 text encoder";
+  return c.name();
+}
+
+// A single part file's path, refused when it is not a regular file.
+std::string part_file(const std::string& path, const std::string& flag) {
+  const std::string problem = io::input_file_problem(path);
+  VIDAX_CHECK(problem.empty(), flag << " " << path << " is " << problem << ", not a weights file");
+  return path;
+}
+
+// The tokenizer of a model given as files: --tokenizer, else a folder with spiece.model beside
+// the text encoder's file (tokenizer/, google/umt5-xxl/ as the Wan-AI repo ships it, the folder itself).
+std::string find_tokenizer(const std::string& given, const std::string& text_encoder) {
+  if (!given.empty()) {
+    fs::path p(given);
+    if (is_file(p) && p.filename() == "spiece.model") p = p.parent_path();
+    VIDAX_CHECK(is_dir(p), "--tokenizer " << given << " is not a folder (give the folder holding spiece.model)");
+    return p.string();
+  }
+  const fs::path base = fs::path(text_encoder).parent_path();
+  std::string tried;
+  for (const fs::path& c : {base / "tokenizer", base / "google" / "umt5-xxl", base, base.parent_path() / "tokenizer"}) {
+    if (is_file(c / "spiece.model")) return c.string();
+    tried += "\n  " + (c / "spiece.model").string();
+  }
+  throw Error(msg() << "no tokenizer for the text encoder " << text_encoder
+                    << ": pass --tokenizer DIR (a folder with the UMT5 spiece.model, e.g. google/umt5-xxl/ of "
+                       "Wan-AI/Wan2.1-T2V-1.3B); looked for:"
+                    << tried);
+}
+
+}  // namespace
+
+nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag) {
+  auto src = translate::CheckpointSource::open(part_file(path, flag));
+  const auto det = translate::detect(*src, wan_parts());
+  if (!det) {
+    const auto names = src->names();
+    std::string some;
+    for (size_t i = 0; i < names.size() && i < 3; ++i) some += (i ? ", " : "") + names[i];
+    throw Error(msg() << flag << " " << path << ": none of its " << names.size()
+                      << " tensor names matches a Wan DiT, VAE or UMT5 encoder in any layout this build knows "
+                         "(original, diffusers, comfyui, gguf); its first names: "
+                      << (some.empty() ? "(none)" : some));
+  }
+  VIDAX_CHECK(det->comp == &want, flag << " " << path << " is not " << part_words(want) << ": it looks like "
+                                       << part_words(*det->comp) << " (" << det->claimed << " tensors in the "
+                                       << det->layout << " layout)");
+  return translate::match(*src, want).config;
+}
+
+WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const pipeline::PartFiles& over) {
   const fs::path dir(dir_str);
-  VIDAX_CHECK(is_dir(dir), "weights directory " << dir_str << " does not exist (or is not a directory)");
   WeightFiles f;
   f.root = dir_str;
-  f.vidax_model = read_json_if_present(dir / "vidax_model.json");
-  if (is_file(dir / "model_index.json")) {
+  const bool has_dir = !dir_str.empty();
+  if (has_dir) {
+    VIDAX_CHECK(is_dir(dir), "weights directory " << dir_str << " does not exist (or is not a directory)");
+    f.vidax_model = read_json_if_present(dir / "vidax_model.json");
+  } else {
+    std::string missing;
+    if (over.diffusion_model.empty()) missing += " --diffusion-model";
+    if (over.vae.empty()) missing += " --vae";
+    if (over.text_encoder.empty()) missing += " --text-encoder";
+    VIDAX_CHECK(missing.empty(), "without --weights, the model's parts must all be files; missing:" << missing);
+  }
+  const bool need_dit = over.diffusion_model.empty(), need_vae = over.vae.empty(), need_t5 = over.text_encoder.empty();
+  if (!has_dir) {
+    f.layout = "files";
+  } else if (is_file(dir / "model_index.json")) {
     f.layout = "diffusers";
-    VIDAX_CHECK(is_dir(dir / "transformer"), "weights directory " << dir_str
-                                                                << " has model_index.json (diffusers layout) but no transformer/");
-    f.dit = safetensors_model(dir / "transformer", "diffusion_pytorch_model", "transformer");
-    f.vae = safetensors_model(dir / "vae", "diffusion_pytorch_model", "VAE");
-    f.t5 = safetensors_model(dir / "text_encoder", "model", "text encoder");
-    f.tokenizer = first_existing(dir, {"tokenizer"}, "tokenizer");
-    f.dit_config = read_json_if_present(dir / "transformer" / "config.json");
-    f.vae_config = read_json_if_present(dir / "vae" / "config.json");
-    f.t5_config = read_json_if_present(dir / "text_encoder" / "config.json");
+    if (need_dit) {
+      VIDAX_CHECK(is_dir(dir / "transformer"), "weights directory " << dir_str
+                                                                  << " has model_index.json (diffusers layout) but no transformer/");
+      f.dit = safetensors_model(dir / "transformer", "diffusion_pytorch_model", "transformer");
+      f.dit_config = read_json_if_present(dir / "transformer" / "config.json");
+    }
+    if (need_vae) {
+      f.vae = safetensors_model(dir / "vae", "diffusion_pytorch_model", "VAE");
+      f.vae_config = read_json_if_present(dir / "vae" / "config.json");
+    }
+    if (need_t5) {
+      f.t5 = safetensors_model(dir / "text_encoder", "model", "text encoder");
+      f.t5_config = read_json_if_present(dir / "text_encoder" / "config.json");
+    }
+    if (over.tokenizer.empty()) f.tokenizer = first_existing(dir, {"tokenizer"}, "tokenizer");
   } else {
     f.layout = "original";
-    f.dit = safetensors_model(dir, "diffusion_pytorch_model", "DiT (diffusion_pytorch_model*.safetensors)");
+    if (need_dit) {
+      f.dit = safetensors_model(dir, "diffusion_pytorch_model", "DiT (diffusion_pytorch_model*.safetensors)");
+      f.dit_config = read_json_if_present(dir / "config.json");
+    }
     auto swap_ext = [](const std::string& name, const std::string& ext) {
       return fs::path(name).replace_extension(ext).string();
     };
-    f.vae = first_existing(dir, {preset.vae_file, swap_ext(preset.vae_file, ".pth"), swap_ext(preset.vae_file, ".safetensors")},
-                           "VAE");
-    f.t5 = first_existing(dir, {preset.t5_file, swap_ext(preset.t5_file, ".pth"), swap_ext(preset.t5_file, ".safetensors")},
-                          "UMT5 text encoder");
-    f.tokenizer = first_existing(dir, {preset.tokenizer_dir, "tokenizer"}, "tokenizer directory");
-    f.dit_config = read_json_if_present(dir / "config.json");
+    if (need_vae)
+      f.vae = first_existing(dir, {preset.vae_file, swap_ext(preset.vae_file, ".pth"), swap_ext(preset.vae_file, ".safetensors")},
+                             "VAE");
+    if (need_t5)
+      f.t5 = first_existing(dir, {preset.t5_file, swap_ext(preset.t5_file, ".pth"), swap_ext(preset.t5_file, ".safetensors")},
+                            "UMT5 text encoder");
+    if (over.tokenizer.empty()) f.tokenizer = first_existing(dir, {preset.tokenizer_dir, "tokenizer"}, "tokenizer directory");
   }
+  // Single files: each replaces its part; its config is its own (the folder's would describe another file).
+  if (!need_dit) {
+    f.dit = part_file(over.diffusion_model, "--diffusion-model");
+    f.dit_config = single_file_config(f.dit, translate::wan::dit_component(), "--diffusion-model");
+    f.dit_single = true;
+    if (f.vidax_model.is_object()) f.vidax_model.erase("dit"), f.vidax_model.erase("model");
+  }
+  if (!need_vae) {
+    f.vae = part_file(over.vae, "--vae");
+    f.vae_config = single_file_config(f.vae, translate::wan::vae_component(), "--vae");
+    f.vae_single = true;
+    if (f.vidax_model.is_object()) f.vidax_model.erase("vae");
+  }
+  if (!need_t5) {
+    f.t5 = part_file(over.text_encoder, "--text-encoder");
+    f.t5_config = single_file_config(f.t5, translate::t5::umt5_component(), "--text-encoder");
+    f.t5_single = true;
+    if (f.vidax_model.is_object()) f.vidax_model.erase("t5");
+  }
+  if (!over.tokenizer.empty() || f.tokenizer.empty()) f.tokenizer = find_tokenizer(over.tokenizer, f.t5);
   VIDAX_CHECK(is_file(fs::path(f.tokenizer) / "spiece.model"),
               "tokenizer directory " << f.tokenizer << " has no spiece.model (the UMT5 SentencePiece model)");
   return f;
+}
+
+std::string detect_model(const std::string& dir, const pipeline::PartFiles& over) {
+  if (over.diffusion_model.empty()) return dir.empty() ? "" : detect_model(dir);
+  const json c = single_file_config(over.diffusion_model, translate::wan::dit_component(), "--diffusion-model");
+  const int64_t dim = dit_dim(c), layers = dit_layers(c);
+  // A file has no vidax_model.json: its shapes decide, the demo's too.
+  for (const auto& p : presets())
+    if (dim == dit_dim(p.dit) && layers == dit_layers(p.dit)) return p.name();
+  return "";
 }
 
 std::string detect_model(const std::string& dir_str) {
@@ -162,7 +281,9 @@ void check_preset_matches(const WeightFiles& files, const Preset& preset) {
   }
   if (files.dit_config.is_null()) return;
   const std::string cfg_file =
-      (fs::path(files.root) / (files.layout == "diffusers" ? "transformer/config.json" : "config.json")).string();
+      files.dit_single ? files.dit
+                       : (fs::path(files.root) / (files.layout == "diffusers" ? "transformer/config.json" : "config.json"))
+                             .string();
   const int64_t dim = in_file(cfg_file, [&] { return dit_dim(files.dit_config); });
   const int64_t layers = in_file(cfg_file, [&] { return dit_layers(files.dit_config); });
   VIDAX_CHECK(dim == dit_dim(preset.dit) && layers == dit_layers(preset.dit),

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "models/wan/presets.h"
+#include "pipeline/family.h"
+#include "translate/component.h"
 
 namespace vidax::wan {
 
@@ -22,14 +24,27 @@ struct WeightFiles {
   nlohmann::json vae_config;  // diffusers vae/config.json; null if absent
   nlohmann::json t5_config;   // diffusers text_encoder/config.json; null if absent
   nlohmann::json vidax_model; // vidax_model.json (written by make-demo); null if absent
+  // Parts given as single files (--diffusion-model, --vae, --text-encoder): their configs above
+  // come from the file itself (its __metadata__ config, else its shapes), not the folder.
+  bool dit_single = false, vae_single = false, t5_single = false;
 };
 
-// Throws naming the directory and every file it looked for when a part is missing.
-WeightFiles find_weights(const std::string& dir, const Preset& preset);
+// Throws naming the directory and every file it looked for when a part is missing. `over`
+// replaces parts of the directory by single files; `dir` may be "" when `over` names the DiT,
+// the VAE and the text encoder (the tokenizer is then --tokenizer, else found beside the text
+// encoder's file).
+WeightFiles find_weights(const std::string& dir, const Preset& preset, const pipeline::PartFiles& over = {});
 
 // The preset a weights directory holds: vidax_model.json's "model", else the
 // DiT config's size (dim 1536 -> 1.3B, 5120 -> 14B). Empty when unknown.
 std::string detect_model(const std::string& dir);
+// The same with parts as single files: a --diffusion-model file decides by its tensors' shapes.
+std::string detect_model(const std::string& dir, const pipeline::PartFiles& over);
+
+// Checks that `path` (given with `flag`) holds the part `want` (the Wan DiT, VAE or UMT5
+// encoder, in any layout their key maps know) and returns its config: the file's __metadata__
+// config, else what its shapes say. Throws naming the flag, the file and what it looks like.
+nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag);
 
 // Checks that the DiT config in the weights (when there is one) has the
 // preset's dimensions; throws naming both on a mismatch.
