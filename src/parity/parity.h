@@ -56,9 +56,9 @@ using Runner = std::function<Produced(const Golden&, const Options&)>;
 // takes_loras: the runner merges Options::loras (else run() refuses a non-empty list).
 // takes_quantize: the runner reads its parameters through Golden::file (so Options::quantize
 // reaches them) or applies it to the parameters it makes (else run() refuses --quantize).
-void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_quantize = false);
 // takes_pjrt: the runner runs on --device pjrt (else run() refuses it).
-void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_pjrt = false);
+void register_kind(const std::string& kind, Runner runner, bool takes_loras = false, bool takes_quantize = false,
+                   bool takes_pjrt = false);
 std::vector<std::string> registered_kinds();
 
 struct Comparison {

@@ -47,7 +47,7 @@ bool same_secret(const std::string& a, const std::string& b) {
 
 // What a file holds, streamed (Range requests work: httplib asks for offset and length).
 // A range that starts past the end is a 416 here: httplib 0.11 answers it 206 with a
-// Content-Length that wrapped around below zero (docs/bugs.md row 200).
+// Content-Length that wrapped around below zero (docs/bugs.md row 78).
 void send_file(const httplib::Request& req, httplib::Response& res, const fs::path& path, const std::string& type) {
   auto in = std::make_shared<std::ifstream>(path, std::ios::binary);
   std::error_code ec;
@@ -526,7 +526,7 @@ struct Server::Impl {
   void routes() {
     http.set_payload_max_length(opt.max_body_bytes);
     // httplib's default pool is max(8, cores - 1) threads, and each open events stream or
-    // keep-alive client holds one: 20 clients at once had requests dropped (docs/bugs.md row 202).
+    // keep-alive client holds one: 20 clients at once had requests dropped (docs/bugs.md row 80).
     http.new_task_queue = [] { return new httplib::ThreadPool(64); };
     http.set_keep_alive_max_count(1000);
     http.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {

@@ -48,7 +48,7 @@ TEST(ServeLoad, TwoHundredJobsFromTwentyClientsAllCompleteOnce) {
   for (int c = 0; c < kClients; ++c)
     clients.emplace_back([&, c] {
       // Connections opened 5 ms apart, then kept: cpp-httplib 0.11 listens with a backlog of 5,
-      // and a burst of 20 connects overflows it (docs/bugs.md row 202).
+      // and a burst of 20 connects overflows it (docs/bugs.md row 80).
       std::this_thread::sleep_for(std::chrono::milliseconds(5 * c));
       httplib::Client cl("127.0.0.1", s.port);
       cl.set_read_timeout(60, 0);
