@@ -41,6 +41,10 @@ struct Rule {
 struct KeyMap {
   std::string layout;       // "original", "diffusers", "comfyui", ...
   std::vector<Rule> rules;  // first rule whose engine pattern matches wins
+  // Key patterns the layout stores that the engine never reads (the Wan CLIP checkpoint's text
+  // tower, read by the image encoder's visual tower only): consumed by name, listed in
+  // Plan::ignored_keys, never a silent skip of anything else.
+  std::vector<std::string> ignored;
 };
 
 // A rule resolved for one engine name: the concrete keys.

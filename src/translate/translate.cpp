@@ -166,8 +166,14 @@ Plan plan(const TensorSource& src, const ParamSpec& spec, const KeyMap& map) {
     b.keys = {first->name};
     p.bound.push_back(b);
   }
-  for (const auto& n : src.names())
-    if (!consumed.count(n)) p.unused_keys.push_back(n);
+  for (const auto& n : src.names()) {
+    if (consumed.count(n)) continue;
+    const bool ignored = std::any_of(map.ignored.begin(), map.ignored.end(), [&](const std::string& pat) {
+      std::map<std::string, std::string> caps;
+      return match_pattern(pat, n, &caps);
+    });
+    (ignored ? p.ignored_keys : p.unused_keys).push_back(n);
+  }
   p.consumed_keys = consumed.size();
   return p;
 }

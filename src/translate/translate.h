@@ -54,6 +54,7 @@ struct Plan {
   std::string layout;
   std::vector<Binding> bound;
   std::vector<std::string> unused_keys;  // sorted
+  std::vector<std::string> ignored_keys;  // matched by the key map's `ignored` patterns (sorted)
   std::vector<Missing> missing;
   std::vector<Mismatch> mismatches;
   size_t consumed_keys = 0;

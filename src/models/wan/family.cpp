@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/wan/bench.h"
+#include "models/wan/clip.h"
 #include "models/wan/demo_weights.h"
 #include "models/wan/dit_config.h"
 #include "models/wan/dit_parity_kind.h"
@@ -147,7 +148,7 @@ class WanFamily final : public pipeline::Family {
   std::vector<const translate::Component*> components() const override {
     return {&translate::wan::dit_component(), &translate::wan::vae_component(),
             &translate::wan::vae_encoder_component(), &translate::wan::vae_decoder_component(),
-            &translate::t5::umt5_component()};
+            &translate::t5::umt5_component(), &clip_visual_component()};
   }
 
   void register_parity_kinds() const override {
@@ -155,6 +156,7 @@ class WanFamily final : public pipeline::Family {
     register_vae_parity_kinds();                                 // wan.vae.decode, wan.vae.encode
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
+    register_clip_parity_kind();                                 // wan.clip.visual
   }
 
  private:

@@ -1,0 +1,86 @@
+#include "io/image_resize.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+
+namespace vidax::io {
+
+namespace {
+
+// The 4 taps of one output position along one axis (upsample_bicubic2d's
+// compute_indices_weights_cubic with align_corners = false).
+struct Taps {
+  std::array<int64_t, 4> index;
+  std::array<float, 4> weight;
+};
+
+float cubic1(float x, float a) { return ((a + 2) * x - (a + 3)) * x * x + 1; }
+float cubic2(float x, float a) { return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a; }
+
+std::vector<Taps> axis_taps(int64_t in, int64_t out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  const float a = -0.75f;
+  std::vector<Taps> taps(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    const float real = scale * (static_cast<float>(i) + 0.5f) - 0.5f;  // cubic: not clamped at 0
+    const int64_t idx = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
+    const float t = std::min(std::max(real - static_cast<float>(idx), 0.0f), 1.0f);
+    Taps& tp = taps[static_cast<size_t>(i)];
+    const float t2 = 1.0f - t;
+    tp.weight = {cubic2(t + 1.0f, a), cubic1(t, a), cubic1(t2, a), cubic2(t2 + 1.0f, a)};
+    for (int j = 0; j < 4; ++j) tp.index[j] = std::clamp<int64_t>(idx - 1 + j, 0, in - 1);
+  }
+  return taps;
+}
+
+}  // namespace
+
+Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w) {
+  VIDAX_CHECK(x.dim() >= 2 && x.dtype() == DType::F32, "resize_bicubic: expects [..., H, W] F32, got " << x.str());
+  VIDAX_CHECK(out_h >= 1 && out_w >= 1, "resize_bicubic: output size " << out_h << "x" << out_w);
+  const Tensor src = x.to_host().contiguous();
+  const int64_t h = src.size(-2), w = src.size(-1);
+  const int64_t planes = src.numel() / (h * w);
+  Shape shape = src.shape();
+  shape[shape.size() - 2] = out_h;
+  shape[shape.size() - 1] = out_w;
+  Tensor dst = Tensor::empty(shape, DType::F32);
+  const std::vector<Taps> ty = axis_taps(h, out_h), tx = axis_taps(w, out_w);
+  const float* in = src.data<float>();
+  float* out = dst.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = in + p * h * w;
+    float* o = out + p * out_h * out_w;
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      const Taps& vy = ty[static_cast<size_t>(oy)];
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const Taps& vx = tx[static_cast<size_t>(ox)];
+        // Rows first (the x taps of each of the 4 rows), then the y taps, as torch's kernel.
+        std::array<float, 4> rows;
+        for (int r = 0; r < 4; ++r) {
+          const float* row = plane + vy.index[r] * w;
+          rows[r] = row[vx.index[0]] * vx.weight[0] + row[vx.index[1]] * vx.weight[1] +
+                    row[vx.index[2]] * vx.weight[2] + row[vx.index[3]] * vx.weight[3];
+        }
+        o[oy * out_w + ox] =
+            rows[0] * vy.weight[0] + rows[1] * vy.weight[1] + rows[2] * vy.weight[2] + rows[3] * vy.weight[3];
+      }
+    }
+  }
+  return dst;
+}
+
+Tensor center_crop(const Tensor& x, int64_t h, int64_t w) {
+  VIDAX_CHECK(x.dim() >= 2, "center_crop: expects [..., H, W], got " << x.str());
+  const int64_t H = x.size(-2), W = x.size(-1);
+  VIDAX_CHECK(h >= 1 && w >= 1 && h <= H && w <= W, "center_crop: " << h << "x" << w << " of " << x.str());
+  const int64_t top = static_cast<int64_t>(std::round(static_cast<double>(H - h) / 2.0));
+  const int64_t left = static_cast<int64_t>(std::round(static_cast<double>(W - w) / 2.0));
+  return x.slice(x.dim() - 2, top, top + h).slice(x.dim() - 1, left, left + w).contiguous();
+}
+
+}  // namespace vidax::io

@@ -1,0 +1,21 @@
+// Image resampling as torch does it on the CPU, for the preprocessing that the
+// image-to-video references run before their models (Wan: the CLIP input and
+// the conditioning frame). Host F32 only: these run once per request on a few
+// images, never inside a denoising step.
+#pragma once
+#include <cstdint>
+
+#include "core/tensor.h"
+
+namespace vidax::io {
+
+// torch.nn.functional.interpolate(x, size=(out_h, out_w), mode='bicubic', align_corners=False)
+// (no antialias, A = -0.75, edge indices clamped; float arithmetic as torch's float kernel).
+// x [..., H, W] F32 (any leading dims) -> [..., out_h, out_w] F32.
+Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w);
+
+// torchvision.transforms.functional.center_crop on a tensor: the [..., h, w] window centred as
+// torchvision centres it (top = round((H - h) / 2), left likewise); h <= H and w <= W.
+Tensor center_crop(const Tensor& x, int64_t h, int64_t w);
+
+}  // namespace vidax::io
