@@ -168,7 +168,17 @@ nlohmann::json single_file_config(const std::string& path, const translate::Comp
   VIDAX_CHECK(det->comp == &want, flag << " " << path << " is not " << part_words(want) << ": it looks like "
                                        << part_words(*det->comp) << " (" << det->claimed << " tensors in the "
                                        << det->layout << " layout)");
-  return translate::match(*src, want).config;
+  nlohmann::json config = translate::match(*src, want).config;
+  // A DiT file without a stored config: the head count is inferred as dim / 128 (every published
+  // Wan DiT's head_dim). A width that is no multiple of 128 is no published model, and a guess would
+  // compute a different one without a word: refuse it.
+  if (&want == &translate::wan::dit_component() && !src->metadata().count("config") && config.contains("dim") &&
+      config["dim"].is_number_integer() && config["dim"].get<int64_t>() % 128 != 0)
+    throw Error(msg() << flag << " " << path << ": the DiT's width " << config["dim"].get<int64_t>()
+                      << " is not a multiple of 128 (the head_dim of every published Wan DiT) and the file stores "
+                         "no config, so its head count cannot be known; give the folder with its config.json "
+                         "(--weights) instead");
+  return config;
 }
 
 WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const pipeline::PartFiles& over) {
