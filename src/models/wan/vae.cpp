@@ -247,15 +247,9 @@ Tensor WanVAE::encode(const Tensor& video_in, const Tap& tap) const {
               "Wan VAE encode: the frame count must be 4k+1 (1, 5, 9, ...), found " << frames);
   Tensor video = video_in.dtype() == compute_ ? video_in : ops::cast(video_in, compute_);
 
-  const int64_t num_chunks = 1 + (frames - 1) / 4;
-  FeatCache cache(encoder_->num_slots);
-  Frames latents;
-  for (int64_t i = 0; i < num_chunks; ++i) {
-    cache.keep = i + 1 < num_chunks;
-    Tensor chunk = i == 0 ? video.slice(2, 0, 1) : video.slice(2, 1 + 4 * (i - 1), 1 + 4 * i);
-    for (Tensor& f : encoder_->forward(split_frames(chunk), cache, tap)) latents.push_back(std::move(f));
-  }
-  Tensor out = join_frames(latents);
+  Tensor out = join_frames(encode_chunks(video, encoder_->num_slots, [&](Frames chunk, FeatCache& cache, int64_t) {
+    return encoder_->forward(std::move(chunk), cache, tap);
+  }));
   Tensor h = ops::conv3d(out, conv1_w_, conv1_b_, {1, 1, 1}, {0, 0, 0});  // conv1
   if (tap) tap("conv1", h);
   return ops::copy(h.slice(1, 0, config_.z_dim));  // mu; log_var = the other half, unused
@@ -273,14 +267,9 @@ Tensor WanVAE::decode(const Tensor& mu_in, const Tap& tap) const {
   Tensor x = ops::conv3d(mu, conv2_w_, conv2_b_, {1, 1, 1}, {0, 0, 0});  // conv2, all frames
   if (tap) tap("conv2", x);
   // One latent frame per chunk, as the reference.
-  const int64_t num_chunks = x.size(2);
-  FeatCache cache(decoder_->num_slots);
-  Frames video;
-  for (int64_t i = 0; i < num_chunks; ++i) {
-    cache.keep = i + 1 < num_chunks;
-    for (Tensor& f : decoder_->forward({ops::copy(x.slice(2, i, i + 1))}, cache, tap)) video.push_back(std::move(f));
-  }
-  return join_frames(video);
+  return join_frames(decode_chunks(x, decoder_->num_slots, [&](Frames chunk, FeatCache& cache, int64_t) {
+    return decoder_->forward(std::move(chunk), cache, tap);
+  }));
 }
 
 namespace {

@@ -348,14 +348,9 @@ Tensor Wan22VAE::encode(const Tensor& video_in, const Tap& tap) const {
   VIDAX_CHECK(frames >= 1 && (frames - 1) % 4 == 0,
               "Wan 2.2 VAE encode: the frame count must be 4k+1 (1, 5, 9, ...), found " << frames);
   const Tensor video = vae22_patchify(video_in.dtype() == compute_ ? video_in : ops::cast(video_in, compute_));
-  const int64_t num_chunks = 1 + (frames - 1) / 4;
-  FeatCache cache(encoder_->num_slots);
-  Frames latents;
-  for (int64_t i = 0; i < num_chunks; ++i) {
-    cache.keep = i + 1 < num_chunks;
-    Tensor chunk = i == 0 ? video.slice(2, 0, 1) : video.slice(2, 1 + 4 * (i - 1), 1 + 4 * i);
-    for (Tensor& f : encoder_->forward(split_frames(chunk), cache, tap)) latents.push_back(std::move(f));
-  }
+  const Frames latents = encode_chunks(video, encoder_->num_slots, [&](Frames chunk, FeatCache& cache, int64_t) {
+    return encoder_->forward(std::move(chunk), cache, tap);
+  });
   Tensor h = ops::conv3d(join_frames(latents), conv1_w_, conv1_b_, {1, 1, 1}, {0, 0, 0});
   if (tap) tap("conv1", h);
   return ops::copy(h.slice(1, 0, config_.z_dim));  // mu
@@ -369,15 +364,10 @@ Tensor Wan22VAE::decode(const Tensor& mu_in, const Tap& tap) const {
   Tensor mu = mu_in.dtype() == compute_ ? mu_in : ops::cast(mu_in, compute_);
   Tensor x = ops::conv3d(mu, conv2_w_, conv2_b_, {1, 1, 1}, {0, 0, 0});
   if (tap) tap("conv2", x);
-  const int64_t num_chunks = x.size(2);
-  FeatCache cache(decoder_->num_slots);
-  Frames video;
-  for (int64_t i = 0; i < num_chunks; ++i) {
-    cache.keep = i + 1 < num_chunks;
-    for (Tensor& f : decoder_->forward({ops::copy(x.slice(2, i, i + 1))}, cache, i == 0, tap))
-      video.push_back(std::move(f));
-  }
-  return vae22_unpatchify(join_frames(video));
+  // DupUp3D drops its first frames in the first chunk only.
+  return vae22_unpatchify(join_frames(decode_chunks(x, decoder_->num_slots, [&](Frames chunk, FeatCache& cache, int64_t i) {
+    return decoder_->forward(std::move(chunk), cache, i == 0, tap);
+  })));
 }
 
 Tensor Wan22VAE::encode_normalized(const Tensor& video, const LatentScale& scale, const Tap& tap) const {

@@ -392,6 +392,35 @@ inline void tap_if(const Tap& tap, const std::string& name, const Frames& x) {
   if (tap) tap(name, join_frames(x));
 }
 
+// The reference's causal chunking, shared by both VAEs: the encoder sees frames in chunks of
+// 1, 4, 4, ... (the video is 4k+1 frames, checked by the caller); the decoder one latent frame per
+// chunk. The feature cache carries each conv's last frames from one chunk to the next and is let go
+// after the last. `forward(chunk_frames, cache, chunk_index)` runs the encoder or the decoder.
+template <class Forward>
+Frames encode_chunks(const Tensor& video, size_t num_slots, Forward&& forward) {
+  const int64_t num_chunks = 1 + (video.size(2) - 1) / 4;
+  FeatCache cache(num_slots);
+  Frames latents;
+  for (int64_t i = 0; i < num_chunks; ++i) {
+    cache.keep = i + 1 < num_chunks;
+    Tensor chunk = i == 0 ? video.slice(2, 0, 1) : video.slice(2, 1 + 4 * (i - 1), 1 + 4 * i);
+    for (Tensor& f : forward(split_frames(chunk), cache, i)) latents.push_back(std::move(f));
+  }
+  return latents;
+}
+
+template <class Forward>
+Frames decode_chunks(const Tensor& x, size_t num_slots, Forward&& forward) {
+  const int64_t num_chunks = x.size(2);
+  FeatCache cache(num_slots);
+  Frames video;
+  for (int64_t i = 0; i < num_chunks; ++i) {
+    cache.keep = i + 1 < num_chunks;
+    for (Tensor& f : forward(Frames{ops::copy(x.slice(2, i, i + 1))}, cache, i)) video.push_back(std::move(f));
+  }
+  return video;
+}
+
 // Encoder3d / Decoder3d middle: ResidualBlock, AttentionBlock, ResidualBlock.
 struct Middle {
   ResidualBlock res0, res2;
