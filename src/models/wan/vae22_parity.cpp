@@ -8,6 +8,7 @@
 
 #include "backend/ops.h"
 #include "models/wan/vae22.h"
+#include "models/wan/vae_parity_run.h"
 #include "parity/parity.h"
 
 namespace vidax::wan {
@@ -56,17 +57,7 @@ parity::Produced run_vae22(const parity::Golden& g, const parity::Options& opt, 
     if (!used.count(name)) unused << "\n  " << name << " " << shape_str(t.shape());
   VIDAX_CHECK(unused.str().empty(), g.path << ": tensors the Wan 2.2 VAE does not have:" << unused.str());
 
-  const LatentScale scale = LatentScale::from_tensors(g.file.get("scale.mean"), g.file.get("scale.std"));
-  std::map<std::string, std::vector<Tensor>> taps;
-  const Tap tap = [&](const std::string& module, const Tensor& out) { taps[module].push_back(out); };
-  parity::Produced produced;
-  produced["output"] = decode ? vae.decode_normalized(g.input("z"), scale, tap)
-                              : vae.encode_normalized(g.input("video"), scale, tap);
-  for (auto& [module, pieces] : taps) {
-    Tensor t = pieces.size() == 1 ? pieces[0] : ops::concat(pieces, 2);  // chunks along time
-    produced["inter." + module] = t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32);
-  }
-  return produced;
+  return run_vae_golden(vae, g, decode);
 }
 
 }  // namespace
