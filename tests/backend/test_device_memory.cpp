@@ -6,20 +6,12 @@
 #include "backend/backend.h"
 #include "backend/fake_device.h"
 #include "helpers.h"
+#include "pipeline/error_of.h"
 
 using namespace vidax;
 using namespace vidax::test;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 }  // namespace
 

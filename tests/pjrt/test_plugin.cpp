@@ -8,20 +8,13 @@
 #include <fstream>
 
 #include "pjrt_test.h"
+#include "pipeline/error_of.h"
 
 using namespace vidax;
+using vidax::test::error_of;
 using ::testing::HasSubstr;
 
 namespace {
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 #ifdef VIDAX_PJRT_FAKE_DIR
 std::string fake(const char* name) { return std::string(VIDAX_PJRT_FAKE_DIR) + "/fake_pjrt_" + name + ".so"; }
