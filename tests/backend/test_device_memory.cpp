@@ -11,10 +11,6 @@
 using namespace vidax;
 using namespace vidax::test;
 
-namespace {
-
-}  // namespace
-
 TEST(DeviceMemory, EmptyAllocatesThroughTheRegisteredMemory) {
   ScopedFakeDevice fake;
   const Tensor d = Tensor::empty({2, 3}, DType::BF16, Device::CUDA);
