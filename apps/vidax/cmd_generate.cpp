@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "dist/mesh.h"
 #include "engine/families.h"
+#include "io/video.h"
 #include "pipeline/generate.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/request_check.h"
@@ -34,7 +35,7 @@ namespace vidax::app {
 namespace {
 
 struct GenerateArgs {
-  std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh;
+  std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh, image, last_image;
   std::optional<std::string> negative_prompt, output;
   std::optional<int64_t> frames, height, width, steps;
   std::optional<std::string> seed;  // text: parse_seed takes all of torch's range, 2^64-1 too
@@ -126,6 +127,9 @@ int run_generate(const GenerateArgs& a) {
   req.guidance = a.guidance.value_or(d.guidance);
   req.shift = a.shift.value_or(d.shift);
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
+  // Image-to-video: the images, decoded now so a bad file fails before any weight is read.
+  if (!a.image.empty()) req.image = io::read_image(a.image, "--image");
+  if (!a.last_image.empty()) req.last_image = io::read_image(a.last_image, "--last-image");
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
   // the seed used is recorded either way.
   const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
@@ -161,7 +165,8 @@ int run_generate(const GenerateArgs& a) {
                                                [](const std::string& s) { note("warning: " + s); });
   Geometry geom = checked.geometry;
   if (!a.noise_file.empty()) {
-    req.noise = read_noise_file(a.noise_file, latent_shape(geom, req));
+    // With images, the video's size comes from them: the noise's shape is checked at the run.
+    req.noise = read_noise_file(a.noise_file, req.image.defined() ? Shape{} : latent_shape(geom, req));
     if (a.seed) note("warning: --seed " + *a.seed + " is unused: the noise comes from " + a.noise_file);
   }
 
@@ -207,8 +212,9 @@ int run_generate(const GenerateArgs& a) {
   throw_if_interrupted("loading");
 
   // Run.
-  note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
-       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
+  note("generating " + std::to_string(req.frames) + " frames of " +
+       (req.image.defined() ? "the area of " : std::string()) + std::to_string(req.width) + "x" +
+       std::to_string(req.height) + (req.image.defined() ? " (the image's aspect ratio decides the size)" : "") + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
        (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
@@ -258,9 +264,11 @@ int run_generate(const GenerateArgs& a) {
                         {"denoiser_calls", res.denoiser_calls},
                         {"seed", req.noise.defined() ? nlohmann::json() : nlohmann::json(req.seed)},
                         {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
+                        {"image", a.image.empty() ? nlohmann::json() : nlohmann::json(a.image)},
+                        {"last_image", a.last_image.empty() ? nlohmann::json() : nlohmann::json(a.last_image)},
                         {"frames", req.frames},
-                        {"height", req.height},
-                        {"width", req.width},
+                        {"height", res.height},
+                        {"width", res.width},
                         {"steps", req.steps},
                         {"sampler", req.sampler},
                         {"shift", req.shift},
@@ -320,6 +328,10 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
   sub->footer("Unset options take the model's own defaults (the reference's); `vidax models` lists them per model.");
+  sub->add_option("--image", a->image,
+                  "Image-to-video: the first frame (PNG, JPEG, ...); the video takes its aspect ratio at the area "
+                  "of --width x --height, as the reference");
+  sub->add_option("--last-image", a->last_image, "First-last-frame-to-video: the last frame (needs --image)");
   sub->add_option("--frames", a->frames, "Frame count: 4k+1 for Wan (default per model)");
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");

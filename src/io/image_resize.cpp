@@ -75,12 +75,31 @@ Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w) {
 }
 
 Tensor center_crop(const Tensor& x, int64_t h, int64_t w) {
-  VIDAX_CHECK(x.dim() >= 2, "center_crop: expects [..., H, W], got " << x.str());
-  const int64_t H = x.size(-2), W = x.size(-1);
-  VIDAX_CHECK(h >= 1 && w >= 1 && h <= H && w <= W, "center_crop: " << h << "x" << w << " of " << x.str());
-  const int64_t top = static_cast<int64_t>(std::round(static_cast<double>(H - h) / 2.0));
-  const int64_t left = static_cast<int64_t>(std::round(static_cast<double>(W - w) / 2.0));
-  return x.slice(x.dim() - 2, top, top + h).slice(x.dim() - 1, left, left + w).contiguous();
+  VIDAX_CHECK(x.dim() >= 2 && x.dtype() == DType::F32, "center_crop: expects [..., H, W] F32, got " << x.str());
+  VIDAX_CHECK(h >= 1 && w >= 1, "center_crop: " << h << "x" << w << " is empty");
+  Tensor src = x.contiguous();
+  int64_t H = src.size(-2), W = src.size(-1);
+  if (h > H || w > W) {  // torchvision pads with zeros first: (d // 2) before, ((d + 1) // 2) after
+    const int64_t top = h > H ? (h - H) / 2 : 0, left = w > W ? (w - W) / 2 : 0;
+    const int64_t H2 = H + (h > H ? h - H : 0), W2 = W + (w > W ? w - W : 0);
+    Shape shape = src.shape();
+    shape[shape.size() - 2] = H2;
+    shape[shape.size() - 1] = W2;
+    Tensor padded = Tensor::zeros(shape, DType::F32);
+    const int64_t planes = src.numel() / (H * W);
+    const float* in = src.data<float>();
+    float* out = padded.data<float>();
+    for (int64_t p = 0; p < planes; ++p)
+      for (int64_t r = 0; r < H; ++r)
+        std::copy(in + (p * H + r) * W, in + (p * H + r + 1) * W, out + (p * H2 + top + r) * W2 + left);
+    src = padded;
+    H = H2;
+    W = W2;
+  }
+  // int(round((H - h) / 2.0)): Python's round, halves to even (nearbyint in the default mode).
+  const int64_t top = static_cast<int64_t>(std::nearbyint(static_cast<double>(H - h) / 2.0));
+  const int64_t left = static_cast<int64_t>(std::nearbyint(static_cast<double>(W - w) / 2.0));
+  return src.slice(src.dim() - 2, top, top + h).slice(src.dim() - 1, left, left + w).contiguous();
 }
 
 }  // namespace vidax::io

@@ -15,7 +15,9 @@ namespace vidax::io {
 Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w);
 
 // torchvision.transforms.functional.center_crop on a tensor: the [..., h, w] window centred as
-// torchvision centres it (top = round((H - h) / 2), left likewise); h <= H and w <= W.
+// torchvision centres it (top = round((H - h) / 2) with Python's round, halves to even; left
+// likewise); a crop larger than the image pads it with zeros first, as torchvision does
+// ((h - H) // 2 rows above, the rest below; columns likewise).
 Tensor center_crop(const Tensor& x, int64_t h, int64_t w);
 
 }  // namespace vidax::io

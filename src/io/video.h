@@ -71,6 +71,14 @@ struct VideoFileInfo {
 // Decodes every frame; when `decoded` is given, also returns them as RGB.
 VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
 
+// A still image (PNG, JPEG, WebP, BMP, ... whatever libavformat reads) as the image-to-video
+// references take it: PIL's Image.open(path).convert("RGB") (alpha dropped, grey replicated), then
+// torchvision's to_tensor (v / 255) and .sub_(0.5).div_(0.5), in fp32 -> [3, H, W] F32 in [-1, 1].
+// PNG pixels are exactly PIL's; JPEG's may differ by a level or two (libavcodec's IDCT and
+// chroma upsampling are not libjpeg's). Throws naming the file when it is not a single decodable
+// image (a video or an animated file with several frames is refused).
+Tensor read_image(const std::string& path, const std::string& what = "image");
+
 // A file or directory built under a temporary name in the target's directory
 // and renamed into place by commit(); removed by the destructor otherwise.
 // Both the constructor and commit() refuse a target that exists and is a link or

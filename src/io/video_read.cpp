@@ -21,6 +21,15 @@ void collect_frame(const AVFrame* fr, SwsContext** sws, RgbVideo* out) {
   }
   VIDAX_CHECK(fr->width == out->width && fr->height == out->height,
               "frame size changed mid-stream: " << fr->width << "x" << fr->height);
+  if (fr->format == AV_PIX_FMT_GRAY8) {  // replicated, as PIL's convert("RGB") (no range scaling)
+    out->rgb.resize(out->rgb.size() + out->frame_bytes());
+    uint8_t* dst = out->rgb.data() + out->frames * out->frame_bytes();
+    for (int64_t y = 0; y < fr->height; ++y)
+      for (int64_t x = 0; x < fr->width; ++x)
+        for (int c = 0; c < 3; ++c) dst[(y * fr->width + x) * 3 + c] = fr->data[0][y * fr->linesize[0] + x];
+    ++out->frames;
+    return;
+  }
   *sws = sws_getCachedContext(*sws, fr->width, fr->height, static_cast<AVPixelFormat>(fr->format), fr->width,
                               fr->height, AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
   VIDAX_CHECK(*sws, "cannot create a YUV -> RGB converter");
@@ -91,6 +100,28 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
   }
   sws_freeContext(sws);
   return info;
+}
+
+Tensor read_image(const std::string& path, const std::string& what) {
+  RgbVideo rgb;
+  VideoFileInfo info;
+  try {
+    info = read_video(path, &rgb);
+  } catch (const Error& e) {
+    throw Error(msg() << "cannot read the " << what << " " << path << " as an image: " << e.what());
+  }
+  VIDAX_CHECK(rgb.frames >= 1, "the " << what << " " << path << " holds no decodable picture");
+  VIDAX_CHECK(rgb.frames == 1, "the " << what << " " << path << " holds " << rgb.frames
+                                      << " frames (a video or an animation); give a still image");
+  Tensor t = Tensor::empty({3, rgb.height, rgb.width}, DType::F32);
+  float* out = t.data<float>();
+  const int64_t n = rgb.height * rgb.width;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < 3; ++c) {
+      const float v = static_cast<float>(rgb.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;  // to_tensor
+      out[c * n + i] = (v - 0.5f) / 0.5f;                                                     // .sub_(0.5).div_(0.5)
+    }
+  return t;
 }
 
 }  // namespace vidax::io

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 #include <tuple>
 
 #include "backend/ops.h"
@@ -88,8 +89,33 @@ struct SeededNoise {
 };
 }  // namespace
 
-Result run_generation(const Parts& parts, const Request& req, const Events& ev, bool decode) {
-  validate_request(parts.geometry, req);
+namespace {
+// The images of a request against what the loaded model takes; throws naming the option.
+void check_images(const Parts& parts, const Request& req) {
+  const int given = (req.image.defined() ? 1 : 0) + (req.last_image.defined() ? 1 : 0);
+  VIDAX_CHECK(!req.last_image.defined() || req.image.defined(),
+              "--last-image needs --image (the first frame): first-last-frame models take both");
+  if (parts.max_images == 0)
+    VIDAX_CHECK(given == 0, "this model is text-to-video only: it takes no --image");
+  VIDAX_CHECK(given <= parts.max_images, "this model takes only a first frame (--image), not --last-image");
+  VIDAX_CHECK(given >= parts.min_images,
+              (parts.min_images == 2 ? "this first-last-frame model needs --image and --last-image"
+                                     : "this image-to-video model needs --image (the first frame)"));
+  for (const Tensor* t : {&req.image, &req.last_image})
+    if (t->defined())
+      VIDAX_CHECK(t->dim() == 3 && t->size(0) == 3 && t->dtype() == DType::F32,
+                  "an input image must be [3, H, W] F32, got " << t->str());
+}
+}  // namespace
+
+Result run_generation(const Parts& parts, const Request& request, const Events& ev, bool decode) {
+  check_images(parts, request);
+  {  // The noise of an image request has the size the images give; checked once that is known.
+    Request r = request;
+    if (request.image.defined()) r.noise = Tensor();
+    validate_request(parts.geometry, r);
+  }
+  Request req = request;  // image-to-video: with the size its images give
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
   };
@@ -107,9 +133,29 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
   bool any_uncond = false;
   for (int i = 0; i < total; ++i) any_uncond |= guidance->needs_uncond(i, total);
 
+  // 0. Images (image-to-video): the family's preprocessing, image encoder and conditioning
+  // latent, once per run. They fix the video's size.
+  std::optional<ImageConditioning> images;
+  if (req.image.defined()) {
+    stage(req.last_image.defined() ? "encoding the first and last frames" : "encoding the image");
+    const auto ti = Clock::now();
+    images = parts.condition_on_images({req.image, req.last_image, req.frames, req.height, req.width});
+    for (const std::string& n : images->notes)
+      if (ev.warn) ev.warn(n);
+    res.taps = images->taps;
+    req.height = images->height;
+    req.width = images->width;
+    validate_request(parts.geometry, req);  // the derived size, and a noise tensor against it
+    if (parts.after_images) parts.after_images();
+    res.seconds_images = seconds_since(ti);
+    stop_point("image encoding");
+  }
+  res.height = req.height;
+  res.width = req.width;
+
   // 1. Text, once per run (the reference encodes the prompt, then the negative prompt).
   stage("encoding the prompts");
-  auto t0 = Clock::now();
+  const auto t0 = Clock::now();
   auto warn_truncated = [&](const EncodedPrompt& e, const char* which) {
     if (e.truncated && ev.warn)
       ev.warn(msg() << "the " << which << " is longer than " << parts.geometry.text_len
@@ -143,7 +189,7 @@ Result run_generation(const Parts& parts, const Request& req, const Events& ev, 
     const double t = res.timesteps[static_cast<size_t>(i)];
     auto predict = [&](const EncodedPrompt& p) {
       ++res.denoiser_calls;
-      Tensor out = parts.predict({x, t, p, embedded});
+      Tensor out = parts.predict({x, t, p, embedded, images ? &*images : nullptr});
       return to_scheduler_input(parts.prediction, out, x, *sampler, i);
     };
     Tensor v_cond, v_uncond;

@@ -13,6 +13,7 @@
 // for real checkpoints, the tiny demo and tests; src/models/<family>/ builds them.
 #pragma once
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -76,9 +77,11 @@ struct Result {
   Tensor latents;  // [z_dim, F', h, w] F32, the sampler's final x0
   Tensor video;    // [3, F, H, W] in [-1, 1]; undefined when decode was skipped
   std::vector<double> timesteps;
+  std::map<std::string, Tensor> taps;  // the family's intermediates by golden name (ImageConditioning::taps)
+  int64_t height = 0, width = 0;  // the video's size: the request's, or what its images gave (image-to-video)
   std::string negative_prompt;  // what was encoded ("" when guidance needed none)
   int64_t denoiser_calls = 0;   // forwards of the denoiser (CFG: 2 per guided step)
-  double seconds_text = 0, seconds_denoise = 0, seconds_decode = 0;
+  double seconds_images = 0, seconds_text = 0, seconds_denoise = 0, seconds_decode = 0;
 };
 
 // The most sampling steps a request may ask for: the flow samplers' schedules
@@ -99,7 +102,8 @@ Tensor draw_noise(uint64_t seed, const Shape& shape);
 
 // A safetensors file holding the initial noise: the tensor named "noise" or
 // "latents", else the file's only tensor; [z, F', h, w] or [1, z, F', h, w];
-// converted to F32. Throws naming the file, the tensor and both shapes.
+// converted to F32. Throws naming the file, the tensor and both shapes. An empty `expected` takes
+// any [z, F', h, w] (an image-to-video request, whose images give the size: checked at the run).
 Tensor read_noise_file(const std::string& path, const Shape& expected);
 
 // The request a golden file's config names (prompt, negative_prompt, frames, height, width,

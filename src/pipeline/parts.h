@@ -5,8 +5,10 @@
 #pragma once
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "core/tensor.h"
 #include "dist/communicator.h"
@@ -40,6 +42,23 @@ struct EncodedPrompt {
   std::shared_ptr<const void> conditioning;
 };
 
+// Image-to-video: the request's images, handed to the family once per run (Parts::condition_on_images).
+struct ImageInputs {
+  Tensor image;       // Request::image: [3, H, W] F32 in [-1, 1] at the file's size
+  Tensor last_image;  // Request::last_image; undefined unless given
+  int64_t frames = 0;
+  int64_t height = 0, width = 0;  // the request's size: height * width is the area the video may take
+};
+
+// What the family made of the images: the video's size (the references derive it from the first
+// image's aspect ratio and the requested area) and the conditioning its denoiser takes.
+struct ImageConditioning {
+  int64_t height = 0, width = 0;
+  std::shared_ptr<const void> data;  // opaque to the loop (Wan: CLIP features and the latent y)
+  std::vector<std::string> notes;    // what was done to the images, said to the user
+  std::map<std::string, Tensor> taps;  // intermediates by golden name ("inter.z"), for parity checks
+};
+
 // One denoiser call: the latent, the sampler's model timestep, the prompt, and
 // the guidance scale for families that take it as an input (embedded guidance).
 struct DenoiseInput {
@@ -47,6 +66,7 @@ struct DenoiseInput {
   double t;
   const EncodedPrompt& prompt;
   double embedded_guidance = 0;  // Guidance::embedded_scale(); 0 when the family takes none
+  const ImageConditioning* images = nullptr;  // image-to-video: condition_on_images' result; else null
 };
 
 struct Parts {
@@ -62,6 +82,12 @@ struct Parts {
   // video is most of a run, and the user sees it move.
   using DecodeProgress = std::function<void(int64_t done, int64_t total)>;
   std::function<Tensor(const Tensor& z, const DecodeProgress& progress)> decode;
+  // Image-to-video: how many images the loaded model takes (Wan I2V: exactly 1; FLF2V: 2; a
+  // text-to-video model: 0), and the callable that encodes them once per run, before the prompts.
+  int min_images = 0, max_images = 0;
+  std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
+  // Called once the images are encoded: the family frees its image encoder here. Optional.
+  std::function<void()> after_images;
   // Called once the prompts are encoded: a family frees its text encoder here when
   // the residency manager says so (residency.h). Optional.
   std::function<void()> after_encoding;

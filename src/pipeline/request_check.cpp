@@ -1,5 +1,6 @@
 #include "pipeline/request_check.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -11,6 +12,27 @@ namespace vidax::pipeline {
 
 CheckedRequest check_request(const Family& family, const std::string& variant, const Request& request,
                              const std::string& precision, const std::function<void(const std::string&)>& warn) {
+  // Images against the variant's tasks (the loaded model checks again: parts.h min/max_images).
+  const std::vector<std::string>& tasks = family.variant(variant).tasks;
+  auto has = [&](const char* t) { return std::find(tasks.begin(), tasks.end(), t) != tasks.end(); };
+  std::string task_list;
+  for (const auto& t : tasks) task_list += (task_list.empty() ? "" : ", ") + t;
+  VIDAX_CHECK(!request.last_image.defined() || request.image.defined(),
+              "--last-image needs --image (the first frame): first-last-frame models take both");
+  if (request.image.defined())
+    VIDAX_CHECK(has("i2v") || has("flf2v") || has("ti2v"),
+                "--image: " << variant << " takes no image (its tasks: " << task_list
+                            << "); `vidax models` lists the image-to-video variants");
+  if (request.last_image.defined())
+    VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
+                                               << "); a first-last-frame (flf2v) variant does");
+  if (!has("t2v") && !has("ti2v")) {
+    VIDAX_CHECK(request.image.defined(), variant << " generates from an image (its tasks: " << task_list
+                                                 << "): give --image FILE, the first frame");
+    if (!has("i2v"))
+      VIDAX_CHECK(request.last_image.defined(),
+                  variant << " generates between a first and a last frame: give --image FILE and --last-image FILE");
+  }
   CheckedRequest c;
   c.geometry = family.geometry(variant);
   validate_request(c.geometry, request);

@@ -34,7 +34,7 @@ const LoadedT2V& demo_model() {
     DemoOptions o;
     o.out_dir = d.string();
     o.spiece_model = kData + "/text/data/tiny_spiece.model";
-    make_demo_weights(o);
+    make_demo_weights(o, kTinyDemoModel);
     LoadOptions lo;
     lo.weights_dir = d.string();
     return load_t2v(lo);
@@ -141,7 +141,7 @@ TEST(DemoGenerate, FreedPartsAreLoadedAgainAndGiveTheSameFrames) {
   DemoOptions o;
   o.out_dir = d.string();
   o.spiece_model = kData + "/text/data/tiny_spiece.model";
-  make_demo_weights(o);
+  make_demo_weights(o, kTinyDemoModel);
   std::vector<std::string> stages;
   LoadOptions lo;
   lo.weights_dir = d.string();

@@ -75,11 +75,12 @@ std::map<std::string, Tensor> random_weights(const ParamShapes& shapes, DemoRand
 
 }  // namespace
 
-json make_demo_weights(const pipeline::DemoOptions& opt) {
+json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& variant) {
   VIDAX_CHECK(!opt.out_dir.empty(), "make-demo: no output directory");
   VIDAX_CHECK(fs::is_regular_file(opt.spiece_model),
               "make-demo: SentencePiece model " << opt.spiece_model << " not found (the build makes it; pass --tokenizer)");
-  const Preset& preset = wan::preset(kTinyDemoModel);
+  const Preset& preset = wan::preset(variant);
+  VIDAX_CHECK(preset.variant.demo, "make-demo: " << variant << " is not a demo model");
   const fs::path out(opt.out_dir);
   fs::create_directories(out / preset.tokenizer_dir);
 
@@ -98,16 +99,20 @@ json make_demo_weights(const pipeline::DemoOptions& opt) {
                        meta);
   io::save_safetensors((out / preset.t5_file).string(), random_weights(umt5_param_shapes(t5), rng, DType::BF16),
                        meta);
+  if (!preset.clip.is_null())
+    io::save_safetensors((out / preset.clip_file).string(),
+                         random_weights(clip_visual_param_shapes(preset.clip), rng, DType::F32), meta);
 
   json config = dit;  // what the original repo's config.json holds: WanModel's init args
   config["_class_name"] = "WanModel";
   pipeline::write_json_file((out / "config.json").string(), config);
   json model{{"model", preset.name()},
-             {"note", "tiny random-weight Wan 2.1 checkpoint made by `vidax make-demo`; its videos are noise"},
+             {"note", "tiny random-weight " + preset.variant.description + "; its videos are noise"},
              {"dit", dit},
              {"vae", vae},
              {"t5", t5},
              {"seed", opt.seed}};
+  if (!preset.clip.is_null()) model["clip"] = preset.clip;
   pipeline::write_json_file((out / "vidax_model.json").string(), model);
   return model;
 }

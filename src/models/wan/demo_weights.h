@@ -22,6 +22,6 @@
 namespace vidax::wan {
 
 // Writes the checkpoint (creating out_dir); returns the vidax_model.json written.
-nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt);
+nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& variant);
 
 }  // namespace vidax::wan

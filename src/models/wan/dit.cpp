@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "backend/ops.h"
 #include "models/wan/dit_parallel.h"
@@ -109,7 +110,7 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
     for (int64_t i = 0; i < cfg_.num_layers; ++i)
       blocks_.push_back(DiTBlock::load(params, "blocks." + std::to_string(i), cfg_, compute_, tp));
   }
-  head_modulation_ = params.take("head.modulation", {1, 2, d});
+  head_modulation_ = nn::to_dtype(params.take("head.modulation", {1, 2, d}), DType::F32);  // as blocks' (dit_block.cpp)
   head_ = nn::Linear::load(params, "head.head", d, cfg_.out_dim * cfg_.patch_volume(), DType::F32);
   if (cfg_.has_image_input()) {
     const int64_t c = cfg_.image_dim;
@@ -168,6 +169,47 @@ TextContext WanDiT::encode_context(const Tensor& context, const Tensor& clip_fea
   VIDAX_CHECK(cfg_.has_image_input(), "Wan DiT: clip_fea / y given to a " << cfg_.model_type << " model");
   VIDAX_CHECK(clip_fea.defined() && y.defined(), "Wan DiT: " << cfg_.model_type << " needs both clip_fea and y");
   return encode(context, clip_fea, y, taps);
+}
+
+TextContext WanDiT::encode_text(const Tensor& context) const {
+  const Tensor c3 = context.dim() == 2 ? context.unsqueeze(0) : context;
+  VIDAX_CHECK(c3.dim() == 3 && c3.size(2) == cfg_.text_dim && c3.size(1) >= 1 && c3.size(1) <= cfg_.text_len,
+              "Wan DiT: context " << context.str() << ", expected [L, " << cfg_.text_dim << "] with L <= "
+                                  << cfg_.text_len);
+  const int64_t L = c3.size(1);
+  const Tensor padded = L < cfg_.text_len ? ops::pad(c3, {0, 0, 0, cfg_.text_len - L}) : c3;
+  TextContext out;
+  out.embedded = text_embedding_2_(ops::gelu(text_embedding_0_(padded), ops::GeluMode::Tanh));
+  out.blocks.reserve(block_count());
+  for (size_t i = 0; i < block_count(); ++i)
+    out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.text_kv(out.embedded, cfg_); }));
+  return out;
+}
+
+ImageContext WanDiT::encode_images(const Tensor& clip_fea, const Tensor& y) const {
+  VIDAX_CHECK(cfg_.has_image_input(), "Wan DiT: images given to a " << cfg_.model_type << " model");
+  const Tensor y5 = y.dim() == 4 ? y.unsqueeze(0) : y;
+  VIDAX_CHECK(y5.dim() == 5, "Wan DiT: y " << y.str() << " must be [C, F, H, W] or [B, C, F, H, W]");
+  ImageContext out;
+  out.image = embed_image(clip_fea, y5.size(0));
+  out.y = y5;
+  out.blocks.reserve(block_count());
+  for (size_t i = 0; i < block_count(); ++i)
+    out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.image_kv(out.image, cfg_); }));
+  return out;
+}
+
+TextContext with_images(const TextContext& text, const ImageContext& images) {
+  VIDAX_CHECK(!text.image.defined(), "Wan DiT: with_images on a context that already has images");
+  VIDAX_CHECK(text.blocks.size() == images.blocks.size(),
+              "Wan DiT: with_images of a text and an image context from different models");
+  VIDAX_CHECK(images.image.size(0) == text.batch(), "Wan DiT: with_images: image batch " << images.image.size(0)
+                                                                                        << " vs text batch " << text.batch());
+  TextContext out = text;
+  out.image = images.image;
+  out.y = images.y;
+  for (size_t i = 0; i < out.blocks.size(); ++i) std::tie(out.blocks[i].k_img, out.blocks[i].v_img) = images.blocks[i];
+  return out;
 }
 
 TextContext WanDiT::encode(const Tensor& context, const Tensor& clip_fea, const Tensor& y, Taps* taps) const {

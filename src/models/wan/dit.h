@@ -42,6 +42,16 @@ struct TextContext {
   int64_t batch() const { return embedded.size(0); }
 };
 
+// The image half of an I2V / FLF2V conditioning (WanDiT::encode_images): img_emb's output, the
+// conditioning latent y and every block's image K/V. A run computes it once, joins it to each
+// prompt's text half (with_images: tensor handles, no copies) and reuses both every step.
+struct ImageContext {
+  Tensor image;                                   // [B, 257 or 514, dim]
+  Tensor y;                                       // [B, C_y, F, H, W]
+  std::vector<std::pair<Tensor, Tensor>> blocks;  // (k_img, v_img) per block, [B, tokens, H, D]
+};
+TextContext with_images(const TextContext& text, const ImageContext& images);
+
 // One batched context from per-request ones, in order (e.g. the CFG branches, so that
 // cond and uncond run as one batch-2 forward with the latent stacked the same way).
 TextContext concat_batch(const std::vector<TextContext>& parts);
@@ -97,6 +107,11 @@ class WanDiT {
   // (mask and image latent; x and y together have in_dim channels).
   TextContext encode_context(const Tensor& context, const Tensor& clip_fea, const Tensor& y,
                              Taps* taps = nullptr) const;
+  // The same in two halves, for a pipeline that encodes each prompt once and the images once:
+  // the text half of any model (an image-conditioned model's forward needs with_images first)
+  // and the image half (clip_fea and y as above, batch 1 or B).
+  TextContext encode_text(const Tensor& context) const;
+  ImageContext encode_images(const Tensor& clip_fea, const Tensor& y) const;
 
   // x [C, F, H, W] or [B, C, F, H, W] (latent, any float dtype); t_sinusoid [B, freq_dim]
   // F32 (timestep_sinusoid(), or a Meta tensor when recording). Returns fp32 of x's rank.

@@ -1,5 +1,7 @@
 #include "models/wan/dit_block.h"
 
+#include <tuple>
+
 #include "backend/ops.h"
 #include "nn/attention.h"
 #include "nn/cast.h"
@@ -32,7 +34,9 @@ AttentionWeights AttentionWeights::load(nn::ParamSource& params, const std::stri
 DiTBlock DiTBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute,
                         const nn::TensorParallel& tp) {
   DiTBlock b;
-  b.modulation = params.take(prefix + ".modulation", {1, 6, cfg.dim});
+  // fp32 whatever the checkpoint stores (bf16 in the published 14B files): the reference holds it as
+  // an fp32 parameter and adds it to e0 in fp32, and ops::add takes its first operand's dtype.
+  b.modulation = nn::to_dtype(params.take(prefix + ".modulation", {1, 6, cfg.dim}), DType::F32);
   b.self_attn = AttentionWeights::load(params, prefix + ".self_attn", cfg, compute, false, tp);
   b.cross_attn = AttentionWeights::load(params, prefix + ".cross_attn", cfg, compute, cfg.has_image_input(), tp);
   if (cfg.cross_attn_norm) {
@@ -86,19 +90,27 @@ Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, 
   return nn::to_dtype(ops::modulate(nn::to_dtype(n, DType::F32), shift, scale), out_dtype);
 }
 
-CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const DiTConfig& cfg) const {
+CrossKV DiTBlock::text_kv(const Tensor& embedded, const DiTConfig& cfg) const {
   const Tensor context = nn::to_dtype(embedded, cross_attn.k.compute);  // shared by k and v
   const AttentionWeights& w = cross_attn;
-  CrossKV kv{nn::split_heads(qk_norm(w.k(context), w.norm_k, cfg.eps, w.tp), w.heads),
-             nn::split_heads(w.v(context), w.heads), Tensor(), Tensor()};
+  return CrossKV{nn::split_heads(qk_norm(w.k(context), w.norm_k, cfg.eps, w.tp), w.heads),
+                 nn::split_heads(w.v(context), w.heads), Tensor(), Tensor()};
+}
+
+std::pair<Tensor, Tensor> DiTBlock::image_kv(const Tensor& image, const DiTConfig& cfg) const {
+  VIDAX_CHECK(cross_attn.k_img.has_value(), "Wan DiT: image features given to a model without image cross-attention");
+  const AttentionWeights& w = cross_attn;
+  const Tensor img = nn::to_dtype(image, w.k_img->compute);
+  return {nn::split_heads(qk_norm((*w.k_img)(img), w.norm_k_img, cfg.eps, w.tp), w.heads),
+          nn::split_heads((*w.v_img)(img), w.heads)};
+}
+
+CrossKV DiTBlock::cross_kv(const Tensor& embedded, const Tensor& image, const DiTConfig& cfg) const {
   VIDAX_CHECK(image.defined() == cross_attn.k_img.has_value(),
               "Wan DiT: " << (image.defined() ? "image features given to a model without image cross-attention"
                                               : "the model needs image features (clip_fea) for its cross-attention"));
-  if (image.defined()) {
-    const Tensor img = nn::to_dtype(image, cross_attn.k_img->compute);
-    kv.k_img = nn::split_heads(qk_norm((*w.k_img)(img), w.norm_k_img, cfg.eps, w.tp), w.heads);
-    kv.v_img = nn::split_heads((*w.v_img)(img), w.heads);
-  }
+  CrossKV kv = text_kv(embedded, cfg);
+  if (image.defined()) std::tie(kv.k_img, kv.v_img) = image_kv(image, cfg);
   return kv;
 }
 

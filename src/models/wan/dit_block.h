@@ -57,6 +57,9 @@ struct DiTBlock {
   // context [B, text_len, dim] (text_embedding output) and, for I2V, image
   // [B, tokens, dim] (img_emb output; undefined for T2V) -> this block's cross K/V.
   CrossKV cross_kv(const Tensor& context, const Tensor& image, const DiTConfig& cfg) const;
+  // The two halves: the text K/V alone (image K/V undefined), and the image K/V of an I2V block.
+  CrossKV text_kv(const Tensor& context, const DiTConfig& cfg) const;
+  std::pair<Tensor, Tensor> image_kv(const Tensor& image, const DiTConfig& cfg) const;
 
   // x [B, L, dim] (fp32, or the compute dtype straight after the patch embedding),
   // e0 [B, 6, dim] (or per token [B, 6, L, dim], L this rank's tokens) fp32 -> [B, L, dim] fp32. Under sequence parallelism x is this rank's

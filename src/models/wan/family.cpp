@@ -133,9 +133,13 @@ class WanFamily final : public pipeline::Family {
   }
 
   nlohmann::json make_demo(const std::string& variant, const pipeline::DemoOptions& opt) const override {
-    VIDAX_CHECK(variant.empty() || variant == kTinyDemoModel,
-                "make-demo: " << variant << " is not a demo model (the Wan demo is " << kTinyDemoModel << ")");
-    return make_demo_weights(opt);
+    std::string demos;
+    for (const auto& p : presets())
+      if (p.variant.demo) demos += (demos.empty() ? "" : ", ") + p.name();
+    const std::string v = variant.empty() ? kTinyDemoModel : variant;
+    VIDAX_CHECK(has_variant(v) && preset(v).variant.demo,
+                "make-demo: " << v << " is not a demo model (the Wan demos: " << demos << ")");
+    return make_demo_weights(opt, v);
   }
 
   nlohmann::json bench(const pipeline::BenchOptions& opt,
@@ -156,6 +160,7 @@ class WanFamily final : public pipeline::Family {
     register_vae_parity_kinds();                                 // wan.vae.decode, wan.vae.encode
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
+    parity::register_kind("wan.pipeline.i2v", run_i2v_golden);  // image-to-video and first-last-frame runs
     register_clip_parity_kind();                                 // wan.clip.visual
   }
 

@@ -1,6 +1,7 @@
 #include "models/wan/param_shapes.h"
 
 #include "models/wan/checkpoint_keys.h"
+#include "models/wan/clip.h"
 #include "text/umt5_keys.h"
 
 using nlohmann::json;
@@ -30,5 +31,7 @@ ParamShapes wan_vae_param_shapes(const json& c) {
 ParamShapes umt5_param_shapes(const json& c) {
   return shapes_of(translate::t5::t5_params(translate::t5::T5Config::from_json(c)));
 }
+
+ParamShapes clip_visual_param_shapes(const json& c) { return shapes_of(clip_visual_params(ClipVisionConfig::from_json(c))); }
 
 }  // namespace vidax::wan

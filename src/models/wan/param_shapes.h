@@ -13,8 +13,9 @@ namespace vidax::wan {
 
 using ParamShapes = std::vector<std::pair<std::string, Shape>>;
 
-ParamShapes wan_dit_param_shapes(const nlohmann::json& dit);  // WanModel, model_type t2v
+ParamShapes wan_dit_param_shapes(const nlohmann::json& dit);  // WanModel (its model_type's parameters)
 ParamShapes wan_vae_param_shapes(const nlohmann::json& vae);  // WanVAE_
 ParamShapes umt5_param_shapes(const nlohmann::json& t5);      // T5Encoder (shared_pos false)
+ParamShapes clip_visual_param_shapes(const nlohmann::json& clip);  // XLMRobertaCLIP.visual as I2V reads it
 
 }  // namespace vidax::wan

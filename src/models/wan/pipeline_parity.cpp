@@ -10,29 +10,54 @@
 
 namespace vidax::wan {
 
-parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& opt) {
-  VIDAX_CHECK(opt.mesh.empty(), g.path << ": wan.pipeline.t2v runs on a single rank (no --mesh yet)");
+namespace {
+
+// One whole run of a golden's request on its tiny checkpoint (config "weights", relative to the
+// golden; "diffusion_model" a DiT file replacing the folder's; "model" optional).
+parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Options& opt, bool images) {
+  VIDAX_CHECK(opt.mesh.empty(), g.path << ": wan.pipeline.* runs on a single rank (no --mesh yet)");
   const nlohmann::json& c = g.config;
   VIDAX_CHECK(c.contains("weights"), g.path << ": config has no \"weights\" (the checkpoint directory)");
+  const std::filesystem::path dir = std::filesystem::path(g.path).parent_path();
   pipeline::LoadOptions lo;
   try {
-    lo.weights_dir = (std::filesystem::path(g.path).parent_path() / translate::required<std::string>(c, "weights")).string();
+    lo.weights_dir = (dir / translate::required<std::string>(c, "weights")).string();
     lo.model = translate::value_or<std::string>(c, "model", "");
+    const std::string dm = translate::value_or<std::string>(c, "diffusion_model", "");
+    if (!dm.empty()) lo.files.diffusion_model = (dir / dm).string();
   } catch (const Error& e) {
     throw Error(msg() << g.path << ": __metadata__.config: " << e.what());
   }
   lo.precision = opt.precision;
   LoadedT2V m = load_t2v(lo);
 
-  const pipeline::Request r = pipeline::request_from_json(c, m.preset.variant.defaults.negative_prompt);
+  pipeline::Request r = pipeline::request_from_json(c, m.preset.variant.defaults.negative_prompt);
+  if (images) {
+    VIDAX_CHECK(g.has("input.image"), g.path << ": wan.pipeline.i2v needs input.image [3, H, W] in [-1, 1]");
+    r.image = g.input("image").contiguous().to(DType::F32);
+    if (g.has("input.last_image")) r.last_image = g.input("last_image").contiguous().to(DType::F32);
+  }
   pipeline::Result res = pipeline::run_generation(m.parts, r);
 
   parity::Produced out;
   out["output.latents"] = res.latents;
   out["output.video"] = res.video;
+  for (const auto& [k, v] : res.taps) out[k] = v;
+  r.height = res.height;
+  r.width = res.width;
   out["inter.noise"] = pipeline::draw_noise(r.seed, pipeline::latent_shape(m.parts.geometry, r));
   out["inter.timesteps"] = Tensor::from_f64(res.timesteps, {static_cast<int64_t>(res.timesteps.size())});
   return out;
+}
+
+}  // namespace
+
+parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& opt) {
+  return run_pipeline_golden(g, opt, false);
+}
+
+parity::Produced run_i2v_golden(const parity::Golden& g, const parity::Options& opt) {
+  return run_pipeline_golden(g, opt, true);
 }
 
 }  // namespace vidax::wan

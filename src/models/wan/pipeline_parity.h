@@ -18,4 +18,13 @@ namespace vidax::wan {
 
 parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& opt);
 
+// Parity kind wan.pipeline.i2v: a whole image-to-video (WanI2V.generate) or first-last-frame
+// (WanFLF2V.generate) run (tools/golden/wan_i2v_pipeline.py). As wan.pipeline.t2v, plus
+//   config: "diffusion_model" (optional): a DiT file next to the golden replacing the folder's;
+//           height x width is the area (max_area), the images give the size
+//   input.image [3, H, W] F32 in [-1, 1] (to_tensor().sub_(0.5).div_(0.5) of the picture),
+//   input.last_image (FLF2V);
+//   inter.z: the VAE encoding of the conditioning frames (y after its 4 mask channels).
+parity::Produced run_i2v_golden(const parity::Golden& g, const parity::Options& opt);
+
 }  // namespace vidax::wan

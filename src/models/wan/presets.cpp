@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/wan/checkpoint_keys.h"
+#include "models/wan/clip.h"
 #include "text/umt5_keys.h"
 
 namespace vidax::wan {
@@ -16,6 +17,24 @@ const std::string& wan21_default_negative_prompt() {
       "JPEG压缩残留，丑陋的，残缺的，多余的手指，画得不好的手部，画得不好的脸部，畸形的，毁容的，形态畸形的肢体，"
       "手指融合，静止不动的画面，杂乱的背景，三条腿，背景人很多，倒着走";
   return s;
+}
+
+const std::string& wan21_i2v_negative_prompt() {
+  // wan/configs/wan_i2v_14B.py: "镜头晃动，" + the shared sample_neg_prompt.
+  static const std::string s = "镜头晃动，" + wan21_default_negative_prompt();
+  return s;
+}
+
+const std::string& wan21_flf2v_negative_prompt() {
+  // wan/configs/__init__.py: flf2v_14B is a deep copy of i2v_14B with "镜头切换，" prepended to
+  // ITS sample_neg_prompt, which already starts with i2v's "镜头晃动，": both prefixes.
+  static const std::string s = "镜头切换，" + wan21_i2v_negative_prompt();
+  return s;
+}
+
+std::string Preset::image_task() const {
+  const std::string t = dit.value("model_type", std::string("t2v"));
+  return t == "i2v" || t == "flf2v" ? t : "";
 }
 
 namespace {
@@ -89,6 +108,75 @@ std::vector<Preset> make_presets() {
   tiny.vae_file = "Wan2.1_VAE.safetensors";
   tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
   v.push_back(tiny);
+
+  // Image-to-video 14B (Wan-AI/Wan2.1-I2V-14B-480P and -720P: one architecture, two trainings).
+  // generate.py: 40 steps for i2v; shift 3.0 at 832*480 / 480*832, else 5.0; guide 5.0; 81 frames.
+  Preset i2v = big;
+  i2v.variant.name = "wan2.1-i2v-14b-480p";
+  i2v.variant.description = "Wan 2.1 image-to-video 14B, 480p (Wan-AI/Wan2.1-I2V-14B-480P)";
+  i2v.variant.tasks = {"i2v"};
+  i2v.variant.defaults.height = 480;
+  i2v.variant.defaults.width = 832;
+  i2v.variant.defaults.steps = 40;
+  i2v.variant.defaults.shift = 3.0;
+  i2v.variant.defaults.negative_prompt = wan21_i2v_negative_prompt();
+  i2v.dit = dit_args(tw::DitConfig::i2v_14b());
+  i2v.clip = ClipVisionConfig::vit_h_14().to_json();
+  v.push_back(i2v);
+  Preset i2v720 = i2v;
+  i2v720.variant.name = "wan2.1-i2v-14b-720p";
+  i2v720.variant.description = "Wan 2.1 image-to-video 14B, 720p (Wan-AI/Wan2.1-I2V-14B-720P)";
+  i2v720.variant.defaults.height = 720;
+  i2v720.variant.defaults.width = 1280;
+  i2v720.variant.defaults.shift = 5.0;
+  v.push_back(i2v720);
+  // First-last-frame 14B (Wan-AI/Wan2.1-FLF2V-14B-720P): 50 steps, shift 16 (generate.py).
+  Preset flf = i2v720;
+  flf.variant.name = "wan2.1-flf2v-14b-720p";
+  flf.variant.description = "Wan 2.1 first-last-frame-to-video 14B, 720p (Wan-AI/Wan2.1-FLF2V-14B-720P)";
+  flf.variant.tasks = {"flf2v"};
+  flf.variant.defaults.steps = 50;
+  flf.variant.defaults.shift = 16.0;
+  flf.variant.defaults.negative_prompt = wan21_flf2v_negative_prompt();
+  {
+    tw::DitConfig c = tw::DitConfig::i2v_14b();
+    c.model_type = "flf2v";
+    flf.dit = dit_args(c);
+  }
+  v.push_back(flf);
+
+  // Their tiny demos: the tiny T2V's parts, an I2V DiT (in_dim 16 + 4 mask + 16 image latent
+  // channels) and a CLIP of the real width (img_emb takes 1280-wide features: the reference
+  // hard-codes it) with 257 tokens (the DiT splits its context at 257) but no blocks.
+  Preset ti2v = tiny;
+  ti2v.variant.name = kTinyI2VDemoModel;
+  ti2v.variant.description = "tiny random-weight Wan 2.1 image-to-video architecture (`vidax make-demo`)";
+  ti2v.variant.tasks = {"i2v"};
+  ti2v.variant.defaults.frames = 5;
+  ti2v.variant.defaults.steps = 4;
+  ti2v.variant.defaults.shift = 3.0;
+  ti2v.variant.defaults.negative_prompt = wan21_i2v_negative_prompt();
+  tdit.model_type = "i2v";
+  tdit.in_dim = 36;
+  ti2v.dit = dit_args(tdit);
+  ClipVisionConfig tclip;
+  tclip.image_size = 32;
+  tclip.patch_size = 2;
+  tclip.vision_heads = 2;
+  tclip.vision_layers = 1;  // use_31_block runs all blocks but the last: none
+  tclip.embed_dim = 16;
+  ti2v.clip = tclip.to_json();
+  ti2v.clip_file = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors";
+  v.push_back(ti2v);
+  Preset tflf = ti2v;
+  tflf.variant.name = kTinyFLF2VDemoModel;
+  tflf.variant.description = "tiny random-weight Wan 2.1 first-last-frame architecture (`vidax make-demo`)";
+  tflf.variant.tasks = {"flf2v"};
+  tflf.variant.defaults.shift = 16.0;
+  tflf.variant.defaults.negative_prompt = wan21_flf2v_negative_prompt();
+  tdit.model_type = "flf2v";
+  tflf.dit = dit_args(tdit);
+  v.push_back(tflf);
   return v;
 }
 

@@ -20,16 +20,24 @@ struct Preset {
   nlohmann::json dit;
   nlohmann::json vae;
   nlohmann::json t5;
+  nlohmann::json clip;  // I2V / FLF2V: XLMRobertaCLIP init args (clip.h); null for text-to-video
   int64_t text_len = 512;
 
   // Original-layout file names (relative to the weights directory).
   std::string vae_file = "Wan2.1_VAE.pth";
   std::string t5_file = "models_t5_umt5-xxl-enc-bf16.pth";
   std::string tokenizer_dir = "google/umt5-xxl";
+  std::string clip_file = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.pth";
+
+  // The task its images serve: "" (text-to-video), "i2v" or "flf2v".
+  std::string image_task() const;
 };
 
 // The official sample_neg_prompt of wan/configs/shared_config.py.
 const std::string& wan21_default_negative_prompt();
+// The I2V and FLF2V configs' sample_neg_prompt (each the shared one with a prefix).
+const std::string& wan21_i2v_negative_prompt();
+const std::string& wan21_flf2v_negative_prompt();
 
 const std::vector<Preset>& presets();
 // Throws listing the known names when `name` is not one.
@@ -42,5 +50,8 @@ const std::vector<pipeline::SamplingPreset>& sampling_presets();
 // toy sizes). Its T5 vocabulary is the demo tokenizer's, so `t5.vocab` is
 // filled in by the demo maker.
 inline constexpr const char* kTinyDemoModel = "wan2.1-tiny-demo";
+// The same for image-to-video and first-last-frame (a CLIP of the real width, no blocks).
+inline constexpr const char* kTinyI2VDemoModel = "wan2.1-i2v-tiny-demo";
+inline constexpr const char* kTinyFLF2VDemoModel = "wan2.1-flf2v-tiny-demo";
 
 }  // namespace vidax::wan

@@ -8,8 +8,11 @@
 #include <optional>
 #include <vector>
 
+#include "backend/ops.h"
 #include "core/error.h"
+#include "models/wan/clip.h"
 #include "models/wan/dit.h"
+#include "models/wan/i2v_conditioning.h"
 #include "models/wan/vae.h"
 #include "nn/params.h"
 #include "pipeline/interrupt.h"
@@ -77,6 +80,11 @@ void with_origin(const std::string& origin, F&& parse) {
 // What the DiT derives from one prompt, computed once per run.
 struct DiTConditioning {
   TextContext text;
+};
+
+// What the DiT derives from a request's images (I2V / FLF2V), computed once per run.
+struct DiTImageConditioning {
+  ImageContext images;
 };
 
 // The most recently encoded prompts (text encoder output + DiT conditioning).
@@ -210,6 +218,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   out.preset.dit = part_config(f.dit_config, f.vidax_model, "dit", out.preset.dit);
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
+  const std::string image_task = out.preset.image_task();
+  if (!image_task.empty()) out.preset.clip = part_config(json(), f.vidax_model, "clip", out.preset.clip);
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
@@ -217,6 +227,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
               [&] { (void)WanVAEConfig::from_json(out.preset.vae); });
   with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null(), f.t5_single ? f.t5 : ""),
               [&] { (void)text::T5EncoderConfig::from_json(out.preset.t5); });
+  if (!image_task.empty())
+    with_origin(config_origin(f, "clip", "image_encoder", false), [&] { (void)ClipVisionConfig::from_json(out.preset.clip); });
   std::string layout;
 
   // Text: UMT5 encoder + tokenizer. The reference runs it in bf16 (t5_dtype);
@@ -309,7 +321,25 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
           VIDAX_CHECK(it != vae_weights.end(), path << ": no parameter " << name);
           return it->second;
         },
-        WanVAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
+        WanVAE::Parts{/*encoder=*/!image_task.empty(), /*decoder=*/true}, DType::F32);
+  }
+
+  // Image-to-video: the CLIP image encoder, as the text encoder a part freed once used (unless
+  // the caller keeps it). The reference runs it in fp16 under autocast; --precision fp32 in fp32.
+  std::shared_ptr<pipeline::ResidentPart<ClipVision>> clip;
+  if (!image_task.empty()) {
+    auto load_clip = [clip_path = f.clip, clip_json = out.preset.clip, precision, on_stage = opt.on_stage]() {
+      if (on_stage) on_stage("loading the CLIP image encoder " + clip_path);
+      std::string lay;
+      nn::ParamSource params =
+          nn::ParamSource::from_map(translate_part(clip_path, clip_visual_component(), clip_json, &lay), clip_path);
+      auto c = std::make_shared<ClipVision>(ClipVisionConfig::from_json(clip_json), params,
+                                            precision == Precision::F32 ? DType::F32 : DType::BF16);
+      params.expect_all_taken();
+      return c;
+    };
+    clip = std::make_shared<pipeline::ResidentPart<ClipVision>>("the CLIP image encoder", opt.text_encoder, load_clip);
+    (void)clip->acquire();
   }
 
   pipeline::Parts& p = out.parts;
@@ -317,9 +347,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   p.prediction = pipeline::PredictionType::FlowVelocity;
   p.guidance = pipeline::GuidanceKind::ClassifierFree;
   if (opt.mesh && opt.mesh->shape().cfg > 1) p.cfg_group = &opt.mesh->cfg();
-  VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim && dit_cfg.out_dim == vae_cfg.z_dim,
+  // An I2V DiT takes the latent, the 4-channel mask and the image latent on its input channels.
+  const int64_t y_channels = image_task.empty() ? 0 : 4 + vae_cfg.z_dim;
+  VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim + y_channels && dit_cfg.out_dim == vae_cfg.z_dim,
               "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
-                                 << vae_cfg.z_dim << ")");
+                                 << vae_cfg.z_dim << (y_channels ? ", + 4 mask + z_dim image channels" : "") << ")");
   VIDAX_CHECK(dit_cfg.text_dim == t5_cfg.dim, "the DiT expects text_dim " << dit_cfg.text_dim
                                                                           << " but the text encoder has dim " << t5_cfg.dim);
 
@@ -333,7 +365,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     r.context = e.context.at(0);
     r.truncated = e.truncated.at(0);
     auto cond = std::make_shared<DiTConditioning>();
-    cond->text = dit->acquire()->encode_context(r.context);
+    cond->text = dit->acquire()->encode_text(r.context);  // an I2V model's images join per run (predict)
     r.conditioning = cond;
     cache->put(prompt, r);
     return r;
@@ -372,8 +404,47 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   p.predict = [dit](const pipeline::DenoiseInput& in) {
     VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
     const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
+    if (in.images) {
+      VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
+      const auto& img = *static_cast<const DiTImageConditioning*>(in.images->data.get());
+      return dit->acquire()->forward(in.x, std::vector<double>{in.t}, with_images(cond.text, img.images));
+    }
     return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
   };
+  if (!image_task.empty()) {
+    const bool flf = image_task == "flf2v";
+    p.min_images = p.max_images = flf ? 2 : 1;
+    p.condition_on_images = [clip, vae, dit, flf, g = p.geometry](const pipeline::ImageInputs& in) {
+      pipeline::ImageConditioning out;
+      Tensor last;
+      if (flf) {
+        std::string note;
+        last = flf2v_last_frame(in.image, in.last_image, &note);
+        if (!note.empty()) out.notes.push_back(note);
+      }
+      const auto [lat_h, lat_w] =
+          i2v_latent_size(in.image.size(1), in.image.size(2), in.height * in.width, g.vae_stride_s, g.patch_h);
+      out.height = lat_h * g.vae_stride_s;
+      out.width = lat_w * g.vae_stride_s;
+      if (out.height != in.height || out.width != in.width)
+        out.notes.push_back(msg() << "the video is " << out.width << "x" << out.height << ": the image's aspect ratio ("
+                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
+                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
+      // CLIPModel.visual of each image at its own size, then the VAE encoding of the frames.
+      Tensor fea = clip->acquire()->encode(in.image.unsqueeze(0));
+      if (flf) fea = ops::concat({fea, clip->acquire()->encode(last.unsqueeze(0))}, 0);
+      const Tensor video = i2v_video(in.image, last, in.frames, out.height, out.width);
+      const Tensor z = vae->encode_normalized(video, LatentScale::wan21()).squeeze(0);  // [16, F', lat_h, lat_w]
+      const Tensor y = ops::concat({i2v_mask(in.frames, lat_h, lat_w, flf), z}, 0);
+      auto cond = std::make_shared<DiTImageConditioning>();
+      cond->images = dit->acquire()->encode_images(fea, y);
+      out.data = cond;
+      out.taps["inter.z"] = z;
+      out.taps["inter.y"] = y;
+      return out;
+    };
+    p.after_images = [clip] { clip->release(); };
+  }
   std::optional<VaeTiling> tiling;
   if (opt.vae_tile > 0) tiling = VaeTiling::for_tile(opt.vae_tile);
   p.decode = [vae, tiling](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {

@@ -1,6 +1,7 @@
 #include "models/wan/weights.h"
 
 #include <filesystem>
+#include <cctype>
 #include <fstream>
 #include <vector>
 
@@ -98,6 +99,28 @@ int64_t dit_dim(const json& c) {
   return 0;
 }
 int64_t dit_layers(const json& c) { return c.is_object() ? translate::value_or<int64_t>(c, "num_layers", 0) : 0; }
+// t2v | i2v | flf2v | ti2v, from either spelling (diffusers: image_dim / pos_embed_seq_len).
+std::string dit_model_type(const json& c) {
+  if (!c.is_object()) return "t2v";
+  return translate::wan::DitConfig::from_json(c).model_type;
+}
+bool same_dit(const json& a, const json& b) {
+  return dit_dim(a) == dit_dim(b) && dit_layers(a) == dit_layers(b) && dit_model_type(a) == dit_model_type(b);
+}
+
+// Among presets of one architecture (Wan 2.1 I2V 480P and 720P), the one whose resolution the
+// weights' path names ("...-720P"), else the first.
+std::string pick_by_path(const std::vector<const Preset*>& matches, const std::string& path) {
+  if (matches.empty()) return "";
+  std::string lower = path;
+  for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+  for (const Preset* p : matches) {
+    const std::string& n = p->name();
+    const size_t dash = n.rfind('-');
+    if (dash != std::string::npos && lower.find(n.substr(dash + 1)) != std::string::npos) return n;
+  }
+  return matches.front()->name();
+}
 
 // vidax_model.json's "model", "" when absent.
 std::string model_named(const json& vm, const std::string& file) {
@@ -233,6 +256,19 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
                             "UMT5 text encoder");
     if (over.tokenizer.empty()) f.tokenizer = first_existing(dir, {preset.tokenizer_dir, "tokenizer"}, "tokenizer directory");
   }
+  // I2V / FLF2V: the CLIP image encoder (original layout only: the diffusers layout's image_encoder/
+  // is transformers' CLIPVisionModel, another key set and preprocessing, not read yet).
+  if (!preset.image_task().empty()) {
+    VIDAX_CHECK(has_dir, "an image-to-video model needs its CLIP image encoder: give --weights DIR (holding "
+                             << preset.clip_file << ")");
+    VIDAX_CHECK(f.layout != "diffusers",
+                "weights directory " << dir_str << ": the diffusers image-to-video layout (image_encoder/, "
+                                        "transformers' CLIPVisionModel) is not supported yet; use the original "
+                                        "Wan-AI/Wan2.1-I2V-14B-* layout");
+    auto swap = [](const std::string& name, const std::string& ext) { return fs::path(name).replace_extension(ext).string(); };
+    f.clip = first_existing(dir, {preset.clip_file, swap(preset.clip_file, ".pth"), swap(preset.clip_file, ".safetensors")},
+                            "CLIP image encoder");
+  }
   // Single files: each replaces its part; its config is its own (the folder's would describe another file).
   if (!need_dit) {
     f.dit = part_file(over.diffusion_model, "--diffusion-model");
@@ -261,11 +297,11 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
 std::string detect_model(const std::string& dir, const pipeline::PartFiles& over) {
   if (over.diffusion_model.empty()) return dir.empty() ? "" : detect_model(dir);
   const json c = single_file_config(over.diffusion_model, translate::wan::dit_component(), "--diffusion-model");
-  const int64_t dim = dit_dim(c), layers = dit_layers(c);
   // A file has no vidax_model.json: its shapes decide, the demo's too.
+  std::vector<const Preset*> matches;
   for (const auto& p : presets())
-    if (dim == dit_dim(p.dit) && layers == dit_layers(p.dit)) return p.name();
-  return "";
+    if (same_dit(c, p.dit)) matches.push_back(&p);
+  return pick_by_path(matches, over.diffusion_model);
 }
 
 std::string detect_model(const std::string& dir_str) {
@@ -276,11 +312,13 @@ std::string detect_model(const std::string& dir_str) {
   json c = read_json_if_present(cp);
   if (c.is_null()) c = read_json_if_present(cp = dir / "transformer" / "config.json");
   if (c.is_null()) return "";
-  const int64_t dim = in_file(cp.string(), [&] { return dit_dim(c); });
-  const int64_t layers = in_file(cp.string(), [&] { return dit_layers(c); });
-  for (const auto& p : presets())
-    if (p.name() != kTinyDemoModel && dim == dit_dim(p.dit) && layers == dit_layers(p.dit)) return p.name();
-  return "";
+  std::vector<const Preset*> matches;
+  in_file(cp.string(), [&] {
+    for (const auto& p : presets())
+      if (!p.variant.demo && same_dit(c, p.dit)) matches.push_back(&p);
+    return 0;
+  });
+  return pick_by_path(matches, fs::absolute(dir).string());
 }
 
 void check_preset_matches(const WeightFiles& files, const Preset& preset) {
@@ -296,10 +334,14 @@ void check_preset_matches(const WeightFiles& files, const Preset& preset) {
                              .string();
   const int64_t dim = in_file(cfg_file, [&] { return dit_dim(files.dit_config); });
   const int64_t layers = in_file(cfg_file, [&] { return dit_layers(files.dit_config); });
+  const std::string type = in_file(cfg_file, [&] { return dit_model_type(files.dit_config); });
   VIDAX_CHECK(dim == dit_dim(preset.dit) && layers == dit_layers(preset.dit),
               "--model " << preset.name() << " expects a DiT of dim " << dit_dim(preset.dit) << " and "
                          << dit_layers(preset.dit) << " layers, but the config in " << files.root << " says dim "
                          << dim << " and " << layers << " layers");
+  VIDAX_CHECK(type == dit_model_type(preset.dit),
+              "--model " << preset.name() << " is a " << dit_model_type(preset.dit) << " model, but the DiT in "
+                         << cfg_file << " is " << type << " (model_type)");
 }
 
 }  // namespace vidax::wan

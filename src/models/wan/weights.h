@@ -20,6 +20,7 @@ struct WeightFiles {
   std::string vae;        // Wan2.1_VAE.pth / .safetensors, or vae/diffusion_pytorch_model.safetensors
   std::string t5;         // models_t5_umt5-xxl-enc-bf16.pth / .safetensors, or text_encoder/ (file or index)
   std::string tokenizer;  // the directory holding spiece.model
+  std::string clip;       // I2V / FLF2V: the CLIP checkpoint (models_clip_open-clip-*.pth); "" for text-to-video
   nlohmann::json dit_config;  // config.json (original: WanModel args; diffusers: transformer/config.json); null if absent
   nlohmann::json vae_config;  // diffusers vae/config.json; null if absent
   nlohmann::json t5_config;   // diffusers text_encoder/config.json; null if absent
