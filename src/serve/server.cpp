@@ -119,6 +119,12 @@ struct Server::Impl {
   }
 
   fs::path video_path(const std::string& id) const { return videos_dir / (id + ".mp4"); }
+  // An uploaded image of job `id` (field input_reference or last_frame), kept until the job is deleted.
+  fs::path input_path(const std::string& id, const std::string& field) const { return videos_dir / (id + "." + field); }
+  void remove_inputs(const std::string& id) const {
+    std::error_code ec;
+    for (const char* f : {"input_reference", "last_frame"}) fs::remove(input_path(id, f), ec);
+  }
   fs::path thumb_dir(const std::string& id) const { return videos_dir / (id + ".thumb"); }
   fs::path thumb_path(const std::string& id) const { return thumb_dir(id) / "frame_00000.png"; }
 
@@ -292,12 +298,19 @@ struct Server::Impl {
   void post_video(const httplib::Request& req, httplib::Response& res) {
     json body;
     bool from_form = false;
+    std::map<std::string, std::string> image_files;  // input_reference / last_frame: the uploaded bytes
+    UploadedImages uploaded;
     if (req.is_multipart_form_data()) {
       from_form = true;
       body = json::object();
       for (const auto& [name, part] : req.files) {
-        if (body.contains(name)) throw bad_field(name, "field '" + name + "' is given twice");
-        body[name] = part.content;
+        if (body.contains(name) || image_files.count(name)) throw bad_field(name, "field '" + name + "' is given twice");
+        if ((name == "input_reference" || name == "last_frame") && !part.filename.empty()) {
+          image_files[name] = part.content;
+          (name == "input_reference" ? uploaded.input_reference : uploaded.last_frame) = true;
+        } else {
+          body[name] = part.content;
+        }
       }
     } else {
       try {
@@ -306,12 +319,31 @@ struct Server::Impl {
         throw ApiError(400, std::string("the request body is not valid JSON: ") + e.what(), "", "invalid_json");
       }
     }
-    VideoSpec spec = parse_video_request(body, from_form, models, opt.lora_dir);
+    VideoSpec spec = parse_video_request(body, from_form, models, opt.lora_dir, uploaded);
     if (store->count(Status::Queued) >= opt.max_queued)
       throw ApiError(429, "the queue is full (" + std::to_string(opt.max_queued) + " jobs waiting); retry later", "",
                      "queue_full");
     Job j;
     j.id = new_job_id();
+    // The images are kept beside the job's video until it is deleted, each decoded now: a file that
+    // is not a picture is a 400 naming the field, not a failed job.
+    for (const auto& [field, bytes] : image_files) {
+      const fs::path path = input_path(j.id, field);
+      try {
+        io::PendingOutput out(path.string());
+        {
+          std::ofstream f(out.temp_path(), std::ios::binary);
+          f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+          VIDAX_CHECK(f.good(), "cannot write " << out.temp_path());
+        }
+        (void)io::read_image(out.temp_path(), field);
+        out.commit();
+      } catch (const Error& e) {
+        remove_inputs(j.id);
+        throw bad_field(field, field + " is not a decodable image: " + e.what(), "invalid_image");
+      }
+      (field == "input_reference" ? spec.image : spec.last_image) = path.string();
+    }
     j.model = spec.model;
     j.prompt = spec.prompt;
     j.spec = spec_to_json(spec);
@@ -381,6 +413,7 @@ struct Server::Impl {
     fs::remove(video_path(id), ec);
     fs::remove(fs::path(video_path(id).string() + ".json"), ec);
     fs::remove_all(thumb_dir(id), ec);
+    remove_inputs(id);
     store->remove(id);
     bump();
     send_json(res, 200, {{"id", id}, {"object", "video.deleted"}, {"deleted", true}});

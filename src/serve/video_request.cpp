@@ -1,5 +1,7 @@
 #include "serve/video_request.h"
 
+#include "io/video.h"
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -7,6 +9,7 @@
 #include <regex>
 
 #include "engine/families.h"
+#include "io/video.h"
 #include "pipeline/memory_plan.h"
 #include "serve/api_error.h"
 
@@ -117,12 +120,12 @@ ServedModel load_served_model(const std::string& weights, const std::string& mod
 const std::vector<std::string>& video_request_fields() {
   static const std::vector<std::string> f = {"model",  "prompt", "size",     "seconds", "frames",
                                              "input_reference", "negative_prompt", "steps", "seed",
-                                             "guidance", "shift", "sampler", "lora", "fps", "preset"};
+                                             "guidance", "shift", "sampler", "lora", "fps", "preset", "last_frame"};
   return f;
 }
 
 VideoSpec parse_video_request(const json& body, bool from_form, const std::vector<ServedModel>& models,
-                              const std::string& lora_dir) {
+                              const std::string& lora_dir, const UploadedImages& images) {
   if (!body.is_object()) throw ApiError(400, "the request body must be a JSON object", "", "invalid_json");
   const auto& known = video_request_fields();
   for (auto it = body.begin(); it != body.end(); ++it)
@@ -157,13 +160,36 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
   if (s.negative_prompt.size() > kMaxPromptBytes)
     throw bad_field("negative_prompt", "negative_prompt is longer than " + std::to_string(kMaxPromptBytes) + " bytes");
 
-  // Extensions this build does not serve yet are refused by name, never ignored.
-  if (body.contains("input_reference")) {
-    std::string tasks;
-    for (const auto& t : model->variant().tasks) tasks += (tasks.empty() ? "" : ", ") + t;
-    throw bad_field("input_reference",
-                    "model " + s.model + " takes no input image (its tasks: " + tasks + ")", "unsupported_value");
+  // Images: files of a multipart form only (the server has taken them out of the body), checked
+  // against the model's tasks as the CLI checks --image / --last-image.
+  {
+    UploadedImages given = images;  // a field sent as text counts here: the model's refusal comes first
+    given.input_reference |= body.contains("input_reference");
+    given.last_frame |= body.contains("last_frame");
+    const auto& tasks = model->variant().tasks;
+    auto has = [&](const char* t) { return std::find(tasks.begin(), tasks.end(), t) != tasks.end(); };
+    std::string list;
+    for (const auto& t : tasks) list += (list.empty() ? "" : ", ") + t;
+    if (given.last_frame && !given.input_reference)
+      throw bad_field("last_frame", "last_frame needs input_reference (the first frame)", "missing_required_parameter");
+    if (given.input_reference && !(has("i2v") || has("flf2v") || has("ti2v")))
+      throw bad_field("input_reference", "model " + s.model + " takes no input image (its tasks: " + list + ")",
+                      "unsupported_value");
+    if (given.last_frame && !has("flf2v"))
+      throw bad_field("last_frame", "model " + s.model + " takes no last frame (its tasks: " + list + ")",
+                      "unsupported_value");
+    if (!has("t2v") && !has("ti2v") && !given.input_reference)
+      throw bad_field("input_reference", "model " + s.model + " generates from an image (its tasks: " + list +
+                                             "): send input_reference, the first frame", "missing_required_parameter");
+    if (has("flf2v") && !has("i2v") && given.input_reference && !given.last_frame)
+      throw bad_field("last_frame", "model " + s.model + " generates between two frames: send last_frame too",
+                      "missing_required_parameter");
   }
+  for (const char* f : {"input_reference", "last_frame"})
+    if (body.contains(f))
+      throw bad_field(f, std::string(f) + " must be an image file in a multipart/form-data request (as OpenAI's SDK "
+                                          "sends it), not a " + (from_form ? "text field" : "JSON value"),
+                      "invalid_type");
   if (body.contains("lora")) {
     if (lora_dir.empty())
       throw bad_field("lora", "this server has no LoRA folder (vidax serve --lora-dir DIR); lora is not accepted",
@@ -357,7 +383,7 @@ json spec_to_json(const VideoSpec& s) {
           {"frames", s.frames},     {"height", s.height},     {"width", s.width},
           {"steps", s.steps},       {"seed", s.seed},         {"guidance", s.guidance},
           {"shift", s.shift},       {"sampler", s.sampler},   {"fps", s.fps},
-          {"seconds", s.seconds}};
+          {"seconds", s.seconds},   {"image", s.image},       {"last_image", s.last_image}};
 }
 
 VideoSpec spec_from_json(const json& j) {
@@ -375,6 +401,8 @@ VideoSpec spec_from_json(const json& j) {
   s.sampler = j.at("sampler");
   s.fps = j.at("fps");
   s.seconds = j.at("seconds");
+  s.image = j.value("image", std::string());  // jobs queued by an older server have none
+  s.last_image = j.value("last_image", std::string());
   // Jobs queued by an older server have neither.
   for (const auto& l : j.value("lora", json::array())) s.loras.push_back({l.at("path"), l.at("scale")});
   s.preset = j.value("preset", "");
@@ -395,6 +423,8 @@ pipeline::Request to_pipeline_request(const VideoSpec& s, const pipeline::Defaul
   r.guidance = s.guidance;
   r.shift = s.shift;
   r.sampler = s.sampler;
+  if (!s.image.empty()) r.image = io::read_image(s.image, "input_reference");
+  if (!s.last_image.empty()) r.last_image = io::read_image(s.last_image, "last_frame");
   return r;
 }
 

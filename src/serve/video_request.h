@@ -44,18 +44,29 @@ struct VideoSpec {
   std::string seconds;  // as the API reports it: the request's `seconds`, else frames / fps
   std::vector<LoraUse> loras;  // merged for this job only
   std::string preset;          // "" = none; its settings are already in steps/shift/sampler/guidance
+  // Image-to-video: the uploaded input_reference (and last_frame, first-last-frame models), saved
+  // in the server's data folder; "" = none. Their size is the video's aspect ratio (as the CLI's).
+  std::string image, last_image;
   std::string size() const { return std::to_string(width) + "x" + std::to_string(height); }
 };
 
 // The fields POST /v1/videos knows; any other is refused by name.
 const std::vector<std::string>& video_request_fields();
 
+// The image fields, which come only as files of a multipart form (OpenAI's input_reference; our
+// last_frame): the server takes them out of the body and says here which were uploaded.
+struct UploadedImages {
+  bool input_reference = false, last_frame = false;
+};
+
 // `body` is the parsed JSON object, or a multipart form's fields as strings
 // (from_form: numbers may then come as their decimal text, `lora` as its JSON text).
+// `images`: which image files the form carried (checked against the model's tasks here; the
+// server saves and decodes them).
 // `lora_dir`: the folder `lora` entries resolve in ("" = none configured: `lora` is refused).
 // Throws ApiError.
 VideoSpec parse_video_request(const nlohmann::json& body, bool from_form, const std::vector<ServedModel>& models,
-                              const std::string& lora_dir = "");
+                              const std::string& lora_dir = "", const UploadedImages& images = {});
 
 // A `lora` entry's file inside `lora_dir`: `name` (a file name without its .safetensors) or
 // `path` (relative, in a subfolder perhaps); absolute paths, `..`, and links leading out of the

@@ -101,11 +101,12 @@ struct TestServer {
   int port = 0;
   httplib::Headers auth;
 
-  explicit TestServer(const fs::path& data, serve::ServeOptions opt = {}) {
+  explicit TestServer(const fs::path& data, serve::ServeOptions opt = {},
+                      std::vector<serve::ServedModel> models = {demo_model()}) {
     opt.host = "127.0.0.1";
     opt.port = 0;
     opt.data_dir = data.string();
-    server = std::make_unique<serve::Server>(opt, std::vector<serve::ServedModel>{demo_model()});
+    server = std::make_unique<serve::Server>(opt, std::move(models));
     port = server->start();
     client = std::make_unique<httplib::Client>("127.0.0.1", port);
     client->set_read_timeout(60, 0);

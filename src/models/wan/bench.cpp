@@ -54,13 +54,18 @@ json dit_step_flops_parts(const DiTConfig& cfg, int64_t tokens) {
   // Attention: q k^T and p v, 2 * Lq * Lk * D each (all heads together).
   const double self_attn = n * 4 * L * L * D;
   const double cross_attn = n * 4 * L * Lt * D;
-  return json{{"linear", n * block_linear + edge_linear}, {"self_attention", self_attn},
-              {"cross_attention", cross_attn}};
+  json parts{{"linear", n * block_linear + edge_linear}, {"self_attention", self_attn}, {"cross_attention", cross_attn}};
+  // I2V / FLF2V: each block also attends to the CLIP tokens (its image K/V are made once per run).
+  if (cfg.has_image_input())
+    parts["image_cross_attention"] = n * 4 * L * static_cast<double>(cfg.image_tokens * (cfg.model_type == "flf2v" ? 2 : 1)) * D;
+  return parts;
 }
 
 double dit_step_flops(const DiTConfig& cfg, int64_t tokens) {
-  const json p = dit_step_flops_parts(cfg, tokens);
-  return p["linear"].get<double>() + p["self_attention"].get<double>() + p["cross_attention"].get<double>();
+  const json parts = dit_step_flops_parts(cfg, tokens);  // named: items() of a temporary would dangle
+  double sum = 0;
+  for (const auto& [k, v] : parts.items()) sum += v.get<double>();
+  return sum;
 }
 
 double dit_activation_bytes(const DiTConfig& cfg, int64_t tokens) {
@@ -100,7 +105,12 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   r["frames"] = opt.frames;
   r["height"] = opt.height;
   r["width"] = opt.width;
-  r["latent_shape"] = {cfg.in_dim, lat_f, lat_h, lat_w};
+  // An I2V / FLF2V DiT takes [x, y] on its channels: x the latent (out_dim), y the mask and the
+  // image latent (in_dim - out_dim), made once per run; the CLIP features likewise.
+  const bool image = cfg.has_image_input();
+  const int64_t x_channels = image ? cfg.out_dim : cfg.in_dim;
+  r["latent_shape"] = {x_channels, lat_f, lat_h, lat_w};
+  if (image) r["conditioning_shape"] = {cfg.in_dim - cfg.out_dim, lat_f, lat_h, lat_w};
   r["tokens"] = tokens;
   r["threads"] = omp_get_max_threads();
   r["cfg"] = false;
@@ -204,15 +214,24 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
           ")");
 
     const Tensor context = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 1);
-    TextContext text;
-    const Sample ctx = timed([&] { text = dit.encode_context(context); });
+    TextContext text, tiny_text;
+    const Sample ctx = timed([&] { text = image ? dit.encode_text(context) : dit.encode_context(context); });
+    tiny_text = text;
+    if (image) {  // random CLIP features and conditioning latent of the real shapes
+      const Tensor clip = random_input({cfg.model_type == "flf2v" ? 2 : 1, cfg.image_tokens, cfg.image_dim}, seed + 4);
+      const int64_t yc = cfg.in_dim - cfg.out_dim;
+      const Tensor y = random_input({yc, lat_f, lat_h, lat_w}, seed + 5);
+      const Sample img = timed([&] { text = with_images(text, dit.encode_images(clip, y)); });
+      r["dit_image_context_seconds"] = img.wall;
+      tiny_text = with_images(tiny_text, dit.encode_images(clip, random_input({yc, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 6)));
+    }
     r["dit_context_seconds"] = ctx.wall;
     r["dit_context_cpu_seconds"] = ctx.cpu;
 
     // Warm-up on a one-token latent: packs every weight (the pack cache is keyed by the
     // weight, not the activation shape) without paying for a full-size step.
-    const Tensor tiny = random_input({cfg.in_dim, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2);
-    const Sample warm = timed([&] { (void)dit.forward(tiny, std::vector<double>{999.0}, text); });
+    const Tensor tiny = random_input({x_channels, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2);
+    const Sample warm = timed([&] { (void)dit.forward(tiny, std::vector<double>{999.0}, tiny_text); });
     r["dit_warmup_seconds"] = warm.wall;
     log("DiT: warm-up (weight packing) " + std::to_string(warm.wall) + " s");
 
@@ -223,7 +242,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     log("GEMM peak before the steps (" + std::string(dtype_name(compute)) + "): " +
         std::to_string(peak_before.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
 
-    const Tensor x = random_input({cfg.in_dim, lat_f, lat_h, lat_w}, seed + 3);
+    const Tensor x = random_input({x_channels, lat_f, lat_h, lat_w}, seed + 3);
     std::vector<Sample> steps;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       for (int s = 0; s < opt.steps; ++s) {

@@ -119,6 +119,30 @@ class WanFamily final : public pipeline::Family {
       m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 2, 4}, {0, 1, 2, 3, 4}, {0, 1, 2, 4, 5}}
                                : std::vector<std::vector<size_t>>{{0, 1, 2, 4}, {1, 2, 3, 4}, {4, 5}};
     }
+    // Image-to-video: the CLIP (freed once the images are encoded, unless kept), the VAE's encoder
+    // half (part of the VAE, resident with it) and the encode of the conditioning frames (whole
+    // frames, as the decode's activations). A first phase encodes the images with everything loaded.
+    if (!p.image_task().empty()) {
+      const double clip_params = static_cast<double>(clip_visual_params(ClipVisionConfig::from_json(p.clip)).parameter_count());
+      double vae_encoder_params = 0;
+      for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
+        if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
+          vae_encoder_params += static_cast<double>(shape_numel(info.shape));
+      pipeline::Request whole = r;
+      whole.vae_tile = 0;
+      const size_t clip_i = m.items.size();
+      m.items.push_back({"CLIP image encoder weights", 2 * clip_params * b, MemoryKind::WeightsResident});
+      m.items.push_back({"VAE encoder weights", 4.0 * vae_encoder_params, MemoryKind::WeightsResident});
+      m.items.push_back({"VAE encode activations (the conditioning frames)", vae_decode_activation_bytes(vae, whole),
+                         MemoryKind::Vae});
+      std::vector<size_t> encode = m.phases.front();
+      encode.insert(encode.end(), {clip_i, clip_i + 1, clip_i + 2});
+      for (auto& ph : m.phases) {
+        ph.push_back(clip_i + 1);
+        if (r.keep_loaded) ph.push_back(clip_i);
+      }
+      m.phases.insert(m.phases.begin(), encode);
+    }
     return m;
   }
 

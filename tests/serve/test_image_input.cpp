@@ -1,0 +1,104 @@
+// Image-to-video through POST /v1/videos: OpenAI's input_reference (and our last_frame) as files
+// of a multipart form, on the tiny I2V demo; the job runs as `vidax generate --image` does, and
+// every misuse is a 400 naming the field.
+#include <fstream>
+
+#include "io/video.h"
+#include "serve_fixture.h"
+
+using namespace vidax;
+using namespace vidax::test;
+
+namespace {
+
+const serve::ServedModel& i2v_model() {
+  static const serve::ServedModel m = [] {
+    const fs::path d = serve_scratch() / "i2v-demo";
+    pipeline::DemoOptions o;
+    o.out_dir = d.string();
+    o.spiece_model = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
+    engine::family_of_model("wan2.1-i2v-tiny-demo").make_demo("wan2.1-i2v-tiny-demo", o);
+    return serve::load_served_model(d.string(), "", nullptr);
+  }();
+  return m;
+}
+
+// A 56x40 PNG's bytes (written through the io layer).
+std::string png_bytes() {
+  io::RgbVideo v;
+  v.frames = 1;
+  v.height = 40;
+  v.width = 56;
+  v.rgb.resize(v.frame_bytes());
+  for (size_t i = 0; i < v.rgb.size(); ++i) v.rgb[i] = static_cast<uint8_t>((i * 13) % 256);
+  const fs::path dir = serve_scratch() / "png";
+  fs::remove_all(dir);
+  io::write_png_frames(dir.string(), v, {});
+  std::ifstream in(dir / "frame_00000.png", std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+httplib::MultipartFormDataItems form(std::vector<httplib::MultipartFormData> extra) {
+  httplib::MultipartFormDataItems f = {{"prompt", "a red panda", "", ""}, {"size", "48x32", "", ""},
+                                       {"frames", "5", "", ""}, {"steps", "2", "", ""}, {"seed", "3", "", ""}};
+  f.insert(f.end(), extra.begin(), extra.end());
+  return f;
+}
+
+json error_of(const httplib::Result& r) { return r ? json::parse(r->body).value("error", json::object()) : json(); }
+
+}  // namespace
+
+TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
+  const fs::path data = fresh_dir("image_input");
+  TestServer s(data, {}, {i2v_model()});
+  auto r = s.client->Post("/v1/videos", form({{"input_reference", png_bytes(), "cat.png", "image/png"}}));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  EXPECT_EQ(s.wait_for(id, "completed")["status"], "completed");
+  auto c = s.get("/v1/videos/" + id + "/content");
+  ASSERT_TRUE(c && c->status == 200);
+  const fs::path mp4 = serve_scratch() / "i2v.mp4";
+  std::ofstream(mp4, std::ios::binary) << c->body;
+  const io::VideoFileInfo info = io::read_video(mp4.string());
+  // The 56x40 image at the area of 48x32: 32x32 (image2video.py's rule), 5 frames.
+  EXPECT_EQ(info.width, 32);
+  EXPECT_EQ(info.height, 32);
+  EXPECT_EQ(info.frames, 5);
+  EXPECT_TRUE(fs::exists(data / "videos" / (id + ".input_reference")));
+  auto d = s.del("/v1/videos/" + id);
+  ASSERT_TRUE(d && d->status == 200);
+  EXPECT_FALSE(fs::exists(data / "videos" / (id + ".input_reference")));
+}
+
+TEST(ServeImage, MisusesAre400NamingTheField) {
+  TestServer s(fresh_dir("image_bad"), {}, {i2v_model()});
+  struct Bad {
+    std::string what;
+    httplib::MultipartFormDataItems items;
+    std::string param, code, says;
+  };
+  for (const Bad& b : std::vector<Bad>{
+           {"no image for an I2V model", form({}), "input_reference", "missing_required_parameter",
+            "generates from an image"},
+           {"the image as a text field", form({{"input_reference", "aGVsbG8=", "", ""}}), "input_reference",
+            "invalid_type", "must be an image file in a multipart/form-data request"},
+           {"a file that is no picture", form({{"input_reference", "not an image at all", "x.png", "image/png"}}),
+            "input_reference", "invalid_image", "is not a decodable image"},
+           {"a last frame for an I2V model",
+            form({{"input_reference", png_bytes(), "a.png", "image/png"}, {"last_frame", png_bytes(), "b.png", "image/png"}}),
+            "last_frame", "unsupported_value", "takes no last frame"},
+       }) {
+    auto r = s.client->Post("/v1/videos", b.items);
+    ASSERT_TRUE(r) << b.what;
+    EXPECT_EQ(r->status, 400) << b.what << ": " << r->body;
+    const json e = error_of(r);
+    EXPECT_EQ(e.value("param", ""), b.param) << b.what << ": " << r->body;
+    EXPECT_EQ(e.value("code", ""), b.code) << b.what << ": " << r->body;
+    EXPECT_NE(e.value("message", "").find(b.says), std::string::npos) << b.what << ": " << r->body;
+  }
+  auto list = s.get("/v1/videos");
+  ASSERT_TRUE(list);
+  EXPECT_TRUE(json::parse(list->body)["data"].empty()) << "a refused request queued a job: " << list->body;
+}
