@@ -3,6 +3,7 @@
 // database in --data, and answers until SIGINT or SIGTERM: then it stops taking
 // requests, the running job stops at its next step and goes back to the queue,
 // and the process exits 0. A second signal kills it at once.
+#include <cmath>
 #include <signal.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@ struct ServeArgs {
   std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file, lora_dir;
   int port = 8080;
   int max_queued = 100;
-  double max_body_mb = 1;
+  double max_body_mb = 32;  // an input_reference image of a 720p video is a few MiB as PNG
+  double job_timeout = 0;
 };
 
 void note(const std::string& s) { std::fprintf(stderr, "vidax serve: %s\n", s.c_str()); }
@@ -70,6 +72,9 @@ int run_serve(const ServeArgs& a) {
   VIDAX_CHECK(a.max_body_mb > 0, "--max-body-mb " << a.max_body_mb << ": must be positive");
   opt.max_queued = a.max_queued;
   opt.max_body_bytes = static_cast<size_t>(a.max_body_mb * 1024 * 1024);
+  VIDAX_CHECK(a.job_timeout >= 0 && std::isfinite(a.job_timeout),
+              "--job-timeout " << a.job_timeout << ": must be a number of seconds >= 0 (0: none)");
+  opt.job_timeout_seconds = a.job_timeout;
   opt.log = note;
   if (opt.host != "127.0.0.1" && opt.host != "localhost" && opt.host != "::1")
     note("warning: listening on " + opt.host + ", reachable from other machines" +
@@ -118,6 +123,9 @@ Command add_serve(CLI::App& app) {
                   "Folder of LoRA files a request's `lora` may name (only inside it; default: none accepted)");
   sub->add_option("--max-queue", a->max_queued, "Queued jobs before POST answers 429")->capture_default_str();
   sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body in MiB (413 above)")->capture_default_str();
+  sub->add_option("--job-timeout", a->job_timeout,
+                  "Seconds a job may run before it fails with code job_timeout (checked at each step; 0: none)")
+      ->capture_default_str();
   return {sub, [a]() -> int { return run_serve(*a); }};
 }
 

@@ -24,6 +24,13 @@ using nlohmann::json;
 
 namespace {
 
+// A job stopped by --job-timeout: failed, not cancelled (nobody asked for it) nor requeued.
+class JobTimeout : public Error {
+ public:
+  using Error::Error;
+};
+
+
 using Clock = std::chrono::steady_clock;
 
 void send_json(httplib::Response& res, int status, const json& j) {
@@ -240,12 +247,25 @@ struct Server::Impl {
         bump();
       };
       ev.warn = [&](const std::string& w) { log("job " + id + ": warning: " + w); };
+      bool timed_out = false;
       ev.cancelled = [&] {
         if (stopping) return true;
+        if (opt.job_timeout_seconds > 0 &&
+            std::chrono::duration<double>(Clock::now() - t0).count() > opt.job_timeout_seconds) {
+          timed_out = true;
+          return true;
+        }
         std::lock_guard<std::mutex> lock(run_mu);
         return cancel_running;
       };
-      const pipeline::Result res = pipeline::run_generation(m->loaded->parts, req, ev, true);
+      pipeline::Result res;
+      try {
+        res = pipeline::run_generation(m->loaded->parts, req, ev, true);
+      } catch (const pipeline::Cancelled& e) {
+        if (!timed_out) throw;
+        throw JobTimeout(msg() << "the job ran past --job-timeout " << opt.job_timeout_seconds << " s (" << e.what()
+                               << ")");
+      }
 
       json params{{"model", spec.model},         {"family", m->family->name()},
                   {"weights", m->weights},       {"job_id", id},
@@ -287,6 +307,9 @@ struct Server::Impl {
         store->requeue(id);
         log("job " + id + ": stopped for shutdown (" + e.what() + "); queued again");
       }
+    } catch (const JobTimeout& e) {
+      store->finish(id, Status::Failed, "job_timeout", e.what());
+      log("job " + id + ": failed: " + e.what());
     } catch (const std::exception& e) {
       store->finish(id, Status::Failed, "generation_failed", e.what());
       log("job " + id + ": failed: " + e.what());

@@ -21,7 +21,8 @@ struct ServeOptions {
   int port = 8080;                 // 0 = any free port (tests)
   std::string data_dir;            // the job database and the videos; created when missing
   std::string api_key;             // non-empty: /v1/* and /metrics need `Authorization: Bearer <key>`
-  size_t max_body_bytes = 1 << 20;  // larger request bodies get 413
+  size_t max_body_bytes = 32 << 20;  // larger request bodies get 413 (an uploaded image fits)
+  double job_timeout_seconds = 0;    // > 0: a job running longer fails (code job_timeout) at its next step
   int max_queued = 100;             // more queued jobs get 429 with Retry-After
   std::string lora_dir;             // the folder `lora` entries resolve in ("" = no LoRAs accepted)
   std::function<void(const std::string&)> log;  // one line per event (nullptr: quiet)

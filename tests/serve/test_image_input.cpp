@@ -102,3 +102,17 @@ TEST(ServeImage, MisusesAre400NamingTheField) {
   ASSERT_TRUE(list);
   EXPECT_TRUE(json::parse(list->body)["data"].empty()) << "a refused request queued a job: " << list->body;
 }
+
+// --job-timeout: a job past it fails with code job_timeout at a step boundary; the next one runs.
+TEST(ServeTimeout, AJobPastTheLimitFailsAndTheNextRuns) {
+  serve::ServeOptions opt;
+  opt.job_timeout_seconds = 0.05;
+  TestServer s(fresh_dir("timeout"), opt);
+  json long_job = small_job(200);
+  long_job["size"] = "96x64";
+  const std::string a = s.submit(long_job);
+  const json v = s.wait_for(a, "failed", 120);
+  EXPECT_EQ(v["status"], "failed");
+  EXPECT_EQ(v["error"]["code"], "job_timeout") << v.dump();
+  EXPECT_NE(v["error"]["message"].get<std::string>().find("--job-timeout 0.05"), std::string::npos) << v.dump();
+}
