@@ -1,0 +1,82 @@
+#include "models/hunyuan/dit_parity.h"
+
+#include <utility>
+
+#include "models/hunyuan/checkpoint_keys.h"
+#include "models/hunyuan/dit.h"
+#include "parity/parity.h"
+#include "translate/component.h"
+#include "translate/inspect.h"
+#include "translate/source.h"
+
+namespace vidax::hunyuan {
+
+namespace {
+
+// Engine tap name (official module path) -> diffusers module path, for a diffusers golden.
+const std::pair<const char*, const char*> kDiffusersTaps[] = {
+    {"img_in", "x_embedder"},
+    {"txt_in", "context_embedder"},
+    {"time_in", "time_text_embed.timestep_embedder"},
+    {"vector_in", "time_text_embed.text_embedder"},
+    {"guidance_in", "time_text_embed.guidance_embedder"},
+    {"final_layer", "proj_out"},
+};
+
+std::string diffusers_tap(const std::string& name) {
+  for (const auto& [e, d] : kDiffusersTaps)
+    if (name == e) return d;
+  for (const auto& [e, d] : {std::pair<std::string, std::string>{"double_blocks.", "transformer_blocks."},
+                             std::pair<std::string, std::string>{"single_blocks.", "single_transformer_blocks."}})
+    if (name.rfind(e, 0) == 0) return d + name.substr(e.size());
+  return name;
+}
+
+DType compute_of(const std::string& precision) {
+  if (precision == "fp32" || precision == "f32" || precision == "float32") return DType::F32;
+  if (precision == "bf16" || precision == "bfloat16") return DType::BF16;
+  throw Error(msg() << "unknown precision '" << precision << "' (expected fp32 or bf16)");
+}
+
+}  // namespace
+
+std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
+                                             const std::string& precision, const std::string& path) {
+  const DiTConfig cfg = DiTConfig::from_json(config);
+  translate::MemorySource src(path);
+  for (const std::string& n : file.names())
+    if (!translate::is_golden_io_key(n)) src.add(n, file.get(n));
+  // Either layout, strictly: every parameter filled, every key used, shapes checked.
+  auto params = translate::load(src, dit_component(), config);
+  const HunyuanDiT model = HunyuanDiT::from_weights(cfg, std::move(params), compute_of(precision), path);
+
+  for (const char* name : {"input.x", "input.t", "input.text_states", "input.text_mask", "input.text_states_2",
+                           "input.freqs_cos", "input.freqs_sin"})
+    VIDAX_CHECK(file.contains(name), path << ": hunyuan.dit golden file has no '" << name << "'");
+  VIDAX_CHECK(!cfg.guidance_embed || file.contains("input.guidance"),
+              path << ": a guidance_embed model's golden file needs 'input.guidance' (the scale * 1000 it embeds)");
+  DiTInputs in;
+  in.x = file.get("input.x");
+  in.t = file.get("input.t").to_f64_vector();
+  in.text_states = file.get("input.text_states");
+  in.text_mask = file.get("input.text_mask");
+  in.text_states_2 = file.get("input.text_states_2");
+  in.freqs_cos = file.get("input.freqs_cos");
+  in.freqs_sin = file.get("input.freqs_sin");
+  if (cfg.guidance_embed) in.guidance = file.get("input.guidance").to_f64_vector();
+
+  Taps taps;
+  std::map<std::string, Tensor> out;
+  out["output"] = model.forward(in, &taps);
+  for (auto& [name, tensor] : taps)
+    out["inter." + (cfg.layout == DiTLayout::Diffusers ? diffusers_tap(name) : name)] = tensor;
+  return out;
+}
+
+void register_parity_kinds() {
+  parity::register_kind("hunyuan.dit", [](const parity::Golden& g, const parity::Options& opt) {
+    return run_dit_golden(g.file, g.config, opt.precision, g.path);
+  });
+}
+
+}  // namespace vidax::hunyuan
