@@ -57,7 +57,7 @@ TEST(HunyuanRope, MatchesTheReferenceTables) {
 }
 
 TEST(HunyuanRope, MatchesTheGoldensInputs) {
-  for (const char* name : {"dit_tiny.safetensors", "dit_linear_gelu.safetensors"}) {
+  for (const char* name : {"hunyuan_dit_tiny.safetensors", "hunyuan_dit_linear_gelu.safetensors"}) {
     const auto f = io::Checkpoint::open((fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan" / name).string());
     const hunyuan::DiTConfig c = hunyuan::DiTConfig::from_json(nlohmann::json::parse(f.metadata().at("config")));
     const Shape x = f.get("input.x").shape();
@@ -69,8 +69,8 @@ TEST(HunyuanRope, MatchesTheGoldensInputs) {
 }
 
 TEST(HunyuanConfig, BothSpellingsGiveOneModel) {
-  hunyuan::DiTConfig official = hunyuan::DiTConfig::from_json(golden_config("dit_tiny.safetensors"));
-  const hunyuan::DiTConfig diffusers = hunyuan::DiTConfig::from_json(golden_config("dit_diffusers.safetensors"));
+  hunyuan::DiTConfig official = hunyuan::DiTConfig::from_json(golden_config("hunyuan_dit_tiny.safetensors"));
+  const hunyuan::DiTConfig diffusers = hunyuan::DiTConfig::from_json(golden_config("hunyuan_dit_diffusers.safetensors"));
   EXPECT_EQ(official.layout, hunyuan::DiTLayout::Original);
   EXPECT_EQ(diffusers.layout, hunyuan::DiTLayout::Diffusers);
   official.layout = hunyuan::DiTLayout::Diffusers;

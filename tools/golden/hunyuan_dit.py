@@ -3,15 +3,15 @@ by the official HYVideoDiffusionTransformer (hyvideo/modules/models.py, Tencent/
 and by diffusers' HunyuanVideoTransformer3DModel, in float32 on the CPU.
 
 Files written to tests/golden/hunyuan/:
-  dit_tiny.safetensors        official model, guidance_embed=True, hidden 32, 2 heads (head dim 16,
+  hunyuan_dit_tiny.safetensors        official model, guidance_embed=True, hidden 32, 2 heads (head dim 16,
                               rope_dim_list [4, 6, 6]), 2 double + 2 single blocks, batch 2, a text
                               mask with right padding (5 and 8 of 8 tokens valid), inter.* hooks
-  dit_noguid.safetensors      official model, guidance_embed=False, qkv_bias=False,
+  hunyuan_dit_noguid.safetensors      official model, guidance_embed=False, qkv_bias=False,
                               hidden 48, 3 heads, mlp_width_ratio 2.5, out_channels 8, batch 1,
                               3 of 6 tokens valid
-  dit_linear_gelu.safetensors official model, text_projection "linear", use_attention_mask=False,
+  hunyuan_dit_linear_gelu.safetensors official model, text_projection "linear", use_attention_mask=False,
                               mlp_act_type "gelu" (erf), qk_norm_type "layer", patch [2, 2, 2]
-  dit_diffusers.safetensors   diffusers HunyuanVideoTransformer3DModel (diffusers config and names), its
+  hunyuan_dit_diffusers.safetensors   diffusers HunyuanVideoTransformer3DModel (diffusers config and names), its
                               state dict converted from an official model's by the renames of diffusers'
                               convert_hunyuan_video_transformer_to_diffusers (single_file_utils.py, which
                               hard-codes hidden_size 3072, so the split sizes are taken from the config
@@ -343,17 +343,17 @@ def main():
                 qkv_bias=True, qk_norm=True, qk_norm_type="rms", guidance_embed=True, text_projection="single_refiner",
                 use_attention_mask=True)
     dims = dict(text_states_dim=16, text_states_dim_2=12, text_len=8)
-    official_golden(models, posemb, "dit_tiny.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
+    official_golden(models, posemb, "hunyuan_dit_tiny.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
                     [6016.0, 3500.0], seed=1)
     noguid = dict(tiny, guidance_embed=False, qkv_bias=False, mlp_width_ratio=2.5, out_channels=8, hidden_size=48,
                   heads_num=3, mm_double_blocks_depth=1, mm_single_blocks_depth=1)
-    official_golden(models, posemb, "dit_noguid.safetensors", noguid, dict(dims, text_len=6), [4, 2, 4, 6], [3],
+    official_golden(models, posemb, "hunyuan_dit_noguid.safetensors", noguid, dict(dims, text_len=6), [4, 2, 4, 6], [3],
                     [500.0], [0.0], seed=2)
     linear = dict(tiny, patch_size=[2, 2, 2], text_projection="linear", use_attention_mask=False, mlp_act_type="gelu",
                   qk_norm_type="layer", mm_double_blocks_depth=1, mm_single_blocks_depth=1, guidance_embed=False)
-    official_golden(models, posemb, "dit_linear_gelu.safetensors", linear, dims, [4, 4, 4, 4], [6, 2],
+    official_golden(models, posemb, "hunyuan_dit_linear_gelu.safetensors", linear, dims, [4, 4, 4, 4], [6, 2],
                     [10.0, 999.0], [0.0, 0.0], seed=3)
-    diffusers_golden(models, posemb, "dit_diffusers.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
+    diffusers_golden(models, posemb, "hunyuan_dit_diffusers.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
                      [6016.0, 3500.0], seed=4)
 
 
