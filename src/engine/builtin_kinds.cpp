@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "engine/families.h"
+#include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit_parity.h"
 #include "parity/parity.h"
 #include "text/umt5_keys.h"
@@ -33,6 +34,7 @@ void register_builtin_components() {
     for (const pipeline::Family* f : families())
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
+    translate::register_component(vidax::hunyuan::dit_component());  // hunyuanvideo-dit (no hunyuan Family yet)
   });
 }
 

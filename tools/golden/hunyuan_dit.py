@@ -3,20 +3,20 @@ by the official HYVideoDiffusionTransformer (hyvideo/modules/models.py, Tencent/
 and by diffusers' HunyuanVideoTransformer3DModel, in float32 on the CPU.
 
 Files written to tests/golden/hunyuan/:
-  hunyuan_dit_tiny.safetensors        official model, guidance_embed=True, hidden 32, 2 heads (head dim 16,
-                              rope_dim_list [4, 6, 6]), 2 double + 2 single blocks, batch 2, a text
-                              mask with right padding (5 and 8 of 8 tokens valid), inter.* hooks
-  hunyuan_dit_noguid.safetensors      official model, guidance_embed=False, qkv_bias=False,
-                              hidden 48, 3 heads, mlp_width_ratio 2.5, out_channels 8, batch 1,
-                              3 of 6 tokens valid
-  hunyuan_dit_linear_gelu.safetensors official model, text_projection "linear", use_attention_mask=False,
-                              mlp_act_type "gelu" (erf), qk_norm_type "layer", patch [2, 2, 2]
-  hunyuan_dit_diffusers.safetensors   diffusers HunyuanVideoTransformer3DModel (diffusers config and names), its
-                              state dict converted from an official model's by the renames of diffusers'
-                              convert_hunyuan_video_transformer_to_diffusers (single_file_utils.py, which
-                              hard-codes hidden_size 3072, so the split sizes are taken from the config
-                              here); diffusers' output is checked against the official model's before
-                              the file is written
+  hunyuan_dit_tiny.safetensors
+      official model, guidance_embed=True, hidden 32, 2 heads (head dim 16, rope_dim_list [4, 6, 6]),
+      2 double + 2 single blocks, batch 2, a text mask with right padding (5 and 8 of 8 tokens valid)
+  hunyuan_dit_noguid.safetensors
+      official model, guidance_embed=False, qkv_bias=False, hidden 48, 3 heads, mlp_width_ratio 2.5,
+      out_channels 8, batch 1, 3 of 6 tokens valid
+  hunyuan_dit_linear_gelu.safetensors
+      official model, text_projection "linear", use_attention_mask=False, mlp_act_type "gelu" (erf),
+      qk_norm_type "layer", patch [2, 2, 2]
+  hunyuan_dit_diffusers.safetensors
+      diffusers HunyuanVideoTransformer3DModel (diffusers config and names), its state dict converted
+      from an official model's by the renames of diffusers' convert_hunyuan_video_transformer_to_diffusers
+      (single_file_utils.py, which hard-codes hidden_size 3072, so the split sizes are taken from the
+      config here); diffusers' output is checked against the official model's before the file is written
 
 Inputs follow the official forward: input.x [B,C,F,H,W], input.t [B], input.text_states [B,L,D],
 input.text_mask [B,L] (I64, right padding as the reference's tokenizer gives), input.text_states_2
