@@ -116,7 +116,8 @@ INSTANTIATE_TEST_SUITE_P(Files, HunyuanDiTGolden, testing::ValuesIn(all_cases())
 TEST(HunyuanDiTGolden, AllGoldenFilesArePresent) {
   std::set<std::string> names;
   for (const auto& f : golden_files()) names.insert(fs::path(f).filename().string());
-  for (const char* f : {"hunyuan_dit_tiny.safetensors", "hunyuan_dit_noguid.safetensors", "hunyuan_dit_linear_gelu.safetensors",
+  for (const char* f : {"hunyuan_dit_tiny.safetensors", "hunyuan_dit_noguid.safetensors",
+                        "hunyuan_dit_linear_gelu.safetensors", "hunyuan_dit_hd128.safetensors",
                         "hunyuan_dit_diffusers.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }

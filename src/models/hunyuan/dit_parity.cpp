@@ -4,6 +4,7 @@
 
 #include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit.h"
+#include "nn/synthetic_init.h"
 #include "parity/parity.h"
 #include "translate/component.h"
 #include "translate/inspect.h"
@@ -46,6 +47,12 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   translate::MemorySource src(path);
   for (const std::string& n : file.names())
     if (!translate::is_golden_io_key(n)) src.add(n, file.get(n));
+  // Parameters the file describes instead of storing (a head dim of 128 is megabytes of weights).
+  if (auto it = file.metadata().find("synthetic_params"); it != file.metadata().end())
+    for (const auto& [n, t] : nn::synthetic_from_description(it->second, path)) {
+      VIDAX_CHECK(!src.find(n), path << ": parameter '" << n << "' is both stored and synthetic");
+      src.add(n, t);
+    }
   // Either layout, strictly: every parameter filled, every key used, shapes checked.
   auto params = translate::load(src, dit_component(), config);
   const HunyuanDiT model = HunyuanDiT::from_weights(cfg, std::move(params), compute_of(precision), path);
