@@ -70,9 +70,8 @@ Mlp Mlp::load(nn::ParamSource& params, const std::string& prefix, int64_t dim, i
              nn::Linear::load(params, prefix + ".fc2", hidden, dim, compute), act};
 }
 
-Tensor Mlp::operator()(const Tensor& x) const {
-  const Tensor h = act == "gelu_tanh" ? fc1.gelu(x, ops::GeluMode::Tanh) : activation(fc1(x), act);
-  return fc2(h);
+Tensor Mlp::hidden(const Tensor& x) const {
+  return act == "gelu_tanh" ? fc1.gelu(x, ops::GeluMode::Tanh) : activation(fc1(x), act);
 }
 
 RefinerBlock RefinerBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
@@ -101,8 +100,7 @@ Tensor RefinerBlock::forward(const Tensor& x, const Tensor& c_silu, const Tensor
   const Tensor a = ops::attention(heads_of(qkv_out, 0, heads, hd), heads_of(qkv_out, 1, heads, hd),
                                   heads_of(qkv_out, 2, heads, hd), opt);
   Tensor h = proj.gated_residual(merged_rows(a, 0, a.size(1)), x, chunk(m, 0, 2));
-  return mlp.fc2.gated_residual(activation(mlp.fc1(ops::layer_norm(h, norm2_w, norm2_b, kEps, mlp.fc1.compute)), "silu"),
-                                h, chunk(m, 1, 2));
+  return mlp.gated_residual(ops::layer_norm(h, norm2_w, norm2_b, kEps, mlp.fc1.compute), h, chunk(m, 1, 2));
 }
 
 DoubleStreamBlock DoubleStreamBlock::load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg,
@@ -146,10 +144,8 @@ std::pair<Tensor, Tensor> DoubleStreamBlock::forward(const Tensor& img_x, const 
                                   masked(kv_lens));
   auto rest = [&](const Stream& s, const Tensor& x, const Tensor& m, const Tensor& attn) {
     const Tensor h = s.proj.gated_residual(attn, x, chunk(m, 2, 6));
-    const Tensor f = ops::layer_norm_modulate(h, chunk(m, 3, 6), chunk(m, 4, 6), kEps, s.mlp.fc1.compute);
-    const Tensor g = s.mlp.act == "gelu_tanh" ? s.mlp.fc1.gelu(f, ops::GeluMode::Tanh)
-                                              : activation(s.mlp.fc1(f), s.mlp.act);
-    return s.mlp.fc2.gated_residual(g, h, chunk(m, 5, 6));
+    return s.mlp.gated_residual(ops::layer_norm_modulate(h, chunk(m, 3, 6), chunk(m, 4, 6), kEps, s.mlp.fc1.compute),
+                                h, chunk(m, 5, 6));
   };
   return {rest(img, img_x, im, merged_rows(a, 0, N)), rest(txt, txt_x, tm, merged_rows(a, N, N + L))};
 }

@@ -51,7 +51,11 @@ struct Mlp {
   std::string act;  // gelu_tanh | gelu | relu | silu
   static Mlp load(nn::ParamSource& params, const std::string& prefix, int64_t dim, int64_t hidden,
                   const std::string& act, DType compute);
-  Tensor operator()(const Tensor& x) const;
+  Tensor hidden(const Tensor& x) const;  // act(fc1(x)) (GELU-tanh fused into the GEMM's output stage)
+  // residual + gate * fc2(hidden(x)), the gated residual fused where the backend can.
+  Tensor gated_residual(const Tensor& x, const Tensor& residual, const Tensor& gate) const {
+    return fc2.gated_residual(hidden(x), residual, gate);
+  }
 };
 Tensor activation(const Tensor& x, const std::string& act);  // get_activation_layer(act)
 
