@@ -51,7 +51,7 @@ are image-stream tensors (and txt_in, which the token refiner's explicit mask de
   single_blocks.<i> [B,N,D] (the image tokens of the block's output), final_layer [B,N,prod(patch)*C].
 diffusers: x_embedder, context_embedder, time_text_embed.{timestep,text}_embedder,
   transformer_blocks.<i>, single_transformer_blocks.<i>, proj_out (same layouts).
-guidance_in is not recorded: torch's fp32 exp (MKL) is within 1 ulp of the correctly rounded
+guidance_in is not recorded: torch's fp32 exp on the CPU is within 1 ulp of the correctly rounded
 one the engine computes, not equal to it, on 2 of the 128 sinusoid frequencies, and at the guidance
 values the pipeline embeds (6016) that 1 ulp moves the angles by ~2e-4 rad: the guidance embedding
 then differs by ~1e-5 relative L2, the size of the reference's own fp32 rounding of those angles
