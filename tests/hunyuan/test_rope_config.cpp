@@ -83,6 +83,12 @@ TEST(HunyuanConfig, BothSpellingsGiveOneModel) {
   EXPECT_EQ(big.head_dim(), 128);
   EXPECT_TRUE(big.guidance_embed);
   EXPECT_EQ(hunyuan::dit_component().variant(big.to_json()), "t2v-720p");
+  // diffusers: `out_channels or in_channels`, with the default 16 when the field is absent.
+  const nlohmann::json i2v{{"_class_name", "HunyuanVideoTransformer3DModel"}, {"in_channels", 33}};
+  EXPECT_EQ(hunyuan::DiTConfig::from_json(i2v).out_channels, 16);
+  nlohmann::json null_out = i2v;
+  null_out["out_channels"] = nullptr;
+  EXPECT_EQ(hunyuan::DiTConfig::from_json(null_out).out_channels, 33);
 }
 
 TEST(HunyuanConfig, RefusesWhatItCannotBuild) {

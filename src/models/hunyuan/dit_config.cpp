@@ -30,7 +30,9 @@ DiTConfig from_diffusers(const Json& j) {
   DiTConfig c;
   c.layout = DiTLayout::Diffusers;
   c.in_channels = value_or<int64_t>(j, "in_channels", 16);
-  c.out_channels = value_or<int64_t>(j, "out_channels", 0);
+  // Absent: the default 16; null (or 0): in_channels.
+  c.out_channels = has(j, "out_channels") && j["out_channels"].is_null() ? c.in_channels
+                                                                         : value_or<int64_t>(j, "out_channels", 16);
   if (c.out_channels == 0) c.out_channels = c.in_channels;
   c.heads_num = value_or<int64_t>(j, "num_attention_heads", 24);
   c.hidden_size = c.heads_num * value_or<int64_t>(j, "attention_head_dim", 128);
