@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "backend/pjrt/session.h"
+#include "backend/recording.h"
 #include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit.h"
 #include "nn/synthetic_init.h"
@@ -42,7 +44,8 @@ DType compute_of(const std::string& precision) {
 }  // namespace
 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
-                                             const std::string& precision, const std::string& path) {
+                                             const std::string& precision, const std::string& path,
+                                             const std::string& pjrt_plugin) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   translate::MemorySource src(path);
   for (const std::string& n : file.names())
@@ -74,7 +77,35 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
 
   Taps taps;
   std::map<std::string, Tensor> out;
-  out["output"] = model.forward(in, &taps);
+  if (!pjrt_plugin.empty()) {
+    // One recorded program: the latent and the text states are Meta inputs bound to the file's
+    // values; what the forward reads on the host (the mask, the rope tables, the timestep
+    // sinusoids and the embeddings computed from them alone) enters the program as constants.
+    std::vector<std::pair<Tensor, Tensor>> bind;
+    auto meta = [&bind](const Tensor& h) {
+      bind.emplace_back(Tensor::empty(h.shape(), h.dtype(), Device::Meta), h);
+      return bind.back().first;
+    };
+    DiTInputs recorded = in;
+    recorded.x = meta(in.x);
+    recorded.text_states = meta(in.text_states);
+    recorded.text_states_2 = meta(in.text_states_2);
+    Trace trace;
+    Tensor y;
+    {
+      RecordingScope rec(trace);
+      y = model.forward(recorded, &taps);
+    }
+    std::vector<Tensor> outs{y};
+    std::vector<std::string> names{""};
+    for (const auto& [name, tensor] : taps)
+      if (tensor.device() == Device::Meta) outs.push_back(tensor), names.push_back(name);
+    const std::vector<Tensor> got = pjrt::Session::get(pjrt_plugin).run(trace, outs, bind);
+    out["output"] = got[0];
+    for (size_t i = 1; i < got.size(); ++i) taps[names[i]] = got[i];
+  } else {
+    out["output"] = model.forward(in, &taps);
+  }
   for (auto& [name, tensor] : taps)
     out["inter." + (cfg.layout == DiTLayout::Diffusers ? diffusers_tap(name) : name)] = tensor;
   return out;
@@ -82,8 +113,8 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
 
 void register_parity_kinds() {
   parity::register_kind("hunyuan.dit", [](const parity::Golden& g, const parity::Options& opt) {
-    return run_dit_golden(g.file, g.config, opt.precision, g.path);
-  });
+    return run_dit_golden(g.file, g.config, opt.precision, g.path, opt.device == "pjrt" ? opt.pjrt_plugin : "");
+  }, /*takes_loras=*/false, /*takes_quantize=*/false, /*takes_pjrt=*/true);
 }
 
 }  // namespace vidax::hunyuan

@@ -12,9 +12,11 @@
 
 namespace vidax::hunyuan {
 
-// precision: "fp32" | "bf16"; path: for messages.
+// precision: "fp32" | "bf16"; path: for messages. pjrt_plugin (non-empty): the forward is recorded
+// as one program and run through that PJRT plugin (docs/pjrt.md); the taps are outputs of it.
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
-                                             const std::string& precision, const std::string& path);
+                                             const std::string& precision, const std::string& path,
+                                             const std::string& pjrt_plugin = "");
 
 // Registers `hunyuan.dit` with the parity registry (engine::register_builtin_kinds calls it).
 void register_parity_kinds();
