@@ -5,13 +5,14 @@ and by diffusers' HunyuanVideoTransformer3DModel, in float32 on the CPU.
 Files written to tests/golden/hunyuan/:
   hunyuan_dit_tiny.safetensors
       official model, guidance_embed=True, hidden 32, 2 heads (head dim 16, rope_dim_list [4, 6, 6]),
-      2 double + 2 single blocks, batch 2, a text mask with right padding (5 and 8 of 8 tokens valid)
+      2 double + 2 single blocks, batch 2, a text mask with right padding (5 and 8 of 8 tokens valid);
+      synthetic parameters
   hunyuan_dit_noguid.safetensors
       official model, guidance_embed=False, qkv_bias=False, hidden 48, 3 heads, mlp_width_ratio 2.5,
-      out_channels 8, batch 1, 3 of 6 tokens valid
+      out_channels 8, batch 1, 3 of 6 tokens valid; synthetic parameters
   hunyuan_dit_linear_gelu.safetensors
       official model, text_projection "linear", use_attention_mask=False, mlp_act_type "gelu" (erf),
-      qk_norm_type "layer", patch [2, 2, 2]
+      qk_norm_type "layer", patch [2, 2, 2]; parameters stored (the original layout's file for inspect)
   hunyuan_dit_hd128.safetensors
       official model at the published head width: 1 head of 128, rope_dim_list [16, 56, 56], 1 double +
       1 single block, grid 2x3x4, 7 of 10 tokens; its parameters are synthetic (described in
@@ -21,10 +22,11 @@ Files written to tests/golden/hunyuan/:
       [0,1,1,0,1,1,1,0]: not a prefix, so the refiner's per-token mask and get_cu_seqlens' count from
       the front differ); synthetic parameters
   hunyuan_dit_diffusers.safetensors
-      diffusers HunyuanVideoTransformer3DModel (diffusers config and names), its state dict converted
-      from an official model's by the renames of diffusers' convert_hunyuan_video_transformer_to_diffusers
-      (single_file_utils.py, which hard-codes hidden_size 3072, so the split sizes are taken from the
-      config here); diffusers' output is checked against the official model's before the file is written
+      diffusers HunyuanVideoTransformer3DModel (diffusers config and names) with synthetic parameters
+      under its own names; the official model is loaded with the same weights, through the renames of
+      diffusers' convert_hunyuan_video_transformer_to_diffusers read backwards (single_file_utils.py, which
+      hard-codes hidden_size 3072, so the split sizes are taken from the config here), and diffusers'
+      output is checked against the official model's before the file is written
 
 Inputs follow the official forward: input.x [B,C,F,H,W], input.t [B], input.text_states [B,L,D],
 input.text_mask [B,L] (I64, right padding as the reference's tokenizer gives), input.text_states_2
@@ -321,11 +323,31 @@ def to_diffusers(sd, hidden):
     return out
 
 
-def diffusers_golden(models, posemb, name, cfg, text_dims, x_shape, valid, t_values, guidance_values, seed):
+def from_diffusers(dsd, official_sd, hidden):
+    """The official state dict from diffusers' one: each official tensor is the concatenation (dim 0)
+    of the diffusers tensors to_diffusers makes of it, in that order; the final layer's modulation
+    has its halves swapped back. Every diffusers tensor must be used."""
+    out, used = {}, set()
+    for k, v in official_sd.items():
+        produced = list(to_diffusers({k: v}, hidden))
+        parts = [dsd[n] for n in produced]
+        used.update(produced)
+        if k.startswith("final_layer.adaLN_modulation.1"):
+            scale, shift = parts[0].chunk(2, dim=0)
+            out[k] = torch.cat([shift, scale], 0)
+        else:
+            out[k] = torch.cat(parts, 0) if len(parts) > 1 else parts[0]
+    assert used == set(dsd), f"diffusers tensors left over: {sorted(set(dsd) - used)}"
+    return out
+
+
+def diffusers_golden(models, posemb, name, cfg, text_dims, x_shape, valid, t_values, guidance_values, seed,
+                     synthetic_seed):
+    """diffusers' model with synthetic parameters under its own names; the official model built from the
+    same weights (from_diffusers) must give the same output."""
     from diffusers import HunyuanVideoTransformer3DModel
     model, gen = build_official(models, cfg, text_dims, seed)
     inp = make_inputs(gen, cfg, text_dims, x_shape, valid, t_values, guidance_values, posemb)
-    official_out = run_official(model, inp)
     heads = cfg["heads_num"]
     dcfg = {
         "in_channels": cfg["in_channels"], "out_channels": cfg["out_channels"], "num_attention_heads": heads,
@@ -337,8 +359,9 @@ def diffusers_golden(models, posemb, name, cfg, text_dims, x_shape, valid, t_val
         "rope_axes_dim": list(cfg["rope_dim_list"]), "image_condition_type": None,
     }
     dmodel = HunyuanVideoTransformer3DModel(**dcfg).eval()
-    sd = to_diffusers({k: v.detach().clone() for k, v in model.state_dict().items()}, cfg["hidden_size"])
-    dmodel.load_state_dict(sd, strict=True)
+    desc = randomize(dmodel, gen, synthetic_seed)
+    model.load_state_dict(from_diffusers(dmodel.state_dict(), model.state_dict(), cfg["hidden_size"]), strict=True)
+    official_out = run_official(model, inp)
     n_img = (x_shape[1] // cfg["patch_size"][0]) * (x_shape[2] // cfg["patch_size"][1]) * \
         (x_shape[3] // cfg["patch_size"][2])
     names = ["x_embedder", "context_embedder", "time_text_embed.timestep_embedder",
@@ -356,7 +379,8 @@ def diffusers_golden(models, posemb, name, cfg, text_dims, x_shape, valid, t_val
     print(f"diffusers vs official output: rel L2 {rel:.3e}")
     assert rel < 1e-5, "the diffusers model built from the converted state dict does not match the official one"
     dcfg_json = dict(dcfg, _class_name="HunyuanVideoTransformer3DModel")
-    save(os.path.join(OUT, name), dcfg_json, dict(dmodel.named_parameters()), inp, out, store)
+    save(os.path.join(OUT, name), dcfg_json, dict(dmodel.named_parameters()), inp, out, store,
+         (synthetic_seed, desc))
 
 
 def main():
@@ -369,11 +393,11 @@ def main():
                 use_attention_mask=True)
     dims = dict(text_states_dim=16, text_states_dim_2=12, text_len=8)
     official_golden(models, posemb, "hunyuan_dit_tiny.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
-                    [6016.0, 3500.0], seed=1)
+                    [6016.0, 3500.0], seed=1, synthetic_seed=20260510)
     noguid = dict(tiny, guidance_embed=False, qkv_bias=False, mlp_width_ratio=2.5, out_channels=8, hidden_size=48,
                   heads_num=3, mm_double_blocks_depth=1, mm_single_blocks_depth=1)
     official_golden(models, posemb, "hunyuan_dit_noguid.safetensors", noguid, dict(dims, text_len=6), [4, 2, 4, 6], [3],
-                    [500.0], [0.0], seed=2)
+                    [500.0], [0.0], seed=2, synthetic_seed=20260511)
     linear = dict(tiny, patch_size=[2, 2, 2], text_projection="linear", use_attention_mask=False, mlp_act_type="gelu",
                   qk_norm_type="layer", mm_double_blocks_depth=1, mm_single_blocks_depth=1, guidance_embed=False)
     official_golden(models, posemb, "hunyuan_dit_linear_gelu.safetensors", linear, dims, [4, 4, 4, 4], [6, 2],
@@ -390,7 +414,7 @@ def main():
                     mm_single_blocks_depth=1), dims, [4, 1, 4, 4], [[1, 0, 1, 1, 0, 1, 0, 0], [0, 1, 1, 0, 1, 1, 1, 0]],
                     [400.0, 30.0], [6016.0, 1000.0], seed=6, synthetic_seed=20260513)
     diffusers_golden(models, posemb, "hunyuan_dit_diffusers.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
-                     [6016.0, 3500.0], seed=4)
+                     [6016.0, 3500.0], seed=4, synthetic_seed=20260514)
 
 
 if __name__ == "__main__":
