@@ -121,7 +121,8 @@ TEST(HunyuanDiTGolden, AllGoldenFilesArePresent) {
   for (const auto& f : golden_files()) names.insert(fs::path(f).filename().string());
   for (const char* f : {"hunyuan_dit_tiny.safetensors", "hunyuan_dit_noguid.safetensors",
                         "hunyuan_dit_linear_gelu.safetensors", "hunyuan_dit_hd128.safetensors",
-                        "hunyuan_dit_holes.safetensors", "hunyuan_dit_diffusers.safetensors"})
+                        "hunyuan_dit_holes.safetensors", "hunyuan_dit_relu.safetensors",
+                        "hunyuan_dit_silu.safetensors", "hunyuan_dit_diffusers.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }
 

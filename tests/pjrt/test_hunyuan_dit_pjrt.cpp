@@ -26,4 +26,5 @@ TEST_P(PjrtHunyuanDiTGolden, PassesAtTheFp32Bound) {
 INSTANTIATE_TEST_SUITE_P(Goldens, PjrtHunyuanDiTGolden,
                          ::testing::Values("hunyuan_dit_tiny.safetensors", "hunyuan_dit_noguid.safetensors",
                                            "hunyuan_dit_linear_gelu.safetensors", "hunyuan_dit_hd128.safetensors",
-                                           "hunyuan_dit_holes.safetensors", "hunyuan_dit_diffusers.safetensors"));
+                                           "hunyuan_dit_holes.safetensors", "hunyuan_dit_relu.safetensors",
+                                           "hunyuan_dit_silu.safetensors", "hunyuan_dit_diffusers.safetensors"));

@@ -21,6 +21,8 @@ Files written to tests/golden/hunyuan/:
       official model, 1 double + 1 single block, text masks with holes ([1,0,1,1,0,1,0,0] and
       [0,1,1,0,1,1,1,0]: not a prefix, so the refiner's per-token mask and get_cu_seqlens' count from
       the front differ); synthetic parameters
+  hunyuan_dit_relu.safetensors, hunyuan_dit_silu.safetensors
+      official model, mlp_act_type "relu" / "silu", 1 double + 1 single block; synthetic parameters
   hunyuan_dit_diffusers.safetensors
       diffusers HunyuanVideoTransformer3DModel (diffusers config and names) with synthetic parameters
       under its own names; the official model is loaded with the same weights, through the renames of
@@ -413,6 +415,11 @@ def main():
     official_golden(models, posemb, "hunyuan_dit_holes.safetensors", dict(tiny, mm_double_blocks_depth=1,
                     mm_single_blocks_depth=1), dims, [4, 1, 4, 4], [[1, 0, 1, 1, 0, 1, 0, 0], [0, 1, 1, 0, 1, 1, 1, 0]],
                     [400.0, 30.0], [6016.0, 1000.0], seed=6, synthetic_seed=20260513)
+    # The other two MLP activations get_activation_layer knows (the double and single blocks' MLPs).
+    for act, seed in (("relu", 7), ("silu", 8)):
+        official_golden(models, posemb, f"hunyuan_dit_{act}.safetensors", dict(tiny, mlp_act_type=act,
+                        mm_double_blocks_depth=1, mm_single_blocks_depth=1), dims, [4, 1, 4, 4], [6, 3], [640.0, 90.0],
+                        [6016.0, 2000.0], seed=seed, synthetic_seed=20260520 + seed)
     diffusers_golden(models, posemb, "hunyuan_dit_diffusers.safetensors", tiny, dims, [4, 3, 4, 4], [5, 8], [937.5, 250.0],
                      [6016.0, 3500.0], seed=4, synthetic_seed=20260514)
 
