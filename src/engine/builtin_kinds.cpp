@@ -7,6 +7,8 @@
 #include <mutex>
 
 #include "engine/families.h"
+#include "models/hunyuan/checkpoint_keys.h"
+#include "models/hunyuan/dit_parity.h"
 #include "parity/parity.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
@@ -22,6 +24,7 @@ void register_builtin_kinds() {
     vidax::sched::register_parity_kinds();     // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
+    vidax::hunyuan::register_parity_kinds();  // hunyuan.dit (no hunyuan Family yet)
   });
 }
 
@@ -31,6 +34,7 @@ void register_builtin_components() {
     for (const pipeline::Family* f : families())
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
+    translate::register_component(vidax::hunyuan::dit_component());  // hunyuanvideo-dit (no hunyuan Family yet)
   });
 }
 

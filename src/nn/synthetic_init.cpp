@@ -1,6 +1,10 @@
 #include "nn/synthetic_init.h"
 
+#include <map>
+#include <nlohmann/json.hpp>
 #include <vector>
+
+#include "core/error.h"
 
 namespace vidax::nn {
 
@@ -25,6 +29,24 @@ Tensor synthetic_uniform(uint64_t seed, const std::string& name, const Shape& sh
     if (offset != 0.0) v[static_cast<size_t>(i)] = static_cast<float>(v[static_cast<size_t>(i)] + offset);
   }
   return Tensor::from_f32(v, shape, DType::F32);
+}
+
+std::map<std::string, Tensor> synthetic_from_description(const std::string& json_text, const std::string& origin) {
+  nlohmann::json d;
+  try {
+    d = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(msg() << origin << ": __metadata__.synthetic_params is not JSON: " << e.what());
+  }
+  VIDAX_CHECK(d.is_object() && d.value("generator", "") == "splitmix64_uniform_v1" && d.contains("seed") &&
+                  d.contains("tensors"),
+              origin << ": __metadata__.synthetic_params needs generator splitmix64_uniform_v1, seed and tensors");
+  const uint64_t seed = d.at("seed").get<uint64_t>();
+  std::map<std::string, Tensor> out;
+  for (const auto& [name, t] : d.at("tensors").items())
+    out[name] = synthetic_uniform(seed, name, t.at("shape").get<Shape>(), t.at("bound").get<double>(),
+                                  t.value("offset", 0.0));
+  return out;
 }
 
 }  // namespace vidax::nn

@@ -11,6 +11,7 @@ const char* transform_name(Transform t) {
     case Transform::Reshape: return "reshape";
     case Transform::Concat: return "concat";
     case Transform::Split: return "split";
+    case Transform::SwapHalves: return "swap-halves";
   }
   return "?";
 }

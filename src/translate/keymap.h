@@ -25,6 +25,8 @@ enum class Transform {
   Reshape,    // same elements, the engine's shape (a view when contiguous)
   Concat,     // engine tensor = the keys concatenated along dim (fuse; materializes)
   Split,      // engine tensor = part `part` of `parts` equal chunks of the key along dim (a view)
+  SwapHalves,  // engine tensor = the key with its two halves along dim swapped (materializes): diffusers'
+               // AdaLayerNormContinuous stores [scale; shift] where the original stores [shift; scale]
 };
 const char* transform_name(Transform t);
 
@@ -33,7 +35,7 @@ struct Rule {
   std::vector<std::string> keys;     // Identity/Transpose/Reshape/Split: alternatives (aliases), the first
                                      // present is used and every present one consumed; Concat: the parts
   Transform transform = Transform::Identity;
-  int dim = 0;                       // Concat/Split axis; Transpose: first axis
+  int dim = 0;                       // Concat/Split/SwapHalves axis; Transpose: first axis
   int dim2 = 1;                      // Transpose: second axis
   int part = 0, parts = 1;           // Split
 };

@@ -156,6 +156,11 @@ Plan plan(const TensorSource& src, const ParamSpec& spec, const KeyMap& map) {
         why = "split into " + std::to_string(r.parts) + " along dim " + std::to_string(r.dim);
         break;
       }
+      case Transform::SwapHalves:
+        ok = first->shape == param.shape && r.dim < static_cast<int>(param.shape.size()) &&
+             param.shape[r.dim] % 2 == 0;
+        why = "swap of two equal halves along dim " + std::to_string(r.dim);
+        break;
       case Transform::Concat:
         break;
     }
@@ -215,6 +220,15 @@ std::map<std::string, Tensor> materialize(const TensorSource& src, const Plan& p
         Tensor whole = get(b.keys[0]);
         int64_t n = b.param.shape[r.dim];
         t = whole.slice(r.dim, r.part * n, (r.part + 1) * n).contiguous();
+        break;
+      }
+      case Transform::SwapHalves: {
+        const Tensor whole = get(b.keys[0]);
+        const int64_t half = whole.shape()[r.dim] / 2;
+        t = Tensor::empty(b.param.shape, whole.dtype());
+        Tensor lo = t.slice(r.dim, 0, half), hi = t.slice(r.dim, half, 2 * half);
+        copy_into(whole.slice(r.dim, half, 2 * half), lo);
+        copy_into(whole.slice(r.dim, 0, half), hi);
         break;
       }
       case Transform::Concat: {

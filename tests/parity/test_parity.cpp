@@ -24,9 +24,13 @@ std::vector<std::string> golden_files_in(const fs::path& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
-// The goldens checked at the default bounds (tests/golden/pipeline/ holds one checked with its
-// own bound, in tests/pipeline).
-std::vector<std::string> golden_files() { return golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden"); }
+// The goldens checked at the default bounds: tests/golden/ and tests/golden/hunyuan/
+// (tests/golden/pipeline/ holds one checked with its own bound, in tests/pipeline).
+std::vector<std::string> golden_files() {
+  std::vector<std::string> out = golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden");
+  for (const auto& f : golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan")) out.push_back(f);
+  return out;
+}
 std::string stem(const std::string& p) { return fs::path(p).stem().string(); }
 
 // The smallest committed golden of each kind (the pipeline's included): kind -> path.

@@ -185,6 +185,26 @@ TEST(Plan, ConcatAndSplitCheckShapes) {
   EXPECT_EQ(p2.missing[0].looked_for, std::vector<std::string>{"k"});
 }
 
+// diffusers' AdaLayerNormContinuous stores [scale; shift] where HunyuanVideo's FinalLayer stores
+// [shift; scale]: the halves along dim 0 are swapped; an odd size is a mismatch.
+TEST(Plan, SwapHalvesSwapsTheTwoHalves) {
+  MemorySource src;
+  src.add("norm_out.linear.weight", Tensor::from_f32({1, 2, 3, 4, 5, 6, 7, 8}, {4, 2}));
+  src.add("odd", DType::F32, {3, 2});
+  ParamSpec s;
+  s.add("final.weight", {4, 2});
+  Rule r = key_rule("final.weight", "norm_out.linear.weight");
+  r.transform = Transform::SwapHalves;
+  Plan p = plan(src, s, KeyMap{"t", {r}, {"odd"}});
+  ASSERT_TRUE(p.complete()) << p.problems();
+  EXPECT_EQ(materialize(src, p, {}).at("final.weight").to_f32_vector(), (std::vector<float>{5, 6, 7, 8, 1, 2, 3, 4}));
+  ParamSpec odd;
+  odd.add("final.weight", {3, 2});
+  Rule ro = key_rule("final.weight", "odd");
+  ro.transform = Transform::SwapHalves;
+  EXPECT_EQ(plan(src, odd, KeyMap{"t", {ro}, {}}).mismatches.size(), 1u);
+}
+
 TEST(Plan, AliasesConsumeTiedDuplicates) {
   ParamSpec s;
   s.add("token_embedding.weight", {10, 4});

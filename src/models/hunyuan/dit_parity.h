@@ -1,0 +1,24 @@
+// Parity kind `hunyuan.dit` (docs/parity.md): rebuilds the HunyuanVideo DiT from a golden file
+// (official or diffusers layout, through the translator, strictly), runs one forward on the file's
+// input.* tensors and returns `output` and `inter.*` under the golden's names (the diffusers module
+// paths for a diffusers file).
+#pragma once
+#include <map>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/tensor.h"
+#include "io/checkpoint.h"
+
+namespace vidax::hunyuan {
+
+// precision: "fp32" | "bf16"; path: for messages. pjrt_plugin (non-empty): the forward is recorded
+// as one program and run through that PJRT plugin (docs/pjrt.md); the taps are outputs of it.
+std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
+                                             const std::string& precision, const std::string& path,
+                                             const std::string& pjrt_plugin = "");
+
+// Registers `hunyuan.dit` with the parity registry (engine::register_builtin_kinds calls it).
+void register_parity_kinds();
+
+}  // namespace vidax::hunyuan

@@ -1,0 +1,46 @@
+// `vidax inspect`'s detection knows the HunyuanVideo DiT (both layouts) and still gives Wan's files
+// to Wan: the golden file that stores its parameters inspects with full coverage as
+// hunyuanvideo-dit, and diffusers' key list is detected as its diffusers layout.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "engine/builtin_kinds.h"
+#include "io/checkpoint.h"
+#include "translate/inspect.h"
+#include "translate/source.h"
+
+using namespace vidax;
+namespace fs = std::filesystem;
+
+TEST(HunyuanInspect, GoldenFilesAreRecognisedWithFullCoverage) {
+  engine::register_builtins();
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan")) {
+    // A file whose parameters are synthetic (described in its metadata) stores none to recognise.
+    if (io::Checkpoint::open(e.path().string()).metadata().count("synthetic_params")) continue;
+    const translate::InspectReport r = translate::inspect(e.path().string());
+    ASSERT_EQ(r.units.size(), 1u) << e.path();
+    ASSERT_NE(r.units[0].comp, nullptr) << r.to_text();
+    EXPECT_EQ(r.units[0].comp->name(), "hunyuanvideo-dit");
+    EXPECT_EQ(r.units[0].match.layout, "original");
+    EXPECT_TRUE(r.complete()) << r.to_text();
+    ++n;
+  }
+  EXPECT_EQ(n, 1);  // hunyuan_dit_linear_gelu stores its parameters; the others describe them
+  // The diffusers layout, by the key list diffusers' own model has at the published size.
+  std::ifstream f(fs::path(VIDAX_TEST_DATA_DIR) / "hunyuan" / "data" / "dit_keys_diffusers.json");
+  translate::MemorySource src("diffusers key list");
+  const nlohmann::json keys = nlohmann::json::parse(f);
+  for (const auto& [k, v] : keys.items()) src.add(k, DType::BF16, v.get<Shape>());
+  const auto d = translate::detect(src);
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->comp->name(), "hunyuanvideo-dit");
+  EXPECT_EQ(d->layout, "diffusers");
+  EXPECT_EQ(d->claimed, src.names().size());
+  const translate::InspectReport wan =
+      translate::inspect((fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "wan_dit_tiny.safetensors").string());
+  ASSERT_NE(wan.units[0].comp, nullptr);
+  EXPECT_EQ(wan.units[0].comp->name(), "wan2.1-dit");
+}
