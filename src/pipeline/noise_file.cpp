@@ -23,6 +23,7 @@ Tensor read_noise_file(const std::string& path, const Shape& expected) {
   VIDAX_CHECK(dtype_is_float(t.dtype()), "noise file " << path << ": tensor '" << name << "' is " << t.str()
                                                        << ", expected a float tensor");
   const Shape stored = t.shape();
+  if (!expected.empty() && t.dim() == static_cast<int64_t>(expected.size()) + 1 && t.size(0) == 1) t = t.squeeze(0);
   if (expected.empty()) {  // the shape is checked later (image-to-video: the images give the size)
     if (t.dim() == 5 && t.size(0) == 1) t = t.squeeze(0);
     VIDAX_CHECK(t.dim() == 4, "noise file " << path << ": tensor '" << name << "' has shape " << shape_str(stored)
