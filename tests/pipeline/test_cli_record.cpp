@@ -1,0 +1,218 @@
+// `vidax generate --record DIR` / `--replay DIR` as a user runs them (the built binary): a record
+// of the demo replays with zero error, a perturbed step stops the replay there with exit 1, the
+// official WanT2V.generate's record (tools/golden/record_reference.py) replays within the fp32
+// bound, and bad records or options fail before any weight is read, naming what is wrong.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_child.h"
+#include "io/checkpoint.h"
+#include "scratch.h"
+
+namespace fs = std::filesystem;
+using namespace vidax::test::cli;
+
+namespace {
+
+const std::string kData = VIDAX_TEST_DATA_DIR;
+
+const fs::path& work_dir() {
+  static fs::path d = vidax::test::scratch_dir("cli_record");
+  return d;
+}
+
+std::string demo_weights() {
+  static std::string dir = [] {
+    const std::string d = (work_dir() / "demo-weights").string();
+    CmdResult r = run({"make-demo", d, "--tokenizer", tiny_spiece()});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return d;
+  }();
+  return dir;
+}
+
+std::vector<std::string> small(const std::vector<std::string>& extra) {
+  std::vector<std::string> a = {"generate", "--weights", demo_weights(), "--prompt", "a red panda", "--frames", "5",
+                                "--height", "32", "--width", "48", "--steps", "3", "--seed", "42"};
+  a.insert(a.end(), extra.begin(), extra.end());
+  return a;
+}
+
+ChildOptions with_stdout() {
+  ChildOptions o;
+  o.capture_stdout = true;
+  return o;
+}
+
+// The demo recorded once (3 unipc steps), shared by the tests that only read it.
+const fs::path& demo_record() {
+  static fs::path d = [] {
+    const fs::path rec = work_dir() / "demo-record";
+    CmdResult r = run(small({"--record", rec.string(), "-o", (work_dir() / "demo.mp4").string()}));
+    EXPECT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("recorded 3 steps into " + rec.string()), std::string::npos) << r.err;
+    return rec;
+  }();
+  return d;
+}
+
+fs::path copy_of(const fs::path& rec, const std::string& name) {
+  const fs::path d = work_dir() / name;
+  fs::remove_all(d);
+  fs::copy(rec, d, fs::copy_options::recursive);
+  return d;
+}
+
+nlohmann::json index_of(const fs::path& d) {
+  std::ifstream f(d / "record.json");
+  return nlohmann::json::parse(f);
+}
+
+}  // namespace
+
+TEST(CliRecord, RecordThenReplayIsExact) {
+  const fs::path& rec = demo_record();
+  const nlohmann::json j = index_of(rec);
+  EXPECT_EQ(j["producer"]["name"], "vidax");
+  EXPECT_EQ(j["model"], "wan2.1-tiny-demo");
+  EXPECT_EQ(j["precision"], "fp32");
+  EXPECT_EQ(j["request"]["prompt"], "a red panda");
+  EXPECT_EQ(j["steps"].size(), 3u);
+  EXPECT_TRUE(fs::is_regular_file(work_dir() / "demo.mp4"));  // the run's own output is written as usual
+  // The replay takes the prompt and the settings from the record; it writes nothing without -o.
+  CmdResult r = run({"generate", "--weights", demo_weights(), "--replay", rec.string()}, with_stdout());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("step 1/3 t=999 max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 3/3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("PASS replay: 3/3 steps within rel_l2 <= 1e-05"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the seed's own CPU draw matches it bit for bit"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(work_dir() / "wan2.1-tiny-demo-seed42.mp4"));
+}
+
+TEST(CliRecord, ReplayJsonHasThePerStepErrors) {
+  CmdResult r = run({"generate", "--weights", demo_weights(), "--replay", demo_record().string(), "--json"},
+                    with_stdout());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& rep = j.at("replay");
+  EXPECT_EQ(rep["ok"], true);
+  EXPECT_EQ(rep["tolerance"], 1e-5);
+  EXPECT_EQ(rep["noise_matches_seed"], true);
+  ASSERT_EQ(rep["steps"].size(), 3u);
+  for (const auto& s : rep["steps"]) {
+    EXPECT_EQ(s["max_abs"], 0.0);
+    EXPECT_EQ(s["mean_abs"], 0.0);
+  }
+  EXPECT_EQ(j["record"], demo_record().string());
+  EXPECT_EQ(j["prompt"], "a red panda");
+}
+
+TEST(CliRecord, PerturbedStepStopsTheReplayThere) {
+  const fs::path d = copy_of(demo_record(), "perturbed");
+  {  // step 2's latent: one element moved by 0.01
+    const std::string f = (d / "step_0002.safetensors").string();
+    vidax::io::Checkpoint c = vidax::io::Checkpoint::open(f);
+    vidax::Tensor t = c.get("latent").clone();
+    t.data<float>()[5] += 0.01f;
+    vidax::io::save_safetensors(f, {{"latent", t}});
+  }
+  CmdResult r = run({"generate", "--weights", demo_weights(), "--replay", d.string()}, with_stdout());
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("replay diverged at step 2/3"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("step 1/3 t=999 max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step 2/3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max_abs=0.01"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("step 3/3"), std::string::npos) << r.out;  // stopped there
+  EXPECT_NE(r.out.find("FAIL replay: 1/3 steps"), std::string::npos) << r.out;
+  // --json says where.
+  CmdResult rj = run({"generate", "--weights", demo_weights(), "--replay", d.string(), "--json"}, with_stdout());
+  EXPECT_EQ(rj.code, 1);
+  const nlohmann::json j = nlohmann::json::parse(rj.out);
+  EXPECT_EQ(j["replay"]["diverged_at"], 2);
+  EXPECT_EQ(j["replay"]["ok"], false);
+  EXPECT_EQ(j["replay"]["steps"].size(), 2u);
+  // A bound above the perturbation (--replay-tolerance) passes it.
+  CmdResult loose =
+      run({"generate", "--weights", demo_weights(), "--replay", d.string(), "--replay-tolerance", "0.1"}, with_stdout());
+  EXPECT_EQ(loose.code, 0) << loose.err;
+}
+
+// The official WanT2V.generate on the tiny golden weights, recorded by tools/golden/record_reference.py
+// (CPU, fp32, 3 UniPC steps, CFG 5): each step within the fp32 bound, noise bit-identical.
+TEST(CliRecord, ReferenceRecordReplaysWithinTheBound) {
+  const std::string rec = kData + "/golden/pipeline/wan_record_tiny";
+  CmdResult r = run({"generate", "--weights", kData + "/golden/pipeline/wan_pipeline_tiny", "--replay", rec, "--json"},
+                    with_stdout());
+  ASSERT_EQ(r.code, 0) << r.err << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  const nlohmann::json& rep = j.at("replay");
+  EXPECT_EQ(rep["noise_matches_seed"], true);
+  ASSERT_EQ(rep["steps"].size(), 3u);
+  for (const auto& s : rep["steps"]) {
+    std::printf("reference step %d: max_abs %.3g mean_abs %.3g rel_l2 %.3g\n", s["step"].get<int>(),
+                s["max_abs"].get<double>(), s["mean_abs"].get<double>(), s["rel_l2"].get<double>());
+    EXPECT_LE(s["rel_l2"].get<double>(), 1e-5);
+    EXPECT_GT(s["max_abs"].get<double>(), 0.0);  // two implementations: not bit-identical, so compared
+  }
+  EXPECT_EQ(rep["ok"], true);
+  // Control: the same record against the demo's weights (same variant, other values) diverges at step 1.
+  CmdResult bad = run({"generate", "--weights", demo_weights(), "--replay", rec}, with_stdout());
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("replay diverged at step 1/3"), std::string::npos) << bad.err;
+}
+
+TEST(CliRecord, BadRecordsAndOptionsFailBeforeLoading) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string message;
+  };
+  const fs::path busy = work_dir() / "busy";
+  fs::create_directories(busy);
+  std::ofstream(busy / "x") << "x";
+  const fs::path other_model = copy_of(demo_record(), "other-model");
+  {
+    nlohmann::json j = index_of(other_model);
+    j["model"] = "wan2.1-t2v-1.3b";
+    std::ofstream(other_model / "record.json") << j.dump(1);
+  }
+  const fs::path corrupt = copy_of(demo_record(), "corrupt");
+  std::ofstream(corrupt / "record.json") << "{ not json";
+  const fs::path shape = copy_of(demo_record(), "shape");
+  vidax::io::save_safetensors((shape / "step_0003.safetensors").string(),
+                              {{"latent", vidax::Tensor::zeros({16, 2, 4, 7}, vidax::DType::F32)}});
+  const std::string rec = demo_record().string(), w = demo_weights();
+  const std::vector<Case> cases = {
+      {{"generate", "--weights", w, "--replay", (work_dir() / "none").string()}, "no such folder"},
+      {{"generate", "--weights", w, "--replay", corrupt.string()}, "record.json is not valid JSON"},
+      {{"generate", "--weights", w, "--replay", shape.string()},
+       "step 3's latent (step_0003.safetensors:latent) is [16, 2, 4, 7], the record's latent_shape is [16, 2, 4, 6]"},
+      {{"generate", "--weights", w, "--replay", other_model.string()},
+       "recorded with model wan2.1-t2v-1.3b but the weights are wan2.1-tiny-demo"},
+      {{"generate", "--weights", w, "--replay", rec, "--steps", "4"}, "--steps 4 differs from the record's 3"},
+      {{"generate", "--weights", w, "--replay", rec, "--prompt", "a cat"},
+       "--prompt a cat differs from the record's a red panda"},
+      {{"generate", "--weights", w, "--replay", rec, "--noise", "n.safetensors"}, "--noise with --replay"},
+      {{"generate", "--weights", w, "--replay", rec, "--record", (work_dir() / "r2").string()},
+       "--record and --replay together"},
+      {{"generate", "--weights", w, "--prompt", "x", "--replay-tolerance", "1"}, "--replay-tolerance needs --replay"},
+      {{"generate", "--weights", w, "--replay", rec, "--replay-tolerance", "-1"}, "--replay-tolerance -1"},
+      {small({"--record", busy.string(), "-o", (work_dir() / "b.mp4").string()}),
+       "the folder exists and is not empty; a record is never overwritten"},
+      {{"generate", "--weights", w}, "--prompt is required (or --replay DIR"},
+  };
+  for (const auto& c : cases) {
+    CmdResult r = run(c.args);
+    EXPECT_EQ(r.code, 1) << c.message << "\n" << r.err;
+    EXPECT_NE(r.err.find(c.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find("denoising 1/"), std::string::npos) << c.message << ": ran before failing";
+  }
+  EXPECT_TRUE(fs::exists(busy / "x"));
+  EXPECT_FALSE(fs::exists(work_dir() / "b.mp4"));
+}
