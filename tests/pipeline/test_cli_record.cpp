@@ -145,27 +145,66 @@ TEST(CliRecord, PerturbedStepStopsTheReplayThere) {
 }
 
 // The official WanT2V.generate on the tiny golden weights, recorded by tools/golden/record_reference.py
-// (CPU, fp32, 3 UniPC steps, CFG 5): each step within the fp32 bound, noise bit-identical.
+// (CPU, fp32, CFG 5, default negative prompt): 3 UniPC steps (seed 42), and 4 DPM++ steps (seed 7,
+// another prompt). Each step within the fp32 bound, the noise bit-identical to the seed's.
 TEST(CliRecord, ReferenceRecordReplaysWithinTheBound) {
-  const std::string rec = kData + "/golden/pipeline/wan_record_tiny";
-  CmdResult r = run({"generate", "--weights", kData + "/golden/pipeline/wan_pipeline_tiny", "--replay", rec, "--json"},
-                    with_stdout());
-  ASSERT_EQ(r.code, 0) << r.err << r.out;
-  const nlohmann::json j = nlohmann::json::parse(r.out);
-  const nlohmann::json& rep = j.at("replay");
-  EXPECT_EQ(rep["noise_matches_seed"], true);
-  ASSERT_EQ(rep["steps"].size(), 3u);
-  for (const auto& s : rep["steps"]) {
-    std::printf("reference step %d: max_abs %.3g mean_abs %.3g rel_l2 %.3g\n", s["step"].get<int>(),
-                s["max_abs"].get<double>(), s["mean_abs"].get<double>(), s["rel_l2"].get<double>());
-    EXPECT_LE(s["rel_l2"].get<double>(), 1e-5);
-    EXPECT_GT(s["max_abs"].get<double>(), 0.0);  // two implementations: not bit-identical, so compared
+  for (const auto& [name, steps] : std::vector<std::pair<std::string, size_t>>{{"wan_record_tiny", 3},
+                                                                               {"wan_record_tiny_dpmpp", 4}}) {
+    const std::string rec = kData + "/golden/pipeline/" + name;
+    CmdResult r = run({"generate", "--weights", kData + "/golden/pipeline/wan_pipeline_tiny", "--replay", rec,
+                       "--json"},
+                      with_stdout());
+    ASSERT_EQ(r.code, 0) << r.err << r.out;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    const nlohmann::json& rep = j.at("replay");
+    EXPECT_EQ(rep["noise_matches_seed"], true);
+    ASSERT_EQ(rep["steps"].size(), steps);
+    for (const auto& s : rep["steps"]) {
+      std::printf("%s step %d: max_abs %.3g mean_abs %.3g rel_l2 %.3g\n", name.c_str(), s["step"].get<int>(),
+                  s["max_abs"].get<double>(), s["mean_abs"].get<double>(), s["rel_l2"].get<double>());
+      EXPECT_LE(s["rel_l2"].get<double>(), 1e-5);
+      EXPECT_GT(s["max_abs"].get<double>(), 0.0);  // two implementations: not bit-identical, so compared
+    }
+    EXPECT_EQ(rep["ok"], true);
   }
-  EXPECT_EQ(rep["ok"], true);
+  const std::string rec = kData + "/golden/pipeline/wan_record_tiny";
   // Control: the same record against the demo's weights (same variant, other values) diverges at step 1.
   CmdResult bad = run({"generate", "--weights", demo_weights(), "--replay", rec}, with_stdout());
   EXPECT_EQ(bad.code, 1);
   EXPECT_NE(bad.err.find("replay diverged at step 1/3"), std::string::npos) << bad.err;
+}
+
+// lightx2v re-noises with fresh noise after every step but the last: those draws are recorded
+// (steps 1..3 of 4) and injected again.
+TEST(CliRecord, ReNoisingSamplerDrawsRoundTrip) {
+  const fs::path rec = work_dir() / "lightx2v-record";
+  fs::remove_all(rec);
+  CmdResult r = run({"generate", "--weights", demo_weights(), "--prompt", "a red panda", "--frames", "5", "--height",
+                     "32", "--width", "48", "--seed", "3", "--preset", "lightx2v-4step", "--record", rec.string(),
+                     "-o", (work_dir() / "l.safetensors").string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = index_of(rec);
+  EXPECT_EQ(j["request"]["sampler"], "lightx2v");
+  ASSERT_EQ(j["steps"].size(), 4u);
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(j["steps"][i]["noise"]["tensor"], "noise") << i;
+  EXPECT_TRUE(j["steps"][3]["noise"].is_null());
+  CmdResult p = run({"generate", "--weights", demo_weights(), "--replay", rec.string()}, with_stdout());
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.out.find("PASS replay: 4/4"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("step 4/4"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("step 4/4 t=625 max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << p.out;
+  // Control: step 2's recorded draw replaced by other noise: step 2's latent no longer matches.
+  const fs::path bad = copy_of(rec, "lightx2v-other-noise");
+  {
+    const std::string f = (bad / "step_0002.safetensors").string();
+    vidax::io::Checkpoint c = vidax::io::Checkpoint::open(f);
+    vidax::Tensor n = c.get("noise").clone();
+    n.data<float>()[0] += 1.0f;
+    vidax::io::save_safetensors(f, {{"latent", c.get("latent").clone()}, {"noise", n}});
+  }
+  CmdResult q = run({"generate", "--weights", demo_weights(), "--replay", bad.string()}, with_stdout());
+  EXPECT_EQ(q.code, 1);
+  EXPECT_NE(q.err.find("replay diverged at step 2/4"), std::string::npos) << q.err;
 }
 
 TEST(CliRecord, BadRecordsAndOptionsFailBeforeLoading) {
