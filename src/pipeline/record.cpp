@@ -178,8 +178,15 @@ Record read_record(const std::string& dir_in) {
   Record r;
   r.dir = dir_in;
   const std::string& dir = r.dir;
-  VIDAX_CHECK(fs::is_directory(dir), "--replay " << dir << ": no such folder (a record made by vidax generate "
-                                                         "--record DIR or tools/golden/record_reference.py)");
+  std::error_code ec;
+  VIDAX_CHECK(fs::exists(fs::symlink_status(dir, ec)),
+              "--replay " << dir << ": no such folder (a record made by vidax generate --record DIR or "
+                                    "tools/golden/record_reference.py)");
+  const fs::file_status st = fs::status(dir, ec);
+  VIDAX_CHECK(!ec && fs::exists(st), "--replay " << dir << ": a symbolic link that cannot be followed: "
+                                                 << (ec ? ec.message() : std::string("its target does not exist")));
+  VIDAX_CHECK(fs::is_directory(st), "--replay " << dir << ": not a folder; a record is a folder holding "
+                                                << kRecordIndex << " (vidax generate --record DIR)");
   const std::string idx = (fs::path(dir) / kRecordIndex).string();
   VIDAX_CHECK(fs::is_regular_file(idx), "--replay " << dir << ": no " << kRecordIndex << " in it; not a record");
   {
