@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_child.h"
+#include "core/rng.h"
 #include "io/checkpoint.h"
 #include "scratch.h"
 
@@ -205,6 +206,32 @@ TEST(CliRecord, ReNoisingSamplerDrawsRoundTrip) {
   CmdResult q = run({"generate", "--weights", demo_weights(), "--replay", bad.string()}, with_stdout());
   EXPECT_EQ(q.code, 1);
   EXPECT_NE(q.err.find("replay diverged at step 2/4"), std::string::npos) << q.err;
+}
+
+// A run on a --noise file is recorded as such (noise_from "file"); its replay injects that noise
+// (the seed's own draw differs) and, with -o, writes the video with the replay in the sidecar.
+TEST(CliRecord, NoiseFileRunReplaysAndMayWriteItsVideo) {
+  const fs::path noise = work_dir() / "noise.safetensors";
+  vidax::TorchGenerator g(999);
+  vidax::io::save_safetensors(noise.string(), {{"noise", g.randn({16, 2, 4, 6})}});
+  const fs::path rec = work_dir() / "noise-record";
+  fs::remove_all(rec);
+  CmdResult r = run(small({"--noise", noise.string(), "--record", rec.string(), "-o",
+                           (work_dir() / "n.safetensors").string()}));
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(index_of(rec)["noise_from"], "file");
+  const fs::path out = work_dir() / "replayed.mp4";
+  fs::remove(out);
+  CmdResult p = run({"generate", "--weights", demo_weights(), "--replay", rec.string(), "-o", out.string()},
+                    with_stdout());
+  ASSERT_EQ(p.code, 0) << p.err;
+  EXPECT_NE(p.err.find("the seed's own CPU draw differs from it"), std::string::npos) << p.err;
+  EXPECT_NE(p.out.find("PASS replay: 3/3"), std::string::npos) << p.out;
+  ASSERT_TRUE(fs::is_regular_file(out));
+  std::ifstream js(out.string() + ".json");
+  const auto j = nlohmann::json::parse(js);
+  EXPECT_EQ(j["replay"]["ok"], true);
+  EXPECT_EQ(j["record"], rec.string());
 }
 
 TEST(CliRecord, BadRecordsAndOptionsFailBeforeLoading) {
