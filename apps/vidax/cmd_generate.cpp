@@ -108,10 +108,15 @@ void same_as_record(const std::string& option, const std::optional<T>& given, co
                     << "); drop " << option << " to use the record's");
 }
 
-pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& rec, const pipeline::Defaults& d) {
+// `given` is the request the command line made; what the record does not hold (the images of an
+// image-to-video run) is taken from it.
+pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& rec, const pipeline::Defaults& d,
+                                 const pipeline::Request& given) {
   VIDAX_CHECK(a.preset.empty(), "--preset with --replay: the record holds the sampling settings; drop --preset");
   VIDAX_CHECK(a.noise_file.empty(), "--noise with --replay: the record holds the noise; drop --noise");
   pipeline::Request req = pipeline::record_request(rec, d.negative_prompt);
+  req.image = given.image;
+  req.last_image = given.last_image;
   const std::string& dir = rec.dir;
   same_as_record("--prompt", a.prompt.empty() ? std::nullopt : std::optional<std::string>(a.prompt), req.prompt, dir);
   same_as_record("--negative-prompt", a.negative_prompt, req.negative_prompt, dir);
@@ -184,23 +189,21 @@ int run_generate(const GenerateArgs& a) {
   Defaults d = model.variant.defaults;
   if (!a.preset.empty()) d = with_preset(d, model.family->sampling_preset(a.preset));
   Request req;
-  if (rec) req = replay_request(a, *rec, d);
-  if (!rec) {
-    req.prompt = a.prompt;
-    req.negative_prompt = a.negative_prompt.value_or("");
-    req.default_negative_prompt = d.negative_prompt;
-    req.frames = a.frames.value_or(d.frames);
-    req.height = a.height.value_or(d.height);
-    req.width = a.width.value_or(d.width);
-    req.steps = a.steps.value_or(d.steps);
-    req.guidance = a.guidance.value_or(d.guidance);
-    req.shift = a.shift.value_or(d.shift);
-    req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
-    // The reference draws a random seed when none is given or it is negative (--base_seed -1);
-    // the seed used is recorded either way.
-    const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
-    req.seed = seed ? *seed : std::random_device{}() % 2147483648u;
-  }
+  req.prompt = a.prompt;
+  req.negative_prompt = a.negative_prompt.value_or("");
+  req.default_negative_prompt = d.negative_prompt;
+  req.frames = a.frames.value_or(d.frames);
+  req.height = a.height.value_or(d.height);
+  req.width = a.width.value_or(d.width);
+  req.steps = a.steps.value_or(d.steps);
+  req.guidance = a.guidance.value_or(d.guidance);
+  req.shift = a.shift.value_or(d.shift);
+  req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
+  // The reference draws a random seed when none is given or it is negative (--base_seed -1);
+  // the seed used is recorded either way.
+  const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
+  req.seed = seed ? *seed : std::random_device{}() % 2147483648u;
+  if (rec) req = replay_request(a, *rec, d, req);  // the record's settings; the options checked against them
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   check_fps(fps);
@@ -286,6 +289,10 @@ int run_generate(const GenerateArgs& a) {
   throw_if_interrupted("loading");
 
   // Run.
+  const bool noise_from_seed = !req.noise.defined();
+  note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
+       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
+       (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
   std::optional<Replayer> replayer;
   if (rec) {
     const double tol = a.replay_tolerance.value_or(default_replay_tolerance(rec->header.precision, loaded.precision));
@@ -294,11 +301,6 @@ int run_generate(const GenerateArgs& a) {
          rec->header.precision + "): the recorded noise is injected; the seed's own CPU draw " +
          (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it"));
   }
-  const bool noise_from_seed = !req.noise.defined() || (rec && rec->header.noise_from_seed);
-  note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
-       std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
-       (rec ? "noise from the record" : req.noise.defined() ? "noise from " + a.noise_file
-                                                            : "seed " + std::to_string(req.seed)));
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
   Events ev;
