@@ -289,7 +289,6 @@ int run_generate(const GenerateArgs& a) {
   throw_if_interrupted("loading");
 
   // Run.
-  const bool noise_from_seed = !req.noise.defined();
   note("generating " + std::to_string(req.frames) + " frames of " + std::to_string(req.width) + "x" +
        std::to_string(req.height) + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
        (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
@@ -384,7 +383,7 @@ int run_generate(const GenerateArgs& a) {
     h.family = model.family->name();
     h.precision = loaded.precision;
     h.request = request_to_json(req);
-    h.noise_from_seed = noise_from_seed;
+    h.noise_from_seed = a.noise_file.empty();
     recorder->commit(h, res);
     params["record"] = recorder->dir();
     note("recorded " + std::to_string(res.timesteps.size()) + " steps into " + recorder->dir());
