@@ -6,12 +6,14 @@
 #include <omp.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <new>
 #include <optional>
 #include <random>
+#include <sstream>
 
 #include "backend/cpu/cpu_tier.h"
 #include "commands.h"
@@ -24,6 +26,7 @@
 #include "pipeline/request_check.h"
 #include "pipeline/output.h"
 #include "pipeline/progress.h"
+#include "pipeline/record.h"
 #include "pipeline/sampler.h"
 #include "translate/lora.h"
 
@@ -49,6 +52,9 @@ struct GenerateArgs {
   std::string max_memory;         // a budget: chooses --offload / --vae-tile when the plan needs them
   int64_t vae_tile = 0;           // spatial VAE tiles of this many pixels (0: whole frames)
   bool json = false;              // print the run's record (the sidecar's JSON) on stdout
+  std::string record;             // --record DIR: every noise drawn and each step's latent (pipeline/record.h)
+  std::string replay;             // --replay DIR: run a record's request on its noise, compare each step
+  std::optional<double> replay_tolerance;  // the bound on a step's relative L2 (default per precision)
 };
 
 // What the run is doing now, for an out-of-memory message.
@@ -90,8 +96,67 @@ nlohmann::json memory_json(const pipeline::MemoryPlan& plan, const std::optional
   return out;
 }
 
+// --replay: the record's request, with every option the user also gave checked against it (the
+// record is the authority; a differing option would make the comparison meaningless).
+template <class T>
+void same_as_record(const std::string& option, const std::optional<T>& given, const T& recorded,
+                    const std::string& dir) {
+  if (!given || *given == recorded) return;
+  std::ostringstream g, r;
+  g << *given;
+  r << recorded;
+  throw Error(msg() << option << " " << g.str() << " differs from the record's " << r.str() << " (--replay " << dir
+                    << "); drop " << option << " to use the record's");
+}
+
+// `given` is the request the command line made; what the record does not hold (the images of an
+// image-to-video run) is taken from it.
+pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& rec, const pipeline::Defaults& d,
+                                 const pipeline::Request& given) {
+  VIDAX_CHECK(a.preset.empty(), "--preset with --replay: the record holds the sampling settings; drop --preset");
+  VIDAX_CHECK(a.noise_file.empty(), "--noise with --replay: the record holds the noise; drop --noise");
+  pipeline::Request req = pipeline::record_request(rec, d.negative_prompt);
+  req.image = given.image;
+  req.last_image = given.last_image;
+  const std::string& dir = rec.dir;
+  same_as_record("--prompt", a.prompt.empty() ? std::nullopt : std::optional<std::string>(a.prompt), req.prompt, dir);
+  same_as_record("--negative-prompt", a.negative_prompt, req.negative_prompt, dir);
+  same_as_record("--frames", a.frames, req.frames, dir);
+  same_as_record("--height", a.height, req.height, dir);
+  same_as_record("--width", a.width, req.width, dir);
+  same_as_record("--steps", a.steps, req.steps, dir);
+  same_as_record("--guidance", a.guidance, req.guidance, dir);
+  same_as_record("--shift", a.shift, req.shift, dir);
+  same_as_record("--sampler", a.sampler.empty() ? std::nullopt : std::optional<std::string>(a.sampler), req.sampler,
+                 dir);
+  same_as_record("--seed", a.seed ? pipeline::parse_seed(*a.seed) : std::nullopt, req.seed, dir);
+  return req;
+}
+
+void print_replay(const pipeline::ReplayReport& rep, int total) {
+  for (const auto& e : rep.steps)
+    std::printf("step %d/%d t=%g max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", e.step, total, e.timestep, e.max_abs,
+                e.mean_abs, e.rel_l2, e.ok ? "OK" : "FAIL");
+  if (rep.final)
+    std::printf("final max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", rep.final->max_abs, rep.final->mean_abs,
+                rep.final->rel_l2, rep.final->ok ? "OK" : "FAIL");
+  const bool ok = rep.diverged_at == 0 && rep.final && rep.final->ok;
+  std::printf("%s replay: %zu/%d steps within rel_l2 <= %g\n", ok ? "PASS" : "FAIL",
+              rep.steps.size() - (rep.diverged_at ? 1 : 0), total, rep.tolerance);
+  std::fflush(stdout);
+}
+
 int run_generate(const GenerateArgs& a) {
   using namespace vidax::pipeline;
+  VIDAX_CHECK(!a.prompt.empty() || !a.replay.empty(),
+              "--prompt is required (or --replay DIR, which runs the record's prompt)");
+  VIDAX_CHECK(a.record.empty() || a.replay.empty(),
+              "--record and --replay together: replay the record first, then record a new run");
+  VIDAX_CHECK(!a.replay_tolerance || !a.replay.empty(), "--replay-tolerance needs --replay DIR");
+  VIDAX_CHECK(!a.replay_tolerance || (std::isfinite(*a.replay_tolerance) && *a.replay_tolerance >= 0),
+              "--replay-tolerance " << *a.replay_tolerance << ": must be a finite number >= 0 (a relative L2)");
+  std::optional<Record> rec;
+  if (!a.replay.empty()) rec = read_record(a.replay);  // a bad record fails before any weight is read
   install_interrupt_handlers();
   check_threads(a.threads);
   if (a.threads > 0) {
@@ -113,6 +178,14 @@ int run_generate(const GenerateArgs& a) {
               "no model given: pass --weights DIR, or the parts as files (--diffusion-model FILE --vae FILE "
               "--text-encoder FILE)");
   const engine::Resolved model = engine::resolve(a.weights, a.model, a.files);
+  if (rec) {
+    VIDAX_CHECK(rec->header.model == model.variant.name,
+                "--replay " << rec->dir << ": recorded with model " << rec->header.model << " but the weights are "
+                            << model.variant.name << " (give the weights the record was made with)");
+    VIDAX_CHECK(rec->header.family.empty() || rec->header.family == model.family->name(),
+                "--replay " << rec->dir << ": recorded with family " << rec->header.family << ", the weights are "
+                            << model.family->name());
+  }
   // A sampling preset replaces the variant's sampling defaults; explicit options still win.
   Defaults d = model.variant.defaults;
   if (!a.preset.empty()) d = with_preset(d, model.family->sampling_preset(a.preset));
@@ -134,12 +207,16 @@ int run_generate(const GenerateArgs& a) {
   // the seed used is recorded either way.
   const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
   req.seed = seed ? *seed : std::random_device{}() % 2147483648u;
+  if (rec) req = replay_request(a, *rec, d, req);  // the record's settings; the options checked against them
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   check_fps(fps);
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
-  const cpu::PrecisionChoice pc = a.precision.empty() ? cpu::default_compute_precision(d.precision)
-                                                      : cpu::PrecisionChoice{a.precision, "--precision " + a.precision};
+  // A replay runs at the record's precision unless --precision says otherwise.
+  const cpu::PrecisionChoice pc =
+      !a.precision.empty() ? cpu::PrecisionChoice{a.precision, "--precision " + a.precision}
+      : rec               ? cpu::PrecisionChoice{rec->header.precision, "the record's (--replay " + rec->dir + ")"}
+                          : cpu::default_compute_precision(d.precision);
   const std::string& precision = pc.precision;
   note("precision " + precision + ": " + pc.reason + "; " + cpu::cpu_tier_report());
   // Memory: --offload and --vae-tile as given; a --max-memory budget adds them when the plan needs them.
@@ -170,6 +247,8 @@ int run_generate(const GenerateArgs& a) {
     if (a.seed) note("warning: --seed " + *a.seed + " is unused: the noise comes from " + a.noise_file);
   }
 
+  // The replay's comparison is of latents: it decodes and writes a video only when -o asks.
+  const bool write = !rec || a.output.has_value();
   const std::string out_path =
       a.output ? *a.output : model.variant.name + "-seed" + std::to_string(req.seed) + ".mp4";
   const OutputFormat format =
@@ -180,7 +259,10 @@ int run_generate(const GenerateArgs& a) {
     VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir, ec),
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
-  check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
+  if (write) check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
+  // The record's folder is checked (and its hidden partial folder made) before any work too.
+  std::unique_ptr<RecordWriter> recorder;
+  if (!a.record.empty() && lead) recorder = std::make_unique<RecordWriter>(a.record);
   std::vector<translate::LoraSpec> loras;
   for (const auto& l : a.loras) {
     loras.push_back(translate::parse_lora_spec(l));
@@ -216,6 +298,14 @@ int run_generate(const GenerateArgs& a) {
        (req.image.defined() ? "the area of " : std::string()) + std::to_string(req.width) + "x" +
        std::to_string(req.height) + (req.image.defined() ? " (the image's aspect ratio decides the size)" : "") + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
        (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
+  std::optional<Replayer> replayer;
+  if (rec) {
+    const double tol = a.replay_tolerance.value_or(default_replay_tolerance(rec->header.precision, loaded.precision));
+    replayer.emplace(*rec, req, tol);  // req.noise := the recorded noise; the schedule checked
+    note("replaying " + rec->dir + " (" + rec->header.producer.value("name", std::string("?")) + ", " +
+         rec->header.precision + "): the recorded noise is injected; the seed's own CPU draw " +
+         (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it"));
+  }
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
   Events ev;
@@ -235,9 +325,17 @@ int run_generate(const GenerateArgs& a) {
     decode_bar->update(done, secs);
   };
   ev.warn = [](const std::string& s) { note("warning: " + s); };
+  if (recorder) recorder->attach(ev);
+  if (replayer) replayer->attach(ev);
   Result res;
   try {
-    res = run_generation(loaded.parts, req, ev, lead && format != OutputFormat::Latents);  // decode: rank 0 only
+    res = run_generation(loaded.parts, req, ev, write && lead && format != OutputFormat::Latents);  // decode: rank 0 only
+  } catch (const ReplayDiverged&) {
+    if (bar) bar->abandon();
+    if (lead && !a.json) print_replay(replayer->report(), static_cast<int>(req.steps));
+    if (lead && a.json)
+      std::printf("%s\n", nlohmann::json{{"replay", replayer->report().to_json()}, {"record", rec->dir}}.dump(2).c_str());
+    throw;
   } catch (...) {
     if (bar) bar->abandon();  // no "N/M done" line for a run that failed
     if (decode_bar) decode_bar->abandon();
@@ -246,6 +344,7 @@ int run_generate(const GenerateArgs& a) {
   if (bar) bar->finish();
   if (decode_bar) decode_bar->finish();
   if (!lead) return 0;
+  if (replayer) replayer->finish(res);
   g_phase = "writing " + out_path;
 
   // Write.
@@ -285,6 +384,33 @@ int run_generate(const GenerateArgs& a) {
                           {"denoise", res.seconds_denoise},
                           {"decode", res.seconds_decode}}},
                         {"memory", memory_json(checked.memory, budget, req)}};
+  if (recorder) {
+    RecordHeader h;
+    h.producer = {{"name", "vidax"}, {"version", VIDAX_VERSION}, {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())}};
+    h.model = loaded.variant.name;
+    h.family = model.family->name();
+    h.precision = loaded.precision;
+    h.request = request_to_json(req);
+    h.noise_from_seed = a.noise_file.empty();
+    recorder->commit(h, res);
+    params["record"] = recorder->dir();
+    note("recorded " + std::to_string(res.timesteps.size()) + " steps into " + recorder->dir());
+  }
+  if (replayer) {
+    params["record"] = rec->dir;
+    params["replay"] = replayer->report().to_json();
+    params["seed"] = req.seed;
+    params["noise_file"] = nullptr;
+    if (!a.json) print_replay(replayer->report(), static_cast<int>(req.steps));
+  }
+  const bool replay_ok = !replayer || (replayer->report().final && replayer->report().final->ok);
+  if (!write) {
+    if (a.json) std::printf("%s\n", params.dump(2).c_str());
+    VIDAX_CHECK(replay_ok, "replay: the final latent differs from the record's beyond --replay-tolerance "
+                               << replayer->report().tolerance << " (rel_l2 " << replayer->report().final->rel_l2
+                               << ")");
+    return 0;
+  }
   OutputRequest oreq;
   oreq.path = out_path;
   oreq.format = format;
@@ -294,6 +420,9 @@ int run_generate(const GenerateArgs& a) {
   const std::string sidecar = write_output(oreq, res.video, res.latents);
   note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar);
   if (a.json) std::printf("%s\n", params.dump(2).c_str());
+  VIDAX_CHECK(replay_ok, "replay: the final latent differs from the record's beyond --replay-tolerance "
+                             << replayer->report().tolerance << " (rel_l2 " << replayer->report().final->rel_l2
+                             << ")");
   return 0;
 }
 
@@ -324,7 +453,7 @@ Command add_generate(CLI::App& app) {
                   "Decode the video in spatial tiles of this many pixels (a multiple of 32, e.g. 256), blended "
                   "over a quarter-tile overlap");
   sub->add_flag("--json", a->json, "Print the run's record (the sidecar's JSON, with its memory) on stdout");
-  sub->add_option("--prompt", a->prompt, "The text prompt")->required();
+  sub->add_option("--prompt", a->prompt, "The text prompt (required, except with --replay)");
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
   sub->footer("Unset options take the model's own defaults (the reference's); `vidax models` lists them per model.");
@@ -360,6 +489,15 @@ Command add_generate(CLI::App& app) {
                   "shift 5, the lightx2v sampler, guidance 1); explicit options override (docs/lora.md)");
   sub->add_flag("--lora-allow-unmatched", a->lora_allow_unmatched,
                 "apply a LoRA even when some of its keys match no parameter (they are printed)");
+  sub->add_option("--record", a->record,
+                  "Record the run into a new folder DIR: every noise tensor drawn, the latent after each step and "
+                  "the final latent (safetensors + record.json; docs/generate.md)");
+  sub->add_option("--replay", a->replay,
+                  "Replay a record (vidax --record or tools/golden/record_reference.py): its request on its noise, "
+                  "each step's latent compared; stops at the first step beyond --replay-tolerance");
+  sub->add_option("--replay-tolerance", a->replay_tolerance,
+                  "Bound on each step's latent relative L2 against the record (default 1e-5 at fp32, 1e-2 when "
+                  "the record or the replay is bf16)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {

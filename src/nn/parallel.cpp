@@ -55,6 +55,7 @@ Tensor row_parallel_linear(const Linear& l, const Tensor& x) {
   // This rank's partial product, no bias; the sum over the group in fp32; the bias once.
   Tensor sum = to_dtype(ops::linear(to_dtype(x, l.compute), l.weight), DType::F32);
   if (!sum.is_contiguous()) sum = ops::copy(sum);
+  // view-write-ok: `sum` is the linear's fresh output (or its copy), held by nothing else.
   l.reduce->all_reduce_sum_inplace(sum);
   if (l.bias) sum = ops::add(sum, *l.bias);
   return to_dtype(sum, l.compute);
@@ -66,6 +67,7 @@ Tensor sharded_rms_norm(const Tensor& x, const std::optional<Tensor>& gain, doub
   const Tensor x64 = ops::cast(x, DType::F64);
   Tensor sum_sq = ops::sum(ops::mul(x64, x64), -1, /*keepdim=*/true);
   if (!sum_sq.is_contiguous()) sum_sq = ops::copy(sum_sq);
+  // view-write-ok: `sum_sq` is the fresh ops::sum result (or its copy), held by nothing else.
   tp.group->all_reduce_sum_inplace(sum_sq);
   return ops::rms_norm_with_sum_sq(x, sum_sq, x.size(-1) * tp.size(), gain, eps);
 }

@@ -179,6 +179,15 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   SeededNoise noise(req, shape);
   Tensor x = noise.x;
   sampler->set_generator(&noise.gen);
+  if (ev.on_noise) ev.on_noise(0, x);
+  int step_now = 0;  // the 1-based step whose sampler update is drawing
+  if (ev.on_noise || ev.replace_noise)
+    sampler->set_noise_source([&](const Shape& s) {
+      Tensor n = ev.replace_noise ? ev.replace_noise(step_now, s) : Tensor();
+      if (!n.defined()) n = noise.gen.randn(s, DType::F32);
+      if (ev.on_noise) ev.on_noise(step_now, n);
+      return n;
+    });
 
   // 3. Denoising.
   stage("denoising");
@@ -202,8 +211,10 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
       v_cond = predict(cond);  // every rank of a cfg group runs it: the latents stay replicated
       check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
     }
+    step_now = i + 1;
     x = sampler->step(guidance->combine(v_cond, v_uncond, i, total), i, x);
     check_finite(x, "the latent after the sampler update", i + 1, total, t);
+    if (ev.on_latent) ev.on_latent(i + 1, x);
     if (ev.on_step) ev.on_step(i + 1, total, seconds_since(ts));
     stop_point(msg() << "denoising step " << i + 1 << "/" << total);
   }

@@ -64,6 +64,15 @@ struct Events {
   // decoding): true stops the run with Cancelled. A server cancels one job this way without
   // touching the process-wide interrupt flag.
   std::function<bool()> cancelled;
+  // Record and replay (pipeline/record.h), all optional. on_noise: each noise tensor the run
+  // uses, step 0 for the initial latent (drawn or Request::noise), step i (1-based) for a
+  // re-noising sampler's draw during step i (lightx2v; euler's stochastic form).
+  std::function<void(int step, const Tensor& noise)> on_noise;
+  // The latent after denoising step `step` (1-based), once it is checked finite.
+  std::function<void(int step, const Tensor& latent)> on_latent;
+  // A re-noising sampler's draw at `step` replaced: a defined F32 tensor of `shape` is used
+  // instead of the generator's; undefined = draw.
+  std::function<Tensor(int step, const Shape& shape)> replace_noise;
 };
 
 // Thrown by run_generation when Events::cancelled says so; distinct from Interrupted (a signal)

@@ -25,9 +25,8 @@ class FlowEuler final : public Scheduler {
     begin_step(model_output, i, sample);
     const float sigma = sigmas()[i], sigma_next = sigmas()[i + 1];
     if (!stochastic_) return lm::add(sample, lm::mul(sigma_next - sigma, model_output));
-    VIDAX_CHECK(generator_ != nullptr, "flow_euler: stochastic_sampling needs a generator (set_generator)");
     const Tensor x0 = lm::sub(sample, lm::mul(sigma, model_output));
-    const Tensor noise = generator_->randn(sample.shape(), DType::F32);
+    const Tensor noise = draw_noise(sample.shape(), "flow_euler: stochastic_sampling");
     return lm::add(lm::mul(1.0f - sigma_next, x0), lm::mul(sigma_next, noise));
   }
 

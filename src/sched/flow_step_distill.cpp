@@ -31,8 +31,7 @@ class FlowStepDistill final : public Scheduler {
     const float sigma = sigmas()[i], sigma_next = sigmas()[i + 1];
     const Tensor x0 = lm::sub(sample, lm::mul(sigma, model_output));
     if (i + 1 == num_steps()) return x0;
-    VIDAX_CHECK(generator_ != nullptr, "flow_step_distill: the re-noising needs a generator (set_generator)");
-    const Tensor noise = generator_->randn(sample.shape(), DType::F32);
+    const Tensor noise = draw_noise(sample.shape(), "flow_step_distill: the re-noising");
     return lm::add(lm::mul(1.0f - sigma_next, x0), lm::mul(sigma_next, noise));
   }
 };

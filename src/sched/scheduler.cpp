@@ -66,4 +66,16 @@ void Scheduler::begin_step(const Tensor& model_output, int64_t step_index, const
   ++next_step_;
 }
 
+Tensor Scheduler::draw_noise(const Shape& shape, const char* who) {
+  if (noise_source_) {
+    Tensor n = noise_source_(shape);
+    VIDAX_CHECK(n.defined() && n.dtype() == DType::F32 && n.shape() == shape,
+                who << ": the noise source gave " << (n.defined() ? n.str() : std::string("nothing")) << ", not F32"
+                    << shape_str(shape));
+    return n;
+  }
+  VIDAX_CHECK(generator_ != nullptr, who << " needs a generator (set_generator) or a noise source");
+  return generator_->randn(shape, DType::F32);
+}
+
 }  // namespace vidax::sched

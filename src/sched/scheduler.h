@@ -15,6 +15,7 @@
 //   }
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -75,17 +76,26 @@ class Scheduler {
   // flow_euler with stochastic_sampling draws noise here (torch's CPU generator,
   // as diffusers' randn_tensor with a CPU generator does).
   void set_generator(TorchGenerator* gen) { generator_ = gen; }
+  // Where a re-noising sampler's draws come from instead (record and replay, pipeline/record.h:
+  // a callable that draws from the run's generator and records, or returns a recorded tensor).
+  // Set: used in place of the generator; it must return F32 of the shape asked.
+  using NoiseSource = std::function<Tensor(const Shape& shape)>;
+  void set_noise_source(NoiseSource source) { noise_source_ = std::move(source); }
 
  protected:
   explicit Scheduler(FlowSchedule schedule, std::string name)
       : schedule_(std::move(schedule)), name_(std::move(name)) {}
   // Checks the order of calls and the inputs; advances the step counter.
   void begin_step(const Tensor& model_output, int64_t step_index, const Tensor& sample);
+  // One draw of fresh noise of `shape` (F32): the noise source when set, else the generator
+  // (throws naming `who` when neither is).
+  Tensor draw_noise(const Shape& shape, const char* who);
 
   FlowSchedule schedule_;
   std::string name_;
   int64_t next_step_ = 0;
   TorchGenerator* generator_ = nullptr;
+  NoiseSource noise_source_;
 };
 
 std::unique_ptr<Scheduler> make_scheduler(const SchedulerOptions& opt);

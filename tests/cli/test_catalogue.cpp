@@ -384,6 +384,16 @@ std::vector<Case> cases() {
   bad("noise_int_dtype", {"--noise", "{f:noise_int}"}, {"expected a float tensor"});
   bad("noise_two_tensors", {"--noise", "{f:noise_two}"}, {"holds 2 tensors", "'noise' or 'latents'"});
   bad("noise_shape_of_other_size", {"--noise", "{f:noise}", "--width", "64"}, {"needs [16, 2, 4, 8]"});
+  // ---- generate: --record and --replay (docs/generate.md, "Record and replay") ----------------
+  bad("replay_missing", {"--replay", "{f:missing}"}, {"--replay", "does-not-exist", "no such folder"});
+  bad("replay_a_file", {"--replay", "{f:text}"}, {"text.txt", "not a folder; a record is a folder holding record.json"});
+  bad("replay_fifo", {"--replay", "{f:fifo}"}, {"not a folder"});
+  bad("replay_loop", {"--replay", "{f:loop}"}, {"--replay", "a symbolic link that cannot be followed"});
+  bad("replay_empty_dir", {"--replay", "{f:dir}"}, {"no record.json in it; not a record"});
+  bad("record_onto_a_file", {"--record", "{f:text}"}, {"--record", "text.txt", "exists and is not a folder"});
+  bad("record_onto_a_fifo", {"--record", "{f:fifo}"}, {"--record", "exists and is not a folder"});
+  bad("record_and_replay", {"--record", "{dir}/r", "--replay", "{dir}/r"}, {"--record and --replay together"});
+  bad("replay_tolerance_negative", {"--replay-tolerance", "-1"}, {"--replay-tolerance needs --replay DIR"});
   // ---- generate: the command line itself ----------------------------------------------
   c.push_back({"unknown_flag", gen({"--bogus"}), 1, {"--bogus"}});
   c.push_back({"missing_prompt", {"generate", "--weights", "{demo}", "-o", "{out}"}, 1, {"--prompt", "required"}});

@@ -20,3 +20,15 @@ add_test(NAME layers.generic_pipeline_fails_on_a_family_name
          COMMAND bash -c "set -e; t=$(mktemp -d); mkdir -p $t/src; cp -r '${PROJECT_SOURCE_DIR}/src/pipeline' '${PROJECT_SOURCE_DIR}/src/models' $t/src/; echo 'inline int frames_rule() { return wan::kFrames; }  // oops' >> $t/src/pipeline/generate.h; out=$(bash '${PROJECT_SOURCE_DIR}/scripts/check_generic_pipeline.sh' $t 2>&1) && { echo \"passed: $out\"; exit 1; }; rm -rf $t; echo \"$out\"")
 set_tests_properties(layers.generic_pipeline_fails_on_a_family_name PROPERTIES LABELS layers TIMEOUT 60
                      PASS_REGULAR_EXPRESSION "src/pipeline/generate.h:[0-9]+: the generic pipeline names a family")
+
+# No write into existing tensor memory in model code (scripts/check_no_view_writes.sh: copy_into,
+# *_inplace, raw data pointers, from_buffer in src/models and src/nn), and the check fails on a copy
+# of src/ whose Wan DiT writes a slice through copy_into.
+add_test(NAME layers.no_view_writes COMMAND bash ${PROJECT_SOURCE_DIR}/scripts/check_no_view_writes.sh
+                                            ${PROJECT_SOURCE_DIR})
+set_tests_properties(layers.no_view_writes PROPERTIES LABELS layers TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "check_no_view_writes: OK")
+add_test(NAME layers.no_view_writes_fails_on_a_slice_write
+         COMMAND bash -c "set -e; t=$(mktemp -d); mkdir -p $t/src; cp -r '${PROJECT_SOURCE_DIR}/src/models' '${PROJECT_SOURCE_DIR}/src/nn' $t/src/; echo 'inline void rotate_half(const vidax::Tensor& r, vidax::Tensor& q) { vidax::Tensor s = q.slice(-1, 0, 8); copy_into(r, s); }' >> $t/src/models/wan/rope.h; out=$(bash '${PROJECT_SOURCE_DIR}/scripts/check_no_view_writes.sh' $t 2>&1) && { echo \"passed: $out\"; exit 1; }; rm -rf $t; echo \"$out\"")
+set_tests_properties(layers.no_view_writes_fails_on_a_slice_write PROPERTIES LABELS layers TIMEOUT 60
+                     PASS_REGULAR_EXPRESSION "src/models/wan/rope.h:[0-9]+: a write into existing tensor memory")
