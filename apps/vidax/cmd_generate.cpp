@@ -48,6 +48,8 @@ struct GenerateArgs {
   std::string max_memory;         // a budget: chooses --offload / --vae-tile when the plan needs them
   int64_t vae_tile = 0;           // spatial VAE tiles of this many pixels (0: whole frames)
   bool json = false;              // print the run's record (the sidecar's JSON) on stdout
+  std::string device = "cpu";     // where the DiT's steps run: cpu | pjrt (docs/pjrt.md)
+  std::string pjrt_plugin;        // --pjrt-plugin (else $VIDAX_PJRT_PLUGIN)
 };
 
 // What the run is doing now, for an out-of-memory message.
@@ -200,6 +202,8 @@ int run_generate(const GenerateArgs& a) {
   lo.denoiser = Residency::FreeAfterUse;
   lo.loras = loras;
   lo.lora.allow_unmatched = a.lora_allow_unmatched;
+  lo.device = a.device;
+  lo.pjrt_plugin = a.pjrt_plugin;
   LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
@@ -239,6 +243,7 @@ int run_generate(const GenerateArgs& a) {
   }
   if (bar) bar->finish();
   if (decode_bar) decode_bar->finish();
+  if (loaded.parts.device_report) note(loaded.parts.device_report());
   if (!lead) return 0;
   g_phase = "writing " + out_path;
 
@@ -276,7 +281,8 @@ int run_generate(const GenerateArgs& a) {
                           {"text", res.seconds_text},
                           {"denoise", res.seconds_denoise},
                           {"decode", res.seconds_decode}}},
-                        {"memory", memory_json(checked.memory, budget, req)}};
+                        {"memory", memory_json(checked.memory, budget, req)},
+                        {"device", loaded.parts.device_json ? loaded.parts.device_json() : nlohmann::json{{"device", "cpu"}}}};
   OutputRequest oreq;
   oreq.path = out_path;
   oreq.format = format;
@@ -348,6 +354,11 @@ Command add_generate(CLI::App& app) {
                   "shift 5, the lightx2v sampler, guidance 1); explicit options override (docs/lora.md)");
   sub->add_flag("--lora-allow-unmatched", a->lora_allow_unmatched,
                 "apply a LoRA even when some of its keys match no parameter (they are printed)");
+  sub->add_option("--device", a->device,
+                  "Where the DiT's steps run: cpu (default) or pjrt (compiled once through a PJRT plugin; the text "
+                  "encoder and the VAE stay on the CPU; docs/pjrt.md)")
+      ->check(CLI::IsMember({"cpu", "pjrt"}));
+  sub->add_option("--pjrt-plugin", a->pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {

@@ -17,6 +17,7 @@
 #include "dist/mesh.h"
 #include "io/quant_policy.h"
 #include "models/wan/dit.h"
+#include "models/wan/dit_pjrt.h"
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
 #include "models/wan/vae.h"
@@ -74,6 +75,62 @@ double dit_weight_bytes(const DiTConfig& cfg, DType dtype) {
 }
 
 // ---- the benchmark ----------------------------------------------------------------------
+
+namespace {
+
+// The DiT steps through PJRT (--device pjrt): the first call records, lowers and compiles (or loads
+// from the compile cache), timed apart; then opt.steps x opt.repeats steps, each one forward per
+// context, timed on the wall clock (the device's own time is not visible to us).
+json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& dit, const Tensor& x,
+                const std::vector<const TextContext*>& contexts, double step_flops,
+                const std::function<void(const std::string&)>& log) {
+  pjrt::LowerOptions lower;
+  lower.highest = opt.pjrt_highest;
+  PjrtDiT pj(pjrt::Plugin::resolve_path(opt.pjrt_plugin), [&](const std::string& m) { log("warning: " + m); }, lower);
+  log("PJRT: " + pj.info().str() + ", dot precision " + (lower.highest ? "HIGHEST" : "DEFAULT") +
+      ", compile cache " + (pj.stats_json()["compile_cache"].is_null() ? std::string("off")
+                                                                       : pj.stats_json()["compile_cache"].get<std::string>()));
+  json out;
+  Tensor y;
+  // First step: record + lower + compile (or cache load) + run, for every context (one program).
+  const Sample first = timed([&] {
+    for (const TextContext* c : contexts) y = pj.forward(dit, x, std::vector<double>{999.0}, *c);
+  });
+  VIDAX_CHECK(ops::all_finite(y), "bench: the PJRT DiT output is not finite");
+  const pjrt::SessionStats s0 = pj.session_stats();
+  out["first_step_seconds"] = first.wall;
+  out["compile_seconds"] = s0.compile_s;
+  out["compiled"] = s0.compiles;
+  out["cache_hit"] = s0.disk_hits > 0;
+  out["lower_seconds"] = s0.lower_s;
+  out["record_seconds"] = pj.record_s();
+  log(std::string("PJRT: first step ") + std::to_string(first.wall) + " s (record " + std::to_string(pj.record_s()) +
+      " s, lower " + std::to_string(s0.lower_s) + " s, " + (s0.disk_hits > 0 ? "compile cache hit " : "compile ") +
+      std::to_string(s0.compile_s) + " s)");
+  std::vector<Sample> steps;
+  for (int rep = 0; rep < opt.repeats; ++rep)
+    for (int s = 0; s < opt.steps; ++s) {
+      const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
+      steps.push_back(timed([&] {
+        for (const TextContext* c : contexts) y = pj.forward(dit, x, std::vector<double>{t}, *c);
+      }));
+      VIDAX_CHECK(ops::all_finite(y), "bench: the PJRT DiT output is not finite");
+      log("PJRT DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall");
+    }
+  if (!steps.empty()) {
+    const json st = stats(steps);
+    out["dit_step"] = st;
+    out["step_seconds_median"] = st["wall_median"];
+    out["step_seconds_min"] = st["wall_min"];
+    out["achieved_flops_per_second"] = step_flops / st["wall_min"].get<double>();
+  }
+  out["session"] = pj.stats_json();
+  VIDAX_CHECK(pj.recompilations() == 0, "bench: the PJRT DiT step was compiled again after the first step ("
+                                            << pj.recompilations() << " recompilations)");
+  return out;
+}
+
+}  // namespace
 
 json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   const Preset& preset = wan::preset(opt.model);
@@ -182,7 +239,11 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
     std::unique_ptr<dist::Mesh> mesh;
     if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
-    const WanDiT dit(cfg, src, precision, mesh.get());
+    VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt", "bench: --device " << opt.device << ": cpu | pjrt");
+    VIDAX_CHECK(opt.device == "pjrt" || opt.cpu_baseline, "bench: --no-cpu-baseline needs --device pjrt");
+    VIDAX_CHECK(opt.device != "pjrt" || !mesh, "bench: --device pjrt with --mesh is not supported (docs/pjrt.md)");
+    const auto dit_ptr = std::make_shared<const WanDiT>(cfg, src, precision, mesh.get());
+    const WanDiT& dit = *dit_ptr;
     r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
     // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
     // are kept in the compute dtype, so in bf16 about half of that stays resident. Quantized
@@ -208,7 +269,21 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     const Sample ctx = timed([&] { text = dit.encode_context(context); });
     r["dit_context_seconds"] = ctx.wall;
     r["dit_context_cpu_seconds"] = ctx.cpu;
+    // --cfg: the negative prompt's context too; a step is one forward per context.
+    std::vector<const TextContext*> contexts{&text};
+    TextContext negative;
+    if (opt.cfg) {
+      negative = dit.encode_context(random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 5));
+      contexts.push_back(&negative);
+    }
+    r["cfg"] = opt.cfg;
+    r["forwards_per_step"] = contexts.size();
 
+    const Tensor x = random_input({cfg.in_dim, lat_f, lat_h, lat_w}, seed + 3);
+    const double flops = dit_step_flops(cfg, tokens) * static_cast<double>(contexts.size());
+    r["step_flops"] = flops;
+    if (opt.device == "pjrt") r["pjrt"] = bench_pjrt(opt, dit_ptr, x, contexts, flops, log);
+    if (opt.cpu_baseline) {
     // Warm-up on a one-token latent: packs every weight (the pack cache is keyed by the
     // weight, not the activation shape) without paying for a full-size step.
     const Tensor tiny = random_input({cfg.in_dim, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2);
@@ -223,13 +298,14 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     log("GEMM peak before the steps (" + std::string(dtype_name(compute)) + "): " +
         std::to_string(peak_before.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
 
-    const Tensor x = random_input({cfg.in_dim, lat_f, lat_h, lat_w}, seed + 3);
     std::vector<Sample> steps;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       for (int s = 0; s < opt.steps; ++s) {
         const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
         Tensor y;
-        steps.push_back(timed([&] { y = dit.forward(x, std::vector<double>{t}, text); }));
+        steps.push_back(timed([&] {
+          for (const TextContext* c : contexts) y = dit.forward(x, std::vector<double>{t}, *c);
+        }));
         VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output is not finite (random weights out of range?)");
         log("DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
             std::to_string(steps.back().cpu) + " s CPU, load " + std::to_string(load_average_1min()));
@@ -250,7 +326,6 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " GFLOP per CPU second");
 
     const json st = stats(steps);
-    const double flops = dit_step_flops(cfg, tokens);
     const int threads = omp_get_max_threads();
     r["dit_step"] = st;
     r["step_seconds_median"] = st["wall_median"];
@@ -281,7 +356,14 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " GFLOP per CPU second; GEMM at " + std::to_string(100 * peak.flops_per_cpu_second / mp.flops_per_cpu_second) +
         " % of it");
 
-    if (opt.profile) {
+    if (r.contains("pjrt")) {
+      const double ratio = r["pjrt"]["step_seconds_median"].get<double>() / st["wall_median"].get<double>();
+      r["pjrt"]["vs_cpu_step_ratio"] = ratio;
+      log("PJRT step / CPU backend step (wall medians, this run): " + std::to_string(ratio));
+    }
+    }  // cpu_baseline
+
+    if (opt.profile && opt.cpu_baseline) {
       log("DiT: profiled step");
       OpProfile prof;
       {
