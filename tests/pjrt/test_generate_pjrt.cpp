@@ -184,3 +184,52 @@ TEST(PjrtGenerate, RefusesOffloadAndAMissingPlugin) {
   }
   EXPECT_FALSE(fs::exists(scratch() / "x.y4m"));
 }
+
+TEST(PjrtCli, ModelsSystemReportsThePluginsPlatformAndVersions) {
+  REQUIRE_PLUGIN();
+  ChildOptions o;
+  o.capture_stdout = true;
+  const CmdResult r = run({"models", "--system", "--pjrt-plugin", VIDAX_PJRT_TEST_PLUGIN}, o);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("PJRT: plugin " + std::string(VIDAX_PJRT_TEST_PLUGIN) + " (PJRT API 0.81, StableHLO 1.13.3, "
+                                                                              "platform cpu), 4 device(s)"),
+            std::string::npos)
+      << r.out;
+  const CmdResult none = run({"models", "--system"}, o);
+  ASSERT_EQ(none.code, 0) << none.err;
+  if (!std::getenv("VIDAX_PJRT_PLUGIN"))
+    EXPECT_NE(none.out.find("no plugin given (--pjrt-plugin FILE or VIDAX_PJRT_PLUGIN)"), std::string::npos) << none.out;
+  const CmdResult bad = run({"models", "--system", "--pjrt-plugin", "/nonexistent/plugin.so"}, o);
+  EXPECT_EQ(bad.code, 1);
+  EXPECT_NE(bad.err.find("/nonexistent/plugin.so"), std::string::npos) << bad.err;
+}
+
+TEST(PjrtCli, BenchTimesTheDiTStepThroughThePluginBesideTheCpuBackend) {
+  REQUIRE_PLUGIN();
+  const std::string cache = (scratch() / "cache-bench").string();
+  ::setenv("VIDAX_PJRT_CACHE", cache.c_str(), 1);
+  ChildOptions o;
+  o.capture_stdout = true;
+  o.timeout_s = 600;
+  auto bench = [&] {
+    const CmdResult r = run({"bench", "--model", "wan2.1-tiny-demo", "--frames", "5", "--height", "32", "--width", "48",
+                             "--steps", "2", "--cfg", "--device", "pjrt", "--pjrt-plugin", VIDAX_PJRT_TEST_PLUGIN,
+                             "--json"},
+                            o);
+    EXPECT_EQ(r.code, 0) << r.err;
+    return r.code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const nlohmann::json a = bench();
+  ASSERT_TRUE(a.contains("pjrt")) << a.dump();
+  EXPECT_EQ(a["pjrt"]["compiled"], 1);
+  EXPECT_EQ(a["pjrt"]["cache_hit"], false);
+  EXPECT_EQ(a["pjrt"]["session"]["recompilations"], 0);
+  EXPECT_EQ(a["pjrt"]["session"]["runs"], 6);  // the first step and 2 timed ones, 2 forwards each (--cfg)
+  EXPECT_EQ(a["pjrt"]["dit_step"]["count"], 2);
+  EXPECT_GT(a["pjrt"]["vs_cpu_step_ratio"].get<double>(), 0);
+  EXPECT_GT(a["pjrt"]["compile_seconds"].get<double>(), 0);
+  EXPECT_EQ(a["forwards_per_step"], 2);
+  const nlohmann::json b = bench();  // a new process: the compile cache
+  EXPECT_EQ(b["pjrt"]["compiled"], 0);
+  EXPECT_EQ(b["pjrt"]["cache_hit"], true);
+}
