@@ -26,8 +26,10 @@
 #include "pipeline/sampler.h"
 #include "translate/lora.h"
 
+#ifdef VIDAX_HAVE_OPENBLAS
 // OpenBLAS keeps its own thread pool beside OpenMP's.
 extern "C" void openblas_set_num_threads(int);
+#endif
 
 namespace vidax::app {
 
@@ -97,7 +99,9 @@ int run_generate(const GenerateArgs& a) {
   check_threads(a.threads);
   if (a.threads > 0) {
     omp_set_num_threads(static_cast<int>(a.threads));
+#ifdef VIDAX_HAVE_OPENBLAS
     openblas_set_num_threads(static_cast<int>(a.threads));
+#endif
   }
   // A mesh run (mpirun ... --mesh): every rank loads its part and runs; rank 0 alone prints and writes.
   dist::Communicator& world = dist::world();
