@@ -61,7 +61,7 @@ CmdResult generate(const std::string& out, const std::vector<std::string>& extra
                                 "--height", "32", "--width", "48", "--steps", "3", "--seed", "42", "-o", out};
   args.insert(args.end(), extra.begin(), extra.end());
   ChildOptions o;
-  ::setenv("VIDAX_PJRT_CACHE", cache.c_str(), 1);  // the child inherits it (never the user's ~/.cache)
+  o.env = {"VIDAX_PJRT_CACHE=" + cache};  // replaces this process's (tests/pjrt/cache_env.cpp): never ~/.cache
   o.timeout_s = 600;
   return run(args, o);
 }
@@ -207,8 +207,8 @@ TEST(PjrtCli, ModelsSystemReportsThePluginsPlatformAndVersions) {
 TEST(PjrtCli, BenchTimesTheDiTStepThroughThePluginBesideTheCpuBackend) {
   REQUIRE_PLUGIN();
   const std::string cache = (scratch() / "cache-bench").string();
-  ::setenv("VIDAX_PJRT_CACHE", cache.c_str(), 1);
   ChildOptions o;
+  o.env = {"VIDAX_PJRT_CACHE=" + cache};
   o.capture_stdout = true;
   o.timeout_s = 600;
   auto bench = [&] {
