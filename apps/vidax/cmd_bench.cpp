@@ -56,6 +56,9 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--pjrt-dot-precision", a->pjrt_dot, "highest (default: fp32 dots as validation needs) | default "
                                                        "(the plugin's own, e.g. TF32/bf16 passes on a GPU)")
       ->check(CLI::IsMember({"highest", "default"}));
+  sub->add_option("--pjrt-attention-block", a->opt.pjrt_attention_block,
+                  "keys per block of the lowered attention's online softmax (default 0: about 256 MiB of fp32 scores)")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--cfg", a->opt.cfg, "a step is two DiT forwards (prompt and negative prompt), as with guidance != 1");
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");

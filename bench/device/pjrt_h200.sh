@@ -11,10 +11,14 @@
 #   bench/device/pjrt_h200.sh --prepare      # -> .deps/host/include: nlohmann/, CLI/, the PJRT C API header (~1.5 MiB)
 # then on the host, from the repository root (with .deps/host carried):
 #   bench/device/pjrt_h200.sh                # env: VIDAX_PJRT_PLUGIN (default: found in python3), STEPS (2),
-#                                            #      BUILD (build-minimal), DOT (default | highest)
+#                                            #      BUILD (build-minimal), DOT (default | highest),
+#                                            #      MODEL, FRAMES, HEIGHT, WIDTH (default the issue's 1.3B 480x832x81),
+#                                            #      ATTN_BLOCK (4096 keys a block of the lowered attention)
 # Logs and bench.json go to $OUT (or ./pjrt-h200-logs); exits non-zero when a golden fails or a phase fails.
-# Not run yet: no GPU machine was lent in the session that wrote it (its build was checked on the CPU host
-# with the CPU plugin standing in: scripts in docs/pjrt.md).
+# Not run on a GPU yet: no machine was lent in the session that wrote it. Dry-run on the CPU host with the
+# CPU plugin standing in (docs/pjrt.md "The GPU host"):
+#   VIDAX_PJRT_PLUGIN=.deps/pjrt/xla_cpu_pjrt.so MODEL=wan2.1-tiny-demo FRAMES=5 HEIGHT=32 WIDTH=48 \
+#     OUT=/tmp/pjrt-dry bench/device/pjrt_h200.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 HOST_INC=.deps/host/include
@@ -36,6 +40,14 @@ LOGS=${OUT:-pjrt-h200-logs}
 BUILD=${BUILD:-build-minimal}
 STEPS=${STEPS:-2}
 DOT=${DOT:-default}
+# The timed shape (the issue's; a dry run on a CPU host: MODEL=wan2.1-tiny-demo FRAMES=5 HEIGHT=32 WIDTH=48).
+MODEL=${MODEL:-wan2.1-t2v-1.3b}
+FRAMES=${FRAMES:-81}
+HEIGHT=${HEIGHT:-480}
+WIDTH=${WIDTH:-832}
+# Keys per block of the lowered attention: 4096 keeps 8 blocks at 32760 tokens (6.4 GB of fp32 scores
+# a block on the 139 GB GPU); 0 = the default (~256 MiB a block: 256 blocks there).
+ATTN_BLOCK=${ATTN_BLOCK:-4096}
 mkdir -p "$LOGS"
 T0=$(date +%s)
 elapsed() { echo $(( $(date +%s) - T0 )); }
@@ -95,18 +107,19 @@ done
 
 # 3. Wan 2.1 1.3B, 480x832x81, CFG: a step is two DiT forwards; compile timed apart.
 left=$(( 570 - $(elapsed) ))
-say "bench: 1.3B 480x832x81 CFG, $STEPS steps, dot precision $DOT (time left ${left} s)"
-if timeout "$left" "$VIDAX" bench --model wan2.1-t2v-1.3b --random-weights --frames 81 --height 480 --width 832 \
-     --steps "$STEPS" --cfg --precision bf16 --device pjrt --no-cpu-baseline --pjrt-dot-precision "$DOT" --json \
+say "bench: $MODEL ${HEIGHT}x${WIDTH}x${FRAMES} CFG, $STEPS steps, dot precision $DOT (time left ${left} s)"
+if timeout "$left" "$VIDAX" bench --model "$MODEL" --random-weights --frames "$FRAMES" --height "$HEIGHT" --width "$WIDTH" \
+     --steps "$STEPS" --cfg --precision bf16 --device pjrt --no-cpu-baseline --pjrt-dot-precision "$DOT" --pjrt-attention-block "$ATTN_BLOCK" --json \
      > "$LOGS/bench.json" 2> "$LOGS/bench.txt"; then
   python3 - "$LOGS/bench.json" <<'PY' | tee -a "$LOGS/summary.txt"
 import json, sys
 r = json.load(open(sys.argv[1])); p = r["pjrt"]
 s = p["step_seconds_median"]; flops = r["step_flops"]
-print(f"Wan 2.1 1.3B {r['width']}x{r['height']}x{r['frames']} ({r['tokens']} tokens), CFG: {s:.3f} s/step "
+print(f"{r['model']} {r['width']}x{r['height']}x{r['frames']} ({r['tokens']} tokens), CFG: {s:.3f} s/step "
       f"(min {p['step_seconds_min']:.3f}), {flops/1e12:.1f} TFLOP/step, MFU {flops/s/989e12*100:.1f} % of 989 TFLOP/s bf16")
 print(f"compile {p['compile_seconds']:.1f} s (cache hit: {p['cache_hit']}), first step {p['first_step_seconds']:.1f} s, "
-      f"platform {p['session']['platform']} {p['session']['platform_version']}, dots {p['session']['dot_precision']}")
+      f"platform {p['session']['platform']} {p['session']['platform_version']}, dots {p['session']['dot_precision']}, "
+      f"attention block {p['attention_block'] or 'auto'}")
 PY
 else
   tail -20 "$LOGS/bench.txt"; say "FAIL: bench (exit or timeout)"; status=1

@@ -55,6 +55,7 @@ struct BenchOptions {
   std::string pjrt_plugin;
   bool cpu_baseline = true;
   bool pjrt_highest = true;      // dot precision HIGHEST (validation); false: the plugin's DEFAULT
+  int64_t pjrt_attention_block = 0;  // keys per block of the lowered attention (0: ~256 MiB of scores)
   // --cfg: a step is two DiT forwards (the prompt and the negative prompt), as generate with guidance != 1.
   bool cfg = false;
 };

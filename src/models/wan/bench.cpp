@@ -86,8 +86,10 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
                 const std::function<void(const std::string&)>& log) {
   pjrt::LowerOptions lower;
   lower.highest = opt.pjrt_highest;
+  lower.attention_block = opt.pjrt_attention_block;
   PjrtDiT pj(pjrt::Plugin::resolve_path(opt.pjrt_plugin), [&](const std::string& m) { log("warning: " + m); }, lower);
   log("PJRT: " + pj.info().str() + ", dot precision " + (lower.highest ? "HIGHEST" : "DEFAULT") +
+      ", attention block " + (lower.attention_block > 0 ? std::to_string(lower.attention_block) + " keys" : "auto") +
       ", compile cache " + (pj.stats_json()["compile_cache"].is_null() ? std::string("off")
                                                                        : pj.stats_json()["compile_cache"].get<std::string>()));
   json out;
@@ -125,6 +127,7 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
     out["achieved_flops_per_second"] = step_flops / st["wall_min"].get<double>();
   }
   out["session"] = pj.stats_json();
+  out["attention_block"] = lower.attention_block;
   VIDAX_CHECK(pj.recompilations() == 0, "bench: the PJRT DiT step was compiled again after the first step ("
                                             << pj.recompilations() << " recompilations)");
   return out;
