@@ -264,6 +264,7 @@ std::string bench_report_text(const json& r) {
       o << "; step " << p["step_seconds_median"].get<double>() << " s wall median ("
         << p["step_seconds_min"].get<double>() << " min)";
     if (p.contains("vs_cpu_step_ratio")) o << "; " << p["vs_cpu_step_ratio"].get<double>() << "x the CPU backend's step";
+    if (p.contains("vs_cpu_output_rel_l2")) o << "; output vs CPU rel_l2 " << p["vs_cpu_output_rel_l2"].get<double>();
     o << "\n";
   }
   if (r.contains("dit_profile")) o << "  profile          " << r["dit_profile"]["summary"].dump() << "\n";

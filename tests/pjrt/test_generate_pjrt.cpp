@@ -213,7 +213,8 @@ TEST(PjrtCli, BenchTimesTheDiTStepThroughThePluginBesideTheCpuBackend) {
   o.timeout_s = 600;
   auto bench = [&] {
     const CmdResult r = run({"bench", "--model", "wan2.1-tiny-demo", "--frames", "5", "--height", "32", "--width", "48",
-                             "--steps", "2", "--cfg", "--device", "pjrt", "--pjrt-plugin", VIDAX_PJRT_TEST_PLUGIN,
+                             "--steps", "2", "--cfg", "--precision", "fp32", "--device", "pjrt", "--pjrt-plugin",
+                             VIDAX_PJRT_TEST_PLUGIN,
                              "--json"},
                             o);
     EXPECT_EQ(r.code, 0) << r.err;
@@ -229,6 +230,8 @@ TEST(PjrtCli, BenchTimesTheDiTStepThroughThePluginBesideTheCpuBackend) {
   EXPECT_GT(a["pjrt"]["vs_cpu_step_ratio"].get<double>(), 0);
   EXPECT_GT(a["pjrt"]["compile_seconds"].get<double>(), 0);
   EXPECT_EQ(a["forwards_per_step"], 2);
+  // The same step through both (fp32): the program at the bench's size computes what the CPU does.
+  EXPECT_LE(a["pjrt"]["vs_cpu_output_rel_l2"].get<double>(), 1e-5) << a["pjrt"].dump();
   const nlohmann::json b = bench();  // a new process: the compile cache
   EXPECT_EQ(b["pjrt"]["compiled"], 0);
   EXPECT_EQ(b["pjrt"]["cache_hit"], true);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -78,12 +79,19 @@ double dit_weight_bytes(const DiTConfig& cfg, DType dtype) {
 
 namespace {
 
+double rel_l2(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) num += (x[i] - y[i]) * (x[i] - y[i]), den += y[i] * y[i];
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
 // The DiT steps through PJRT (--device pjrt): the first call records, lowers and compiles (or loads
 // from the compile cache), timed apart; then opt.steps x opt.repeats steps, each one forward per
 // context, timed on the wall clock (the device's own time is not visible to us).
 json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& dit, const Tensor& x,
                 const std::vector<const TextContext*>& contexts, double step_flops,
-                const std::function<void(const std::string&)>& log) {
+                const std::function<void(const std::string&)>& log, Tensor* first_output) {
   pjrt::LowerOptions lower;
   lower.highest = opt.pjrt_highest;
   lower.attention_block = opt.pjrt_attention_block;
@@ -99,6 +107,7 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
     for (const TextContext* c : contexts) y = pj.forward(dit, x, std::vector<double>{999.0}, *c);
   });
   VIDAX_CHECK(ops::all_finite(y), "bench: the PJRT DiT output is not finite");
+  *first_output = y;  // t = 999, the last context: compared with the CPU backend's first step
   const pjrt::SessionStats s0 = pj.session_stats();
   out["first_step_seconds"] = first.wall;
   out["compile_seconds"] = s0.compile_s;
@@ -285,7 +294,8 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     const Tensor x = random_input({cfg.in_dim, lat_f, lat_h, lat_w}, seed + 3);
     const double flops = dit_step_flops(cfg, tokens) * static_cast<double>(contexts.size());
     r["step_flops"] = flops;
-    if (opt.device == "pjrt") r["pjrt"] = bench_pjrt(opt, dit_ptr, x, contexts, flops, log);
+    Tensor pjrt_first;  // the PJRT output of the first step (t = 999, the last context)
+    if (opt.device == "pjrt") r["pjrt"] = bench_pjrt(opt, dit_ptr, x, contexts, flops, log, &pjrt_first);
     if (opt.cpu_baseline) {
     // Warm-up on a one-token latent: packs every weight (the pack cache is keyed by the
     // weight, not the activation shape) without paying for a full-size step.
@@ -310,6 +320,15 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
           for (const TextContext* c : contexts) y = dit.forward(x, std::vector<double>{t}, *c);
         }));
         VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output is not finite (random weights out of range?)");
+        if (rep == 0 && s == 0 && pjrt_first.defined()) {
+          // The same step through both: a check of the PJRT program at this size (the CPU backend
+          // computes in --precision, the lowering in f32: a bf16 run differs at bf16's level).
+          const double e = rel_l2(pjrt_first, y);
+          r["pjrt"]["vs_cpu_output_rel_l2"] = e;
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.3g", e);
+          log(std::string("PJRT vs CPU backend, the same step's output: rel_l2 ") + buf);
+        }
         log("DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
             std::to_string(steps.back().cpu) + " s CPU, load " + std::to_string(load_average_1min()));
       }
