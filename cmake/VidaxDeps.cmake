@@ -1,25 +1,86 @@
 # Third-party dependencies, all from Debian 12 packages (scripts/install-deps.sh).
+#
+# VIDAX_MINIMAL=ON (bench/device/, docs/pjrt.md "The GPU host"): the engine without its optional
+# dependencies, for a host with a compiler, cmake and ninja but no Debian -dev packages. It turns
+# these off (each can also be switched alone): VIDAX_OPENBLAS (the fp32 GEMM falls back to the
+# engine's own loop when oneDNN is absent too), VIDAX_LIBZIP (.pth files), VIDAX_LIBAV (video files:
+# write the latents), VIDAX_SENTENCEPIECE (the UMT5 tokenizer: no text prompts), VIDAX_SERVE
+# (`vidax serve`: cpp-httplib, SQLite). What stays: nlohmann_json and CLI11 (header-only; found as
+# packages, else as headers under VIDAX_EXTRA_INCLUDE_DIR), Threads and OpenMP (the compiler's).
+# `vidax parity` (safetensors goldens), `vidax bench` (random weights) and --device pjrt all work.
+option(VIDAX_MINIMAL "Build without the optional dependencies (see cmake/VidaxDeps.cmake)" OFF)
+if(VIDAX_MINIMAL)
+  set(_vidax_optional_default OFF)
+else()
+  set(_vidax_optional_default ON)
+endif()
+option(VIDAX_OPENBLAS "Use OpenBLAS for the fp32 GEMM (off: oneDNN, else the engine's own loop)" ${_vidax_optional_default})
+option(VIDAX_LIBZIP "Read .pth checkpoints (libzip)" ${_vidax_optional_default})
+option(VIDAX_LIBAV "Write and read video files (FFmpeg's libav*)" ${_vidax_optional_default})
+option(VIDAX_SENTENCEPIECE "The UMT5 tokenizer (sentencepiece)" ${_vidax_optional_default})
+option(VIDAX_SERVE "Build `vidax serve` (cpp-httplib, SQLite)" ${_vidax_optional_default})
+set(VIDAX_EXTRA_INCLUDE_DIR "" CACHE PATH "Where header-only dependencies (nlohmann/json.hpp, CLI/CLI.hpp) are looked for when no package provides them")
+
 find_package(Threads REQUIRED)
 find_package(OpenMP REQUIRED)
-find_package(PkgConfig REQUIRED)
-find_package(nlohmann_json 3.10 REQUIRED)
-find_package(CLI11 CONFIG REQUIRED)
 
-pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
-pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
-pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
+# Header-only packages: the Debian package's CMake config, else the header under VIDAX_EXTRA_INCLUDE_DIR.
+function(vidax_header_only target header)
+  if(TARGET ${target})
+    return()
+  endif()
+  find_path(_vidax_hdr_${target} ${header} HINTS ${VIDAX_EXTRA_INCLUDE_DIR} NO_CACHE)
+  if(NOT _vidax_hdr_${target})
+    message(FATAL_ERROR "vidax: ${header} not found: install the package, or pass -DVIDAX_EXTRA_INCLUDE_DIR=<dir holding ${header}>")
+  endif()
+  add_library(${target} INTERFACE IMPORTED GLOBAL)
+  target_include_directories(${target} INTERFACE ${_vidax_hdr_${target}})
+  message(STATUS "vidax: ${header} from ${_vidax_hdr_${target}}")
+endfunction()
+if(VIDAX_MINIMAL)
+  find_package(nlohmann_json 3.10 QUIET)
+  find_package(CLI11 CONFIG QUIET)
+else()
+  find_package(nlohmann_json 3.10 REQUIRED)
+  find_package(CLI11 CONFIG REQUIRED)
+endif()
+vidax_header_only(nlohmann_json::nlohmann_json nlohmann/json.hpp)
+vidax_header_only(CLI11::CLI11 CLI/CLI.hpp)
+
+if(VIDAX_OPENBLAS OR VIDAX_LIBZIP OR VIDAX_LIBAV OR VIDAX_SENTENCEPIECE OR VIDAX_SERVE)
+  find_package(PkgConfig REQUIRED)
+endif()
+if(VIDAX_LIBZIP)
+  pkg_check_modules(LIBZIP REQUIRED IMPORTED_TARGET libzip)
+endif()
+if(VIDAX_OPENBLAS)
+  pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
+endif()
+if(VIDAX_SENTENCEPIECE)
+  pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+endif()
+if(VIDAX_LIBAV)
+  pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
+endif()
 # `vidax serve` (src/serve): the HTTP server and the job database. Debian builds cpp-httplib as a
 # library; its .pc carries the feature defines the header must be compiled with.
-pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
-pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
-find_package(dnnl CONFIG QUIET)
+if(VIDAX_SERVE)
+  pkg_check_modules(HTTPLIB REQUIRED IMPORTED_TARGET cpp-httplib)
+  pkg_check_modules(SQLITE3 REQUIRED IMPORTED_TARGET sqlite3)
+endif()
+if(NOT VIDAX_MINIMAL)
+  find_package(dnnl CONFIG QUIET)
+endif()
 if(dnnl_FOUND)
   message(STATUS "vidax: oneDNN ${dnnl_VERSION} found")
-else()
+elseif(VIDAX_OPENBLAS)
   message(STATUS "vidax: oneDNN not found, GEMM uses OpenBLAS only")
+else()
+  message(STATUS "vidax: no oneDNN, no OpenBLAS: the fp32 GEMM is the engine's own loop (slow; the minimal build)")
 endif()
-find_package(MPI COMPONENTS CXX)
+if(NOT VIDAX_MINIMAL)
+  find_package(MPI COMPONENTS CXX)
+endif()
 
 # CUDA: optional at configure time.
 set(VIDAX_HAVE_CUDA OFF)

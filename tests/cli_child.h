@@ -47,7 +47,14 @@ struct Child {
 
 inline Child spawn(const std::vector<std::string>& args, const ChildOptions& opt = {}) {
   std::vector<std::string> envs;
-  for (char** e = environ; *e; ++e) envs.emplace_back(*e);
+  // opt.env replaces a variable of the same name (getenv takes the first: an appended copy was ignored).
+  auto overridden = [&](const std::string& e) {
+    for (const auto& o : opt.env)
+      if (o.substr(0, o.find('=') + 1) == e.substr(0, e.find('=') + 1)) return true;
+    return false;
+  };
+  for (char** e = environ; *e; ++e)
+    if (!overridden(*e)) envs.emplace_back(*e);
   envs.insert(envs.end(), opt.env.begin(), opt.env.end());
   std::vector<char*> envp, argv{const_cast<char*>(vidax_binary().c_str())};
   for (auto& e : envs) envp.push_back(e.data());

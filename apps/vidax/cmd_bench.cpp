@@ -21,6 +21,8 @@ Command add_bench(CLI::App& app) {
     bool random_weights = true;
     int threads = 0;
     bool json = false;
+    std::string pjrt_dot = "highest";
+    bool no_cpu_baseline = false;
   };
   auto a = std::make_shared<Args>();
   a->opt.model = "wan2.1-t2v-1.3b";  // the model users bench first
@@ -44,11 +46,27 @@ Command add_bench(CLI::App& app) {
                   "make the DiT's random matrices directly in a GGUF block type and compute on them "
                   "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k; default: fp32 drawn, cast to --precision)")
       ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
+  sub->add_option("--device", a->opt.device,
+                  "cpu (default), or pjrt: also time the DiT steps through a PJRT plugin (compile apart) and "
+                  "report their ratio to the CPU backend's (docs/pjrt.md)")
+      ->check(CLI::IsMember({"cpu", "pjrt"}));
+  sub->add_option("--pjrt-plugin", a->opt.pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
+  sub->add_flag("--no-cpu-baseline", a->no_cpu_baseline,
+                "with --device pjrt: skip the CPU backend's steps (a size the CPU cannot run in time)");
+  sub->add_option("--pjrt-dot-precision", a->pjrt_dot, "highest (default: fp32 dots as validation needs) | default "
+                                                       "(the plugin's own, e.g. TF32/bf16 passes on a GPU)")
+      ->check(CLI::IsMember({"highest", "default"}));
+  sub->add_option("--pjrt-attention-block", a->opt.pjrt_attention_block,
+                  "keys per block of the lowered attention's online softmax (default 0: about 256 MiB of fp32 scores)")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_flag("--cfg", a->opt.cfg, "a step is two DiT forwards (prompt and negative prompt), as with guidance != 1");
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
   return {sub, [a]() {
             pipeline::check_threads(a->threads);  // generate's bound: huge counts crash the OpenMP runtime
             if (a->threads > 0) omp_set_num_threads(a->threads);
+            a->opt.pjrt_highest = a->pjrt_dot == "highest";
+            a->opt.cpu_baseline = !a->no_cpu_baseline;
             const nlohmann::json r = engine::run_bench(
                 a->opt, [](const std::string& line) { std::fprintf(stderr, "[bench] %s\n", line.c_str()); });
             if (a->json && dist::world().rank() == 0) std::printf("%s\n", r.dump(2).c_str());

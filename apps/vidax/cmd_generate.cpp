@@ -30,8 +30,10 @@
 #include "pipeline/sampler.h"
 #include "translate/lora.h"
 
+#ifdef VIDAX_HAVE_OPENBLAS
 // OpenBLAS keeps its own thread pool beside OpenMP's.
 extern "C" void openblas_set_num_threads(int);
+#endif
 
 namespace vidax::app {
 
@@ -55,6 +57,8 @@ struct GenerateArgs {
   std::string record;             // --record DIR: every noise drawn and each step's latent (pipeline/record.h)
   std::string replay;             // --replay DIR: run a record's request on its noise, compare each step
   std::optional<double> replay_tolerance;  // the bound on a step's relative L2 (default per precision)
+  std::string device = "cpu";     // where the DiT's steps run: cpu | pjrt (docs/pjrt.md)
+  std::string pjrt_plugin;        // --pjrt-plugin (else $VIDAX_PJRT_PLUGIN)
 };
 
 // What the run is doing now, for an out-of-memory message.
@@ -161,7 +165,9 @@ int run_generate(const GenerateArgs& a) {
   check_threads(a.threads);
   if (a.threads > 0) {
     omp_set_num_threads(static_cast<int>(a.threads));
+#ifdef VIDAX_HAVE_OPENBLAS
     openblas_set_num_threads(static_cast<int>(a.threads));
+#endif
   }
   // A mesh run (mpirun ... --mesh): every rank loads its part and runs; rank 0 alone prints and writes.
   dist::Communicator& world = dist::world();
@@ -287,6 +293,8 @@ int run_generate(const GenerateArgs& a) {
   lo.denoiser = Residency::FreeAfterUse;
   lo.loras = loras;
   lo.lora.allow_unmatched = a.lora_allow_unmatched;
+  lo.device = a.device;
+  lo.pjrt_plugin = a.pjrt_plugin;
   LoadedModel loaded = model.family->load(lo);
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
@@ -343,6 +351,7 @@ int run_generate(const GenerateArgs& a) {
   }
   if (bar) bar->finish();
   if (decode_bar) decode_bar->finish();
+  if (loaded.parts.device_report) note(loaded.parts.device_report());
   if (!lead) return 0;
   if (replayer) replayer->finish(res);
   g_phase = "writing " + out_path;
@@ -383,7 +392,8 @@ int run_generate(const GenerateArgs& a) {
                           {"text", res.seconds_text},
                           {"denoise", res.seconds_denoise},
                           {"decode", res.seconds_decode}}},
-                        {"memory", memory_json(checked.memory, budget, req)}};
+                        {"memory", memory_json(checked.memory, budget, req)},
+                        {"device", loaded.parts.device_json ? loaded.parts.device_json() : nlohmann::json{{"device", "cpu"}}}};
   if (recorder) {
     RecordHeader h;
     h.producer = {{"name", "vidax"}, {"version", VIDAX_VERSION}, {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())}};
@@ -498,6 +508,11 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--replay-tolerance", a->replay_tolerance,
                   "Bound on each step's latent relative L2 against the record (default 1e-5 at fp32, 1e-2 when "
                   "the record or the replay is bf16)");
+  sub->add_option("--device", a->device,
+                  "Where the DiT's steps run: cpu (default) or pjrt (compiled once through a PJRT plugin; the text "
+                  "encoder and the VAE stay on the CPU; docs/pjrt.md)")
+      ->check(CLI::IsMember({"cpu", "pjrt"}));
+  sub->add_option("--pjrt-plugin", a->pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
   return {sub, [a]() -> int {
             try {

@@ -15,9 +15,23 @@
 
 #include "commands.h"
 #include "core/error.h"
+#ifdef VIDAX_HAVE_SERVE
 #include "serve/server.h"
+#endif
 
 namespace vidax::app {
+
+#ifndef VIDAX_HAVE_SERVE
+// Built without `vidax serve` (VIDAX_SERVE=OFF or VIDAX_MINIMAL): the command exists and says so.
+Command add_serve(CLI::App& app) {
+  CLI::App* sub = app.add_subcommand("serve", "HTTP video API (not in this build: VIDAX_SERVE=OFF)");
+  sub->allow_extras();
+  return {sub, []() -> int {
+            throw Error("vidax serve: this vidax was built without it (VIDAX_SERVE=OFF or VIDAX_MINIMAL: no "
+                        "cpp-httplib, no SQLite); rebuild with -DVIDAX_SERVE=ON");
+          }};
+}
+#else
 
 namespace {
 
@@ -128,5 +142,7 @@ Command add_serve(CLI::App& app) {
       ->capture_default_str();
   return {sub, [a]() -> int { return run_serve(*a); }};
 }
+
+#endif  // VIDAX_HAVE_SERVE
 
 }  // namespace vidax::app

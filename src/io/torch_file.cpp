@@ -1,7 +1,9 @@
 // torch.save checkpoints: the zip format (torch >= 1.6: <archive>/data.pkl
 // plus one member <archive>/data/<key> per storage, stored uncompressed and
 // 64-byte aligned) and the legacy stream (pickles followed by raw storages).
+#ifdef VIDAX_HAVE_LIBZIP
 #include <zip.h>
+#endif
 
 #include <cstring>
 #include <mutex>
@@ -15,6 +17,7 @@
 
 namespace vidax::io {
 
+#ifdef VIDAX_HAVE_LIBZIP
 namespace {
 
 // Where a storage's bytes are: a range of the mapped file (zero-copy), or a
@@ -294,4 +297,12 @@ SourceFile read_torch_file(const std::string& path) {
   }
 }
 
+#else  // VIDAX_HAVE_LIBZIP: built without libzip (VIDAX_LIBZIP off, VIDAX_MINIMAL)
+
+SourceFile read_torch_file(const std::string& path) {
+  throw Error(msg() << path << ": this vidax was built without libzip (VIDAX_LIBZIP=OFF or VIDAX_MINIMAL), so it "
+                    << "cannot read .pth checkpoints; rebuild with it, or convert the file to .safetensors");
+}
+
+#endif  // VIDAX_HAVE_LIBZIP
 }  // namespace vidax::io

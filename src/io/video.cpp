@@ -14,7 +14,9 @@
 #include <memory>
 #include <mutex>
 
+#ifdef VIDAX_HAVE_LIBAV
 #include "io/video_av.h"
+#endif
 
 namespace fs = std::filesystem;
 
@@ -113,6 +115,7 @@ void PendingOutput::commit() {
   committed_ = true;
 }
 
+#ifdef VIDAX_HAVE_LIBAV
 // ---- MP4 ------------------------------------------------------------------------
 
 namespace {
@@ -291,6 +294,21 @@ void write_y4m(const std::string& path, const RgbVideo& video, const VideoWriteO
   if (opt.poll) opt.poll();
   out.commit();
 }
+
+#else  // VIDAX_HAVE_LIBAV: built without FFmpeg's libav* (VIDAX_LIBAV off, VIDAX_MINIMAL)
+
+namespace {
+[[noreturn]] void no_libav(const std::string& path) {
+  throw Error(msg() << path << ": this vidax was built without FFmpeg's libav* (VIDAX_LIBAV=OFF or VIDAX_MINIMAL), "
+                    << "so it writes no video files; rebuild with it, or write the latents (--output-format latents)");
+}
+}  // namespace
+
+void write_mp4(const std::string& path, const RgbVideo&, const VideoWriteOptions&) { no_libav(path); }
+void write_png_frames(const std::string& path, const RgbVideo&, const VideoWriteOptions&) { no_libav(path); }
+void write_y4m(const std::string& path, const RgbVideo&, const VideoWriteOptions&) { no_libav(path); }
+
+#endif  // VIDAX_HAVE_LIBAV
 
 void write_video(const std::string& path, VideoFormat format, const RgbVideo& video,
                  const VideoWriteOptions& opt) {

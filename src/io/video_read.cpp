@@ -2,9 +2,12 @@
 #include <algorithm>
 
 #include "io/video.h"
+#ifdef VIDAX_HAVE_LIBAV
 #include "io/video_av.h"
+#endif
 
 namespace vidax::io {
+#ifdef VIDAX_HAVE_LIBAV
 
 namespace {
 
@@ -101,6 +104,15 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
   sws_freeContext(sws);
   return info;
 }
+
+#else  // VIDAX_HAVE_LIBAV
+
+VideoFileInfo read_video(const std::string& path, RgbVideo*) {
+  throw Error(msg() << path << ": this vidax was built without FFmpeg's libav* (VIDAX_LIBAV=OFF or VIDAX_MINIMAL), "
+                    << "so it reads no video files");
+}
+
+#endif  // VIDAX_HAVE_LIBAV
 
 Tensor read_image(const std::string& path, const std::string& what) {
   RgbVideo rgb;

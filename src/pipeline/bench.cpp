@@ -255,6 +255,18 @@ std::string bench_report_text(const json& r) {
     if (r.contains("step_vs_gemm")) o << "; step at " << 100 * r["step_vs_gemm"].get<double>() << " % of the GEMM rate";
     o << "\n";
   }
+  if (r.contains("pjrt")) {
+    const json& p = r["pjrt"];
+    o << "  PJRT             " << p["session"]["platform"].get<std::string>() << " plugin, "
+      << (p["cache_hit"].get<bool>() ? "compile cache hit " : "compile ") << p["compile_seconds"].get<double>()
+      << " s (first step " << p["first_step_seconds"].get<double>() << " s)";
+    if (p.contains("step_seconds_median"))
+      o << "; step " << p["step_seconds_median"].get<double>() << " s wall median ("
+        << p["step_seconds_min"].get<double>() << " min)";
+    if (p.contains("vs_cpu_step_ratio")) o << "; " << p["vs_cpu_step_ratio"].get<double>() << "x the CPU backend's step";
+    if (p.contains("vs_cpu_output_rel_l2")) o << "; output vs CPU rel_l2 " << p["vs_cpu_output_rel_l2"].get<double>();
+    o << "\n";
+  }
   if (r.contains("dit_profile")) o << "  profile          " << r["dit_profile"]["summary"].dump() << "\n";
   if (r.contains("vae_decode"))
     o << "  VAE decode       " << r["vae_seconds"].get<double>() << " s wall median, "

@@ -48,6 +48,16 @@ struct BenchOptions {
   // type (q8_0, q4_k, ...): the denoiser's matrices are made in it (io::quant_decision picks
   // which, as `vidax convert` does) and computed on without widening.
   std::string weights_dtype;
+  // --device pjrt (docs/pjrt.md): the DiT steps are also timed through the PJRT plugin at
+  // pjrt_plugin (compile time apart), and their ratio to the CPU backend's steps of the same run
+  // is reported; cpu_baseline false skips the CPU steps (a size the CPU cannot run in time).
+  std::string device = "cpu";
+  std::string pjrt_plugin;
+  bool cpu_baseline = true;
+  bool pjrt_highest = true;      // dot precision HIGHEST (validation); false: the plugin's DEFAULT
+  int64_t pjrt_attention_block = 0;  // keys per block of the lowered attention (0: ~256 MiB of scores)
+  // --cfg: a step is two DiT forwards (the prompt and the negative prompt), as generate with guidance != 1.
+  bool cfg = false;
 };
 
 // ---- clocks and machine facts ----

@@ -89,6 +89,10 @@ struct LoadOptions {
   // LoRAs merged into the denoiser's weights at load, in order, each with its scale (docs/lora.md).
   std::vector<translate::LoraSpec> loras;
   translate::LoraOptions lora;
+  // Where the denoiser's steps run (docs/pjrt.md): "cpu" (the CPU backend) or "pjrt" (recorded,
+  // compiled once through the PJRT plugin at pjrt_plugin; the other parts stay on the CPU).
+  std::string device = "cpu";
+  std::string pjrt_plugin;
 };
 
 struct LoadedModel {

@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -105,6 +106,10 @@ struct Parts {
   // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
   // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
   dist::Communicator* cfg_group = nullptr;
+  // Where the denoiser ran and what it cost there (e.g. --device pjrt: the plugin, compiles,
+  // compile-cache hits, recompilations), for the run's record; empty on the CPU backend.
+  std::function<std::string()> device_report;  // one line for the log
+  std::function<nlohmann::json()> device_json; // the same as a JSON object
 };
 
 }  // namespace vidax::pipeline

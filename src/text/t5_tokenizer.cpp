@@ -1,6 +1,8 @@
 #include "text/t5_tokenizer.h"
 
+#ifdef VIDAX_HAVE_SENTENCEPIECE
 #include <sentencepiece_processor.h>
+#endif
 
 #include <algorithm>
 #include <filesystem>
@@ -11,6 +13,7 @@
 #include "text/text_clean.h"
 
 namespace vidax::text {
+#ifdef VIDAX_HAVE_SENTENCEPIECE
 namespace {
 
 namespace fs = std::filesystem;
@@ -202,4 +205,23 @@ TokenizedBatch T5Tokenizer::encode_batch(const std::vector<std::string>& prompts
   return b;
 }
 
+#else  // VIDAX_HAVE_SENTENCEPIECE: built without sentencepiece (VIDAX_SENTENCEPIECE off, VIDAX_MINIMAL)
+
+namespace {
+[[noreturn]] void no_sentencepiece(const std::string& what) {
+  throw Error(msg() << what << ": this vidax was built without sentencepiece (VIDAX_SENTENCEPIECE=OFF or VIDAX_MINIMAL), "
+                    << "so it has no UMT5 tokenizer; rebuild with it, or pass the context directly (parity files)");
+}
+}  // namespace
+
+T5Tokenizer T5Tokenizer::load(const std::string& path) { no_sentencepiece("tokenizer " + path); }
+int64_t T5Tokenizer::vocab_size() const { no_sentencepiece(model_path_); }
+int64_t T5Tokenizer::piece_count() const { no_sentencepiece(model_path_); }
+std::vector<int64_t> T5Tokenizer::tokenize(std::string_view) const { no_sentencepiece(model_path_); }
+TokenizedPrompt T5Tokenizer::encode(std::string_view, int64_t, PromptClean) const { no_sentencepiece(model_path_); }
+TokenizedBatch T5Tokenizer::encode_batch(const std::vector<std::string>&, int64_t, PromptClean) const {
+  no_sentencepiece(model_path_);
+}
+
+#endif  // VIDAX_HAVE_SENTENCEPIECE
 }  // namespace vidax::text

@@ -16,3 +16,5 @@ if(VIDAX_HAVE_PJRT)
   endforeach()
   target_compile_definitions(test_pjrt PRIVATE VIDAX_PJRT_FAKE_DIR="${CMAKE_BINARY_DIR}/tests/pjrt")
 endif()
+# test_generate_pjrt runs the built CLI (bin/vidax) as a child process: build it first.
+add_dependencies(test_pjrt vidax_app)

@@ -10,7 +10,9 @@
 // way in. The output is rounded once (RNE) into x's dtype.
 #include "backend/cpu/gemm.h"
 
+#ifdef VIDAX_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <algorithm>
 #include <cstdlib>
@@ -421,12 +423,46 @@ void sgemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const f
       for (int64_t m = 0; m < M; ++m) std::fill(C + m * ldc, C + m * ldc + N, 0.0f);
     return;
   }
+#ifdef VIDAX_HAVE_OPENBLAS
   cblas_sgemm(CblasRowMajor, CblasNoTrans, b_transposed ? CblasTrans : CblasNoTrans, static_cast<blasint>(M),
               static_cast<blasint>(N), static_cast<blasint>(K), 1.0f, A, static_cast<blasint>(lda), B,
               static_cast<blasint>(ldb), accumulate ? 1.0f : 0.0f, C, static_cast<blasint>(ldc));
+#else
+  // Neither oneDNN nor OpenBLAS (the minimal build, VIDAX_MINIMAL): the engine's own loop, fp32
+  // accumulation, rows in parallel. Correct and slow: it serves the CPU parts of a device run.
+#pragma omp parallel for schedule(static)
+  for (int64_t m = 0; m < M; ++m) {
+    float* c = C + m * ldc;
+    const float* a = A + m * lda;
+    if (b_transposed) {
+      for (int64_t n = 0; n < N; ++n) {
+        const float* b = B + n * ldb;
+        float s[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8)
+          for (int j = 0; j < 8; ++j) s[j] += a[k + j] * b[k + j];
+        float acc = ((s[0] + s[1]) + (s[2] + s[3])) + ((s[4] + s[5]) + (s[6] + s[7]));
+        for (; k < K; ++k) acc += a[k] * b[k];
+        c[n] = accumulate ? c[n] + acc : acc;
+      }
+    } else {
+      std::vector<float> row(static_cast<size_t>(N), 0.0f);
+      for (int64_t k = 0; k < K; ++k) {
+        const float av = a[k];
+        const float* b = B + k * ldb;
+        for (int64_t n = 0; n < N; ++n) row[static_cast<size_t>(n)] += av * b[n];
+      }
+      for (int64_t n = 0; n < N; ++n) c[n] = accumulate ? c[n] + row[static_cast<size_t>(n)] : row[static_cast<size_t>(n)];
+    }
+  }
+#endif
 }
 
+#ifdef VIDAX_HAVE_OPENBLAS
 std::string gemm_library() { return "openblas"; }
+#else
+std::string gemm_library() { return "vidax loop (no oneDNN, no OpenBLAS: the minimal build)"; }
+#endif
 void set_amx_gemm_enabled(bool) {}
 void set_amx_gemm_policy(AmxGemmPolicy) {}
 uint64_t amx_gemm_calls() { return 0; }

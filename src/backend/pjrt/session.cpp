@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "core/error.h"
@@ -127,13 +128,33 @@ const Buffer& Session::resident(const Trace& trace, const OpRecord& r) {
   return it->second.device;
 }
 
-std::vector<Tensor> Session::run(const Trace& trace, const std::vector<Tensor>& outputs,
-                                 const std::vector<std::pair<Tensor, Tensor>>& inputs, const LowerOptions& opt) {
+std::shared_ptr<const Program> Session::prepare(const Trace& trace, const std::vector<Tensor>& outputs,
+                                                const std::vector<Tensor>& inputs, const LowerOptions& opt) {
   std::vector<int64_t> out_ids;
   for (const Tensor& t : outputs) out_ids.push_back(trace_id(trace, t));
-  const Lowered L = lower_to_stablehlo(trace, out_ids, opt);
-  const Executable& exe = executable(L.mlir);
+  auto p = std::make_shared<Program>();
+  const auto t0 = std::chrono::steady_clock::now();
+  p->lowered = lower_to_stablehlo(trace, out_ids, opt);
+  ++stats_.lowerings;
+  stats_.lower_s += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  p->key = cache_key(p->lowered.mlir);
+  p->exe = &executable(p->lowered.mlir);
+  std::set<int64_t> bound;
+  for (const Tensor& m : inputs)
+    if (auto it = trace.meta_ids.find(m.meta_value()); it != trace.meta_ids.end()) bound.insert(it->second);
+  for (int64_t id : p->lowered.args) {
+    const OpRecord& r = trace.ops[static_cast<size_t>(id)];
+    const bool input = r.kind == OpKind::Input || (r.kind == OpKind::Param && bound.count(r.id));
+    VIDAX_CHECK(!(r.kind == OpKind::Input && !bound.count(r.id)),
+                "PJRT: the program's input " << r.str() << " has no host value bound");
+    p->resident.push_back(input ? nullptr : &resident(trace, r));
+  }
+  return p;
+}
 
+std::vector<Tensor> Session::run(const Program& program, const Trace& trace,
+                                 const std::vector<std::pair<Tensor, Tensor>>& inputs) {
+  const Lowered& L = program.lowered;
   std::map<int64_t, const Tensor*> bound;
   for (const auto& [meta, host] : inputs) {
     auto it = trace.meta_ids.find(meta.meta_value());
@@ -143,20 +164,20 @@ std::vector<Tensor> Session::run(const Trace& trace, const std::vector<Tensor>& 
   staged.reserve(L.args.size());
   std::vector<const Buffer*> args;
   for (size_t i = 0; i < L.args.size(); ++i) {
-    const OpRecord& r = trace.ops[L.args[i]];
-    if (r.kind == OpKind::Input || (r.kind == OpKind::Param && bound.count(r.id))) {
-      auto b = bound.find(r.id);
-      VIDAX_CHECK(b != bound.end(), "PJRT: the program's input " << r.str() << " has no host value bound");
-      const Tensor& h = *b->second;
-      VIDAX_CHECK(h.shape() == r.output.shape && h.dtype() == r.output.dtype,
-                  "PJRT: the input " << r.str() << " is bound to " << h.str());
-      staged.push_back(client_->upload(h));
-      args.push_back(&staged.back());
-    } else {
-      args.push_back(&resident(trace, r));
+    if (program.resident[i]) {
+      args.push_back(program.resident[i]);
+      continue;
     }
+    const OpRecord& r = trace.ops[static_cast<size_t>(L.args[i])];
+    auto b = bound.find(r.id);
+    VIDAX_CHECK(b != bound.end(), "PJRT: the program's input " << r.str() << " has no host value bound");
+    const Tensor& h = *b->second;
+    VIDAX_CHECK(h.shape() == r.output.shape && h.dtype() == r.output.dtype,
+                "PJRT: the input " << r.str() << " is bound to " << h.str());
+    staged.push_back(client_->upload(h));
+    args.push_back(&staged.back());
   }
-  std::vector<Buffer> res = exe.execute(args);
+  std::vector<Buffer> res = program.exe->execute(args);
   ++stats_.runs;
   VIDAX_CHECK(res.size() == L.outputs.size(), "PJRT " << client_->info().str() << ": the program returned "
                                                        << res.size() << " results for " << L.outputs.size());
@@ -168,6 +189,14 @@ std::vector<Tensor> Session::run(const Trace& trace, const std::vector<Tensor>& 
     host.push_back(res[i].to_host());
   }
   return host;
+}
+
+std::vector<Tensor> Session::run(const Trace& trace, const std::vector<Tensor>& outputs,
+                                 const std::vector<std::pair<Tensor, Tensor>>& inputs, const LowerOptions& opt) {
+  std::vector<Tensor> metas;
+  for (const auto& [meta, host] : inputs) metas.push_back(meta);
+  const auto program = prepare(trace, outputs, metas, opt);
+  return run(*program, trace, inputs);
 }
 
 }  // namespace vidax::pjrt

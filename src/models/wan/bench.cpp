@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "dist/mesh.h"
 #include "io/quant_policy.h"
 #include "models/wan/dit.h"
+#include "models/wan/dit_pjrt.h"
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
 #include "models/wan/vae.h"
@@ -79,6 +81,73 @@ double dit_weight_bytes(const DiTConfig& cfg, DType dtype) {
 }
 
 // ---- the benchmark ----------------------------------------------------------------------
+
+namespace {
+
+double rel_l2(const Tensor& a, const Tensor& b) {
+  const std::vector<double> x = a.to_f64_vector(), y = b.to_f64_vector();
+  double num = 0, den = 0;
+  for (size_t i = 0; i < x.size(); ++i) num += (x[i] - y[i]) * (x[i] - y[i]), den += y[i] * y[i];
+  return std::sqrt(num / (den > 0 ? den : 1));
+}
+
+// The DiT steps through PJRT (--device pjrt): the first call records, lowers and compiles (or loads
+// from the compile cache), timed apart; then opt.steps x opt.repeats steps, each one forward per
+// context, timed on the wall clock (the device's own time is not visible to us).
+json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& dit, const Tensor& x,
+                const std::vector<const TextContext*>& contexts, double step_flops,
+                const std::function<void(const std::string&)>& log, Tensor* first_output) {
+  pjrt::LowerOptions lower;
+  lower.highest = opt.pjrt_highest;
+  lower.attention_block = opt.pjrt_attention_block;
+  PjrtDiT pj(pjrt::Plugin::resolve_path(opt.pjrt_plugin), [&](const std::string& m) { log("warning: " + m); }, lower);
+  log("PJRT: " + pj.info().str() + ", dot precision " + (lower.highest ? "HIGHEST" : "DEFAULT") +
+      ", attention block " + (lower.attention_block > 0 ? std::to_string(lower.attention_block) + " keys" : "auto") +
+      ", compile cache " + (pj.stats_json()["compile_cache"].is_null() ? std::string("off")
+                                                                       : pj.stats_json()["compile_cache"].get<std::string>()));
+  json out;
+  Tensor y;
+  // First step: record + lower + compile (or cache load) + run, for every context (one program).
+  const Sample first = timed([&] {
+    for (const TextContext* c : contexts) y = pj.forward(dit, x, std::vector<double>{999.0}, *c);
+  });
+  VIDAX_CHECK(ops::all_finite(y), "bench: the PJRT DiT output is not finite");
+  *first_output = y;  // t = 999, the last context: compared with the CPU backend's first step
+  const pjrt::SessionStats s0 = pj.session_stats();
+  out["first_step_seconds"] = first.wall;
+  out["compile_seconds"] = s0.compile_s;
+  out["compiled"] = s0.compiles;
+  out["cache_hit"] = s0.disk_hits > 0;
+  out["lower_seconds"] = s0.lower_s;
+  out["record_seconds"] = pj.record_s();
+  log(std::string("PJRT: first step ") + std::to_string(first.wall) + " s (record " + std::to_string(pj.record_s()) +
+      " s, lower " + std::to_string(s0.lower_s) + " s, " + (s0.disk_hits > 0 ? "compile cache hit " : "compile ") +
+      std::to_string(s0.compile_s) + " s)");
+  std::vector<Sample> steps;
+  for (int rep = 0; rep < opt.repeats; ++rep)
+    for (int s = 0; s < opt.steps; ++s) {
+      const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
+      steps.push_back(timed([&] {
+        for (const TextContext* c : contexts) y = pj.forward(dit, x, std::vector<double>{t}, *c);
+      }));
+      VIDAX_CHECK(ops::all_finite(y), "bench: the PJRT DiT output is not finite");
+      log("PJRT DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall");
+    }
+  if (!steps.empty()) {
+    const json st = stats(steps);
+    out["dit_step"] = st;
+    out["step_seconds_median"] = st["wall_median"];
+    out["step_seconds_min"] = st["wall_min"];
+    out["achieved_flops_per_second"] = step_flops / st["wall_min"].get<double>();
+  }
+  out["session"] = pj.stats_json();
+  out["attention_block"] = lower.attention_block;
+  VIDAX_CHECK(pj.recompilations() == 0, "bench: the PJRT DiT step was compiled again after the first step ("
+                                            << pj.recompilations() << " recompilations)");
+  return out;
+}
+
+}  // namespace
 
 json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   const Preset& preset = wan::preset(opt.model);
@@ -192,7 +261,11 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
     std::unique_ptr<dist::Mesh> mesh;
     if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
-    const WanDiT dit(cfg, src, precision, mesh.get());
+    VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt", "bench: --device " << opt.device << ": cpu | pjrt");
+    VIDAX_CHECK(opt.device == "pjrt" || opt.cpu_baseline, "bench: --no-cpu-baseline needs --device pjrt");
+    VIDAX_CHECK(opt.device != "pjrt" || !mesh, "bench: --device pjrt with --mesh is not supported (docs/pjrt.md)");
+    const auto dit_ptr = std::make_shared<const WanDiT>(cfg, src, precision, mesh.get());
+    const WanDiT& dit = *dit_ptr;
     r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
     // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
     // are kept in the compute dtype, so in bf16 about half of that stays resident. Quantized
@@ -215,19 +288,39 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
 
     const Tensor context = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 1);
     TextContext text, tiny_text;
+    ImageContext image_context;  // I2V / FLF2V: shared by both CFG branches, as the reference's arg_c / arg_null
     const Sample ctx = timed([&] { text = image ? dit.encode_text(context) : dit.encode_context(context); });
     tiny_text = text;
     if (image) {  // random CLIP features and conditioning latent of the real shapes
       const Tensor clip = random_input({cfg.model_type == "flf2v" ? 2 : 1, cfg.image_tokens, cfg.image_dim}, seed + 4);
       const int64_t yc = cfg.in_dim - cfg.out_dim;
       const Tensor y = random_input({yc, lat_f, lat_h, lat_w}, seed + 5);
-      const Sample img = timed([&] { text = with_images(text, dit.encode_images(clip, y)); });
+      const Sample img = timed([&] { image_context = dit.encode_images(clip, y); });
+      text = with_images(text, image_context);
       r["dit_image_context_seconds"] = img.wall;
       tiny_text = with_images(tiny_text, dit.encode_images(clip, random_input({yc, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 6)));
     }
     r["dit_context_seconds"] = ctx.wall;
     r["dit_context_cpu_seconds"] = ctx.cpu;
+    // --cfg: the negative prompt's context too; a step is one forward per context.
+    std::vector<const TextContext*> contexts{&text};
+    TextContext negative;
+    if (opt.cfg) {
+      const Tensor neg = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 7);
+      negative = image ? with_images(dit.encode_text(neg), image_context) : dit.encode_context(neg);
+      contexts.push_back(&negative);
+    }
+    r["cfg"] = opt.cfg;
+    r["forwards_per_step"] = contexts.size();
 
+    const Tensor x = random_input({x_channels, lat_f, lat_h, lat_w}, seed + 3);
+    const double flops = dit_step_flops(cfg, tokens) * static_cast<double>(contexts.size());
+    r["step_flops"] = flops;
+    Tensor pjrt_first;  // the PJRT output of the first step (t = 999, the last context)
+    VIDAX_CHECK(opt.device != "pjrt" || !image,
+                "bench --device pjrt: image-to-video DiTs are not lowered yet (text-to-video only; docs/pjrt.md)");
+    if (opt.device == "pjrt") r["pjrt"] = bench_pjrt(opt, dit_ptr, x, contexts, flops, log, &pjrt_first);
+    if (opt.cpu_baseline) {
     // Warm-up on a one-token latent: packs every weight (the pack cache is keyed by the
     // weight, not the activation shape) without paying for a full-size step.
     const Tensor tiny = random_input({x_channels, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2);
@@ -242,14 +335,24 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     log("GEMM peak before the steps (" + std::string(dtype_name(compute)) + "): " +
         std::to_string(peak_before.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
 
-    const Tensor x = random_input({x_channels, lat_f, lat_h, lat_w}, seed + 3);
     std::vector<Sample> steps;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       for (int s = 0; s < opt.steps; ++s) {
         const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
         Tensor y;
-        steps.push_back(timed([&] { y = dit.forward(x, std::vector<double>{t}, text); }));
+        steps.push_back(timed([&] {
+          for (const TextContext* c : contexts) y = dit.forward(x, std::vector<double>{t}, *c);
+        }));
         VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output is not finite (random weights out of range?)");
+        if (rep == 0 && s == 0 && pjrt_first.defined()) {
+          // The same step through both: a check of the PJRT program at this size (the CPU backend
+          // computes in --precision, the lowering in f32: a bf16 run differs at bf16's level).
+          const double e = rel_l2(pjrt_first, y);
+          r["pjrt"]["vs_cpu_output_rel_l2"] = e;
+          char buf[32];
+          std::snprintf(buf, sizeof buf, "%.3g", e);
+          log(std::string("PJRT vs CPU backend, the same step's output: rel_l2 ") + buf);
+        }
         log("DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
             std::to_string(steps.back().cpu) + " s CPU, load " + std::to_string(load_average_1min()));
       }
@@ -269,7 +372,6 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " GFLOP per CPU second");
 
     const json st = stats(steps);
-    const double flops = dit_step_flops(cfg, tokens);
     const int threads = omp_get_max_threads();
     r["dit_step"] = st;
     r["step_seconds_median"] = st["wall_median"];
@@ -300,7 +402,14 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " GFLOP per CPU second; GEMM at " + std::to_string(100 * peak.flops_per_cpu_second / mp.flops_per_cpu_second) +
         " % of it");
 
-    if (opt.profile) {
+    if (r.contains("pjrt")) {
+      const double ratio = r["pjrt"]["step_seconds_median"].get<double>() / st["wall_median"].get<double>();
+      r["pjrt"]["vs_cpu_step_ratio"] = ratio;
+      log("PJRT step / CPU backend step (wall medians, this run): " + std::to_string(ratio));
+    }
+    }  // cpu_baseline
+
+    if (opt.profile && opt.cpu_baseline) {
       log("DiT: profiled step");
       OpProfile prof;
       {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "models/wan/clip.h"
 #include "models/wan/dit.h"
+#include "models/wan/dit_pjrt.h"
 #include "models/wan/i2v_conditioning.h"
 #include "models/wan/vae.h"
 #include "nn/params.h"
@@ -209,6 +210,24 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     if (opt.on_stage) opt.on_stage(s);
   };
   LoadedT2V out;
+  // --device pjrt (docs/pjrt.md): the DiT's steps through the plugin, checked before anything loads.
+  std::shared_ptr<PjrtDiT> pjrt_dit;
+  VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt" || opt.device.empty(),
+              "--device " << opt.device << ": not a device (cpu | pjrt)");
+  if (opt.device == "pjrt") {
+    VIDAX_CHECK(out.preset.image_task().empty(), "--device pjrt: " << out.preset.name()
+                                                                  << " is image-to-video, whose DiT steps are not lowered "
+                                                                     "to PJRT yet (text-to-video only; docs/pjrt.md)");
+    VIDAX_CHECK(!opt.mesh, "--device pjrt with --mesh: the PJRT path runs on one plugin (sharding inside it is not "
+                           "done yet; docs/pjrt.md)");
+    VIDAX_CHECK(!opt.offload, "--device pjrt with --offload: the PJRT path keeps the DiT's weights resident on the "
+                              "device (drop --offload)");
+    pjrt_dit = std::make_shared<PjrtDiT>(pjrt::Plugin::resolve_path(opt.pjrt_plugin), [on_stage = opt.on_stage](const std::string& m) {
+      if (on_stage) on_stage("warning: " + m);
+    });
+    stage("DiT steps on PJRT: " + pjrt_dit->info().str() +
+          "; the text encoder, the DiT's text conditioning and the VAE run on the CPU backend (not lowered yet)");
+  }
   out.preset = resolve_preset(opt.weights_dir, opt.model, opt.files);
   out.files = find_weights(opt.weights_dir, out.preset, opt.files);
   check_preset_matches(out.files, out.preset);
@@ -401,16 +420,27 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   };
   p.after_encoding = [text_encoder] { text_encoder->release(); };
   p.after_denoising = [dit] { dit->release(); };
-  p.predict = [dit](const pipeline::DenoiseInput& in) {
-    VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
-    const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
-    if (in.images) {
-      VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
-      const auto& img = *static_cast<const DiTImageConditioning*>(in.images->data.get());
-      return dit->acquire()->forward(in.x, std::vector<double>{in.t}, with_images(cond.text, img.images));
-    }
-    return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
-  };
+  if (pjrt_dit) {
+    p.predict = [dit, pjrt_dit](const pipeline::DenoiseInput& in) {
+      VIDAX_CHECK(!in.images, "--device pjrt: image-to-video DiT steps are not lowered yet (docs/pjrt.md)");
+      VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
+      const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
+      return pjrt_dit->forward(dit->acquire(), in.x, std::vector<double>{in.t}, cond.text);
+    };
+    p.device_report = [pjrt_dit] { return pjrt_dit->summary(); };
+    p.device_json = [pjrt_dit] { return pjrt_dit->stats_json(); };
+  } else {
+    p.predict = [dit](const pipeline::DenoiseInput& in) {
+      VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
+      const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
+      if (in.images) {
+        VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
+        const auto& img = *static_cast<const DiTImageConditioning*>(in.images->data.get());
+        return dit->acquire()->forward(in.x, std::vector<double>{in.t}, with_images(cond.text, img.images));
+      }
+      return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
+    };
+  }
   if (!image_task.empty()) {
     const bool flf = image_task == "flf2v";
     p.min_images = p.max_images = flf ? 2 : 1;
