@@ -124,6 +124,7 @@ int run_generate(const GenerateArgs& a) {
   req.width = a.width.value_or(d.width);
   req.steps = a.steps.value_or(d.steps);
   req.guidance = a.guidance.value_or(d.guidance);
+  if (!a.guidance) req.guidance_scales = d.guidance_scales;  // per denoiser (Wan 2.2 A14B); --guidance: one for all
   req.shift = a.shift.value_or(d.shift);
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
