@@ -266,6 +266,9 @@ int run_generate(const GenerateArgs& a) {
                         {"sampler", req.sampler},
                         {"shift", req.shift},
                         {"guidance", req.guidance},
+                        // per denoiser when the model has several (Wan 2.2 A14B: [low noise, high noise])
+                        {"guidance_scales", req.guidance_scales.empty() ? nlohmann::json() : nlohmann::json(req.guidance_scales)},
+                        {"denoiser_steps", res.denoiser_steps.size() > 1 ? nlohmann::json(res.denoiser_steps) : nlohmann::json()},
                         {"precision", loaded.precision},
                         {"loras", lora_json(loras)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
