@@ -261,3 +261,36 @@ TEST(Wan22Presets, DefaultsAreTheReferenceConfigs) {
   EXPECT_EQ(g.z_dim, 48);
   EXPECT_EQ(g.vae_stride_s, 16);
 }
+
+// The memory plan: both A14B experts resident without --offload (twice the one DiT of Wan 2.1
+// 14B, same architecture), one expert's resident part with it; TI2V-5B counts the Wan 2.2 VAE's
+// decoder (its parameter shapes), not a Wan 2.1 one.
+TEST(Wan22Presets, MemoryPlanCountsBothExpertsUnlessOffloaded) {
+  Request r;
+  r.frames = 81, r.height = 720, r.width = 1280;
+  auto dit_bytes = [](const MemoryPlan& m) {
+    double b = 0;
+    for (const auto& it : m.items)
+      if (it.what.rfind("DiT weights", 0) == 0) b += it.bytes;
+    return b;
+  };
+  const MemoryPlan a14b = family().memory_plan("wan2.2-t2v-a14b", r, "bf16");
+  const MemoryPlan w14b = family().memory_plan("wan2.1-t2v-14b", r, "bf16");
+  EXPECT_DOUBLE_EQ(dit_bytes(a14b), 2 * dit_bytes(w14b));
+  r.offload = true;
+  EXPECT_DOUBLE_EQ(dit_bytes(family().memory_plan("wan2.2-t2v-a14b", r, "bf16")),
+                   dit_bytes(family().memory_plan("wan2.1-t2v-14b", r, "bf16")));
+  r.offload = false;
+  r.height = 704;
+  const MemoryPlan ti2v = family().memory_plan("wan2.2-ti2v-5b", r, "bf16");
+  double vae22 = 0;
+  for (const auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig{}, {false, true}))
+    vae22 += 4.0 * static_cast<double>(shape_numel(shape));
+  bool found = false;
+  for (const auto& it : ti2v.items)
+    if (it.what == "VAE decoder weights") {
+      found = true;
+      EXPECT_DOUBLE_EQ(it.bytes, vae22);
+    }
+  EXPECT_TRUE(found);
+}
