@@ -204,6 +204,7 @@ int run_generate(const GenerateArgs& a) {
   req.width = a.width.value_or(d.width);
   req.steps = a.steps.value_or(d.steps);
   req.guidance = a.guidance.value_or(d.guidance);
+  if (!a.guidance) req.guidance_scales = d.guidance_scales;  // per denoiser (Wan 2.2 A14B); --guidance: one for all
   req.shift = a.shift.value_or(d.shift);
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // Image-to-video: the images, decoded now so a bad file fails before any weight is read.
@@ -381,6 +382,9 @@ int run_generate(const GenerateArgs& a) {
                         {"sampler", req.sampler},
                         {"shift", req.shift},
                         {"guidance", req.guidance},
+                        // per denoiser when the model has several (Wan 2.2 A14B: [low noise, high noise])
+                        {"guidance_scales", req.guidance_scales.empty() ? nlohmann::json() : nlohmann::json(req.guidance_scales)},
+                        {"denoiser_steps", res.denoiser_steps.size() > 1 ? nlohmann::json(res.denoiser_steps) : nlohmann::json()},
                         {"precision", loaded.precision},
                         {"loras", lora_json(loras)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},

@@ -27,6 +27,7 @@ Defaults with_preset(Defaults d, const SamplingPreset& p) {
   d.shift = p.shift;
   d.sampler = p.sampler;
   d.guidance = p.guidance;
+  d.guidance_scales.clear();  // the preset's one scale on every step
   return d;
 }
 

@@ -28,6 +28,8 @@ struct Defaults {
   int64_t frames = 81, height = 480, width = 832;
   int64_t steps = 50;
   double guidance = 5.0;
+  // Per denoiser (Request::guidance_scales), used when no guidance is given; empty = `guidance`.
+  std::vector<double> guidance_scales;
   double shift = 5.0;
   std::string sampler = "unipc";
   double fps = 16;

@@ -128,10 +128,30 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   std::unique_ptr<sched::Scheduler> sampler = make_sampler(req.sampler, req.steps, req.shift);
   res.timesteps = sampler->timesteps();
   const int total = static_cast<int>(res.timesteps.size());
-  const std::unique_ptr<Guidance> guidance =
-      make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step});
+  // The guidance of each step: one strategy, or one per denoiser when the family has several and
+  // the request gives each its scale (Request::guidance_scales).
+  const size_t denoisers = parts.denoiser_index ? parts.denoiser_count : 1;
+  VIDAX_CHECK(req.guidance_scales.empty() || req.guidance_scales.size() == denoisers,
+              req.guidance_scales.size() << " guidance scales given, but the model has " << denoisers
+                                         << " denoiser" << (denoisers == 1 ? "" : "s") << " (one scale each)");
+  std::vector<std::unique_ptr<Guidance>> guidances;
+  if (req.guidance_scales.empty())
+    guidances.push_back(make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step}));
+  for (double s : req.guidance_scales)
+    guidances.push_back(make_guidance(parts.guidance, {s, req.cfg_from_step, req.cfg_to_step}));
+  auto denoiser_at = [&](int i) -> size_t {
+    if (!parts.denoiser_index) return 0;
+    const size_t d = parts.denoiser_index(i, res.timesteps[static_cast<size_t>(i)]);
+    VIDAX_CHECK(d < denoisers, "the family's denoiser_index gave " << d << " of " << denoisers << " denoisers");
+    return d;
+  };
+  auto guidance_at = [&](int i) -> const Guidance& {
+    return *guidances[guidances.size() == 1 ? 0 : denoiser_at(i)];
+  };
+  res.denoiser_calls_by_index.assign(denoisers, 0);
+  res.denoiser_steps.assign(denoisers, {});
   bool any_uncond = false;
-  for (int i = 0; i < total; ++i) any_uncond |= guidance->needs_uncond(i, total);
+  for (int i = 0; i < total; ++i) any_uncond |= guidance_at(i).needs_uncond(i, total);
 
   // 0. Images (image-to-video): the family's preprocessing, image encoder and conditioning
   // latent, once per run. They fix the video's size.
@@ -192,17 +212,21 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   // 3. Denoising.
   stage("denoising");
   auto t1 = Clock::now();
-  const double embedded = guidance->embedded_scale();
   for (int i = 0; i < total; ++i) {
     auto ts = Clock::now();
     const double t = res.timesteps[static_cast<size_t>(i)];
+    const Guidance& guidance = guidance_at(i);
+    const double embedded = guidance.embedded_scale();
+    const size_t denoiser = denoiser_at(i);
+    res.denoiser_steps[denoiser].push_back(i);
     auto predict = [&](const EncodedPrompt& p) {
       ++res.denoiser_calls;
+      ++res.denoiser_calls_by_index[denoiser];
       Tensor out = parts.predict({x, t, p, embedded, images ? &*images : nullptr});
       return to_scheduler_input(parts.prediction, out, x, *sampler, i);
     };
     Tensor v_cond, v_uncond;
-    if (guidance->needs_uncond(i, total)) {
+    if (guidance.needs_uncond(i, total)) {
       std::tie(v_cond, v_uncond) = nn::cfg_parallel_branches(
           parts.cfg_group, [&](int branch) { return predict(branch == 0 ? cond : uncond); });
       check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
@@ -212,7 +236,7 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
       check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
     }
     step_now = i + 1;
-    x = sampler->step(guidance->combine(v_cond, v_uncond, i, total), i, x);
+    x = sampler->step(guidance.combine(v_cond, v_uncond, i, total), i, x);
     check_finite(x, "the latent after the sampler update", i + 1, total, t);
     if (ev.on_latent) ev.on_latent(i + 1, x);
     if (ev.on_step) ev.on_step(i + 1, total, seconds_since(ts));
@@ -249,6 +273,7 @@ Request request_from_json(const nlohmann::json& c, const std::string& default_ne
   r.steps = c.at("steps");
   r.seed = c.at("seed");
   r.guidance = c.at("guidance");
+  if (c.contains("guidance_scales")) r.guidance_scales = c.at("guidance_scales").get<std::vector<double>>();
   r.shift = c.at("shift");
   r.sampler = c.value("sampler", std::string("unipc"));
   return r;

@@ -32,6 +32,11 @@ struct Request {
   int64_t steps = 50;
   uint64_t seed = 0;
   double guidance = 5.0;
+  // One guidance scale per denoiser (Parts::denoiser_index), in the family's order (Wan 2.2 A14B:
+  // [low-noise, high-noise], the order of the reference's guide_scale tuple); empty = `guidance`
+  // on every step (the reference's single float). The variant's Defaults::guidance_scales fill it
+  // when the user gives no --guidance.
+  std::vector<double> guidance_scales;
   // Truncated CFG (classifier-free families): guidance on steps [from, to) only; to < 0 = all.
   int64_t cfg_from_step = 0, cfg_to_step = -1;
   double shift = 5.0;
@@ -90,6 +95,9 @@ struct Result {
   int64_t height = 0, width = 0;  // the video's size: the request's, or what its images gave (image-to-video)
   std::string negative_prompt;  // what was encoded ("" when guidance needed none)
   int64_t denoiser_calls = 0;   // forwards of the denoiser (CFG: 2 per guided step)
+  // Per denoiser (Parts::denoiser_index): its forwards, and the steps it ran (0-based).
+  std::vector<int64_t> denoiser_calls_by_index;
+  std::vector<std::vector<int>> denoiser_steps;
   double seconds_images = 0, seconds_text = 0, seconds_denoise = 0, seconds_decode = 0;
 };
 

@@ -103,6 +103,13 @@ struct Parts {
   // Plans and checks LoRAs against the denoiser (keys, shapes) without merging; throws naming
   // the problem. Empty when use_loras is.
   std::function<void(const std::vector<translate::LoraSpec>& loras)> check_loras;
+  // Families with several denoisers in one run (Wan 2.2 A14B: a high-noise and a low-noise
+  // expert, switched by the timestep): which of them runs step `step` (0-based) at model
+  // timestep t. `predict` switches by the same rule (the family's one boundary); the loop reads
+  // it to take that denoiser's scale from Request::guidance_scales and to count the calls of
+  // each (Result::denoiser_calls_by_index). Optional: unset = one denoiser (index 0).
+  std::function<size_t(int step, double t)> denoiser_index;
+  size_t denoiser_count = 1;
   // CFG parallelism (nn/parallel_cfg.h): with a group of 2 ranks, rank 0 predicts for the
   // prompt, rank 1 for the negative prompt, and one exchange per step gives both to both.
   dist::Communicator* cfg_group = nullptr;

@@ -283,6 +283,7 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
   }
   s.steps = body.contains("steps") ? get_int(body, "steps", from_form) : d.steps;
   s.guidance = body.contains("guidance") ? get_number(body, "guidance", from_form) : d.guidance;
+  if (!body.contains("guidance")) s.guidance_scales = d.guidance_scales;  // as the CLI without --guidance
   s.shift = body.contains("shift") ? get_number(body, "shift", from_form) : d.shift;
   s.sampler = body.contains("sampler") ? get_string(body, "sampler") : d.sampler;
   // As the CLI: no seed or a negative one draws a random seed; the spec records the one used.
@@ -383,7 +384,8 @@ json spec_to_json(const VideoSpec& s) {
           {"frames", s.frames},     {"height", s.height},     {"width", s.width},
           {"steps", s.steps},       {"seed", s.seed},         {"guidance", s.guidance},
           {"shift", s.shift},       {"sampler", s.sampler},   {"fps", s.fps},
-          {"seconds", s.seconds},   {"image", s.image},       {"last_image", s.last_image}};
+          {"seconds", s.seconds},   {"image", s.image},       {"last_image", s.last_image},
+          {"guidance_scales", s.guidance_scales}};
 }
 
 VideoSpec spec_from_json(const json& j) {
@@ -406,6 +408,7 @@ VideoSpec spec_from_json(const json& j) {
   // Jobs queued by an older server have neither.
   for (const auto& l : j.value("lora", json::array())) s.loras.push_back({l.at("path"), l.at("scale")});
   s.preset = j.value("preset", "");
+  s.guidance_scales = j.value("guidance_scales", std::vector<double>{});  // absent in older servers' jobs
   return s;
 }
 
@@ -421,6 +424,7 @@ pipeline::Request to_pipeline_request(const VideoSpec& s, const pipeline::Defaul
   r.steps = s.steps;
   r.seed = s.seed;
   r.guidance = s.guidance;
+  r.guidance_scales = s.guidance_scales;
   r.shift = s.shift;
   r.sampler = s.sampler;
   if (!s.image.empty()) r.image = io::read_image(s.image, "input_reference");

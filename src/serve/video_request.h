@@ -40,6 +40,9 @@ struct VideoSpec {
   int64_t frames = 0, height = 0, width = 0, steps = 0;
   uint64_t seed = 0;
   double guidance = 0, shift = 0, fps = 0;
+  // Per denoiser when the request gives no guidance and the variant has several (Wan 2.2 A14B's
+  // experts: the variant's Defaults::guidance_scales); empty = `guidance` on every step.
+  std::vector<double> guidance_scales;
   std::string sampler;
   std::string seconds;  // as the API reports it: the request's `seconds`, else frames / fps
   std::vector<LoraUse> loras;  // merged for this job only

@@ -92,3 +92,18 @@ TEST(VideoRequest, SecondsBecomeTheNearestValidFrameCountAndDefaultsFillIn) {
   EXPECT_EQ(s.frames, 9);
   EXPECT_EQ(serve::spec_to_json(serve::spec_from_json(serve::spec_to_json(s))), serve::spec_to_json(s));
 }
+
+// A two-expert variant's per-expert guidance (Wan 2.2 A14B, [low noise, high noise]) travels
+// with the job: kept in the stored spec, handed to the run; an older job without it has none.
+TEST(VideoRequest, PerExpertGuidanceIsKeptInTheSpecAndReachesTheRun) {
+  serve::VideoSpec s;
+  s.model = "wan2.2-t2v-a14b";
+  s.guidance = 4.0;
+  s.guidance_scales = {3.0, 4.0};
+  const serve::VideoSpec back = serve::spec_from_json(serve::spec_to_json(s));
+  EXPECT_EQ(back.guidance_scales, (std::vector<double>{3.0, 4.0}));
+  EXPECT_EQ(serve::to_pipeline_request(back, {}).guidance_scales, (std::vector<double>{3.0, 4.0}));
+  nlohmann::json old = serve::spec_to_json(s);
+  old.erase("guidance_scales");
+  EXPECT_TRUE(serve::spec_from_json(old).guidance_scales.empty());
+}

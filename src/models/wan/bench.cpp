@@ -22,6 +22,7 @@
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
 #include "models/wan/vae.h"
+#include "models/wan/vae22.h"
 #include "nn/params.h"
 #include "pipeline/bench_profile.h"
 #include "pipeline/memory_plan.h"
@@ -152,18 +153,20 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
 json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   const Preset& preset = wan::preset(opt.model);
   const DiTConfig cfg = wan::DiTConfig::from_json(preset.dit);
-  const WanVAEConfig vae_cfg = wan::WanVAEConfig::from_json(preset.vae);
+  // The latent grid from the model's VAE (Wan 2.1: 16 channels, 4x8x8; Wan 2.2, TI2V-5B: 48, 4x16x16).
+  const bool vae22 = preset.vae_version == "wan2.2";
+  const Geometry geo = geometry_of(preset.dit, preset.vae, preset.vae_version);
   const Precision precision = parse_precision(opt.precision);
   const DType compute = precision == Precision::BF16 ? DType::BF16 : DType::F32;
   VIDAX_CHECK(opt.steps >= 0 && opt.repeats >= 1, "bench: --steps must be >= 0 and --repeats >= 1");
-  VIDAX_CHECK(opt.frames >= 1 && (opt.frames - 1) % vae_cfg.temporal_factor() == 0,
-              "bench: --frames must be 1 + " << vae_cfg.temporal_factor() << "k, got " << opt.frames);
-  const int64_t sf = vae_cfg.spatial_factor() * cfg.patch_size[1];
+  VIDAX_CHECK(opt.frames >= 1 && (opt.frames - 1) % geo.vae_stride_t == 0,
+              "bench: --frames must be 1 + " << geo.vae_stride_t << "k, got " << opt.frames);
+  const int64_t sf = geo.vae_stride_s * cfg.patch_size[1];
   VIDAX_CHECK(opt.height % sf == 0 && opt.width % sf == 0,
               "bench: --height and --width must be multiples of " << sf << ", got " << opt.height << "x" << opt.width);
 
-  const int64_t lat_f = (opt.frames - 1) / vae_cfg.temporal_factor() + 1;
-  const int64_t lat_h = opt.height / vae_cfg.spatial_factor(), lat_w = opt.width / vae_cfg.spatial_factor();
+  const int64_t lat_f = (opt.frames - 1) / geo.vae_stride_t + 1;
+  const int64_t lat_h = opt.height / geo.vae_stride_s, lat_w = opt.width / geo.vae_stride_s;
   const int64_t tokens = (lat_f / cfg.patch_size[0]) * (lat_h / cfg.patch_size[1]) * (lat_w / cfg.patch_size[2]);
   const double available = opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes
                                                       : static_cast<double>(mem_available_bytes());
@@ -424,26 +427,36 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   if (opt.vae) {
     std::map<std::string, Shape> shapes;
     double vae_bytes = 0;
-    for (const auto& [name, shape] : wan_vae_param_shapes(preset.vae)) {
+    const ParamShapes all_shapes = vae22 ? Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(preset.vae))
+                                         : wan_vae_param_shapes(preset.vae);
+    for (const auto& [name, shape] : all_shapes) {
       shapes[name] = shape;
       if (name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0)
         vae_bytes += 4.0 * static_cast<double>(shape_numel(shape));
     }
-    log("VAE: random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) + " GB)");
-    const WanVAE vae(
-        vae_cfg,
-        [&](const std::string& name) {
-          auto it = shapes.find(name);
-          VIDAX_CHECK(it != shapes.end(), "bench: no shape for VAE parameter " << name);
-          return random_param(name, it->second, DType::F32, seed);
-        },
-        WanVAEParts{false, true}, DType::F32);
-    const Tensor z = random_input({1, vae_cfg.z_dim, lat_f, lat_h, lat_w}, seed + 4);
+    log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) +
+        " GB)");
+    const WeightLookup random_vae_param = [&](const std::string& name) {
+      auto it = shapes.find(name);
+      VIDAX_CHECK(it != shapes.end(), "bench: no shape for VAE parameter " << name);
+      return random_param(name, it->second, DType::F32, seed);
+    };
+    std::function<Tensor(const Tensor&)> decode;
+    if (vae22) {
+      auto v = std::make_shared<Wan22VAE>(Wan22VAEConfig::from_json(preset.vae), random_vae_param,
+                                          WanVAEParts{false, true}, DType::F32);
+      decode = [v](const Tensor& z) { return v->decode(z); };
+    } else {
+      auto v = std::make_shared<WanVAE>(WanVAEConfig::from_json(preset.vae), random_vae_param, WanVAEParts{false, true},
+                                        DType::F32);
+      decode = [v](const Tensor& z) { return v->decode(z); };
+    }
+    const Tensor z = random_input({1, geo.z_dim, lat_f, lat_h, lat_w}, seed + 4);
     const int64_t rss_before = peak_rss_bytes();
     std::vector<Sample> s;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       Tensor video;
-      s.push_back(timed([&] { video = vae.decode(z); }));
+      s.push_back(timed([&] { video = decode(z); }));
       VIDAX_CHECK(video.size(2) == opt.frames && video.size(3) == opt.height && video.size(4) == opt.width,
                   "bench: VAE decode gave an unexpected shape");
       log("VAE decode: " + std::to_string(s.back().wall) + " s wall, " + std::to_string(s.back().cpu) + " s CPU");
@@ -458,7 +471,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       OpProfile prof;
       {
         const ScopedOpProfiler scope(prof);
-        (void)vae.decode(z);
+        (void)decode(z);
       }
       r["vae_profile"] = prof.to_json();
     }

@@ -29,6 +29,18 @@ DitConfig DitConfig::i2v_14b() {
   return c;
 }
 
+DitConfig DitConfig::ti2v_5b() {  // Wan2.2 wan/configs/wan_ti2v_5B.py (z_dim 48 of the Wan 2.2 VAE)
+  DitConfig c;
+  c.model_type = "ti2v";
+  c.in_dim = 48;
+  c.out_dim = 48;
+  c.dim = 3072;
+  c.ffn_dim = 14336;
+  c.num_heads = 24;
+  c.num_layers = 30;
+  return c;
+}
+
 bool is_diffusers_dit_config(const Json& j) {
   if (!j.is_object()) return false;
   if (has(j, "_class_name") && j["_class_name"].is_string())
@@ -447,6 +459,7 @@ class DitComponent : public Component {
     if (same(DitConfig::t2v_1_3b())) return "t2v-1.3B";
     if (same(DitConfig::t2v_14b())) return "t2v-14B";
     if (same(DitConfig::i2v_14b())) return "i2v-14B";
+    if (same(DitConfig::ti2v_5b())) return "ti2v-5B";
     DitConfig flf = DitConfig::i2v_14b();
     flf.model_type = "flf2v";
     if (same(flf)) return "flf2v-14B";

@@ -29,6 +29,7 @@ struct DitConfig {
   static DitConfig t2v_1_3b();
   static DitConfig t2v_14b();
   static DitConfig i2v_14b();
+  static DitConfig ti2v_5b();  // Wan 2.2 TI2V-5B
   // WanModel init args, or a diffusers WanTransformer3DModel config, with the
   // defaults of the class that reads them; throws on neither and on a field of
   // the wrong type. The one parser of these fields: the engine's wan::DiTConfig

@@ -9,6 +9,7 @@
 #include "pipeline/output.h"
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
+#include "models/wan/vae22.h"
 #include "text/t5_tokenizer.h"
 
 namespace fs = std::filesystem;
@@ -75,12 +76,12 @@ std::map<std::string, Tensor> random_weights(const ParamShapes& shapes, DemoRand
 
 }  // namespace
 
-json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& variant) {
+json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& model) {
   VIDAX_CHECK(!opt.out_dir.empty(), "make-demo: no output directory");
   VIDAX_CHECK(fs::is_regular_file(opt.spiece_model),
               "make-demo: SentencePiece model " << opt.spiece_model << " not found (the build makes it; pass --tokenizer)");
-  const Preset& preset = wan::preset(variant);
-  VIDAX_CHECK(preset.variant.demo, "make-demo: " << variant << " is not a demo model");
+  const Preset& preset = wan::preset(model);
+  VIDAX_CHECK(preset.variant.demo, "make-demo: " << model << " is not a demo model");
   const fs::path out(opt.out_dir);
   fs::create_directories(out / preset.tokenizer_dir);
 
@@ -93,28 +94,41 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& vari
   t5["vocab"] = vocab;
   DemoRandom rng(opt.seed);
   const std::map<std::string, std::string> meta{{"format", "pt"}, {"vidax.note", "random demo weights"}};
-  io::save_safetensors((out / "diffusion_pytorch_model.safetensors").string(),
-                       random_weights(wan_dit_param_shapes(dit), rng, DType::F32), meta);
-  io::save_safetensors((out / preset.vae_file).string(), random_weights(wan_vae_param_shapes(vae), rng, DType::F32),
-                       meta);
+  json config = dit;  // what the original repo's config.json holds: WanModel's init args
+  config["_class_name"] = "WanModel";
+  if (preset.experts) {  // Wan2.2-T2V-A14B: one folder per expert, each with its config.json
+    for (const std::string& sub : {preset.experts->high_noise_dir, preset.experts->low_noise_dir}) {
+      fs::create_directories(out / sub);
+      io::save_safetensors((out / sub / "diffusion_pytorch_model.safetensors").string(),
+                           random_weights(wan_dit_param_shapes(dit), rng, DType::F32), meta);
+      pipeline::write_json_file((out / sub / "config.json").string(), config);
+    }
+  } else {
+    io::save_safetensors((out / "diffusion_pytorch_model.safetensors").string(),
+                         random_weights(wan_dit_param_shapes(dit), rng, DType::F32), meta);
+    pipeline::write_json_file((out / "config.json").string(), config);
+  }
+  const ParamShapes vae_shapes = preset.vae_version == "wan2.2"
+                                     ? Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(vae))
+                                     : wan_vae_param_shapes(vae);
+  io::save_safetensors((out / preset.vae_file).string(), random_weights(vae_shapes, rng, DType::F32), meta);
   io::save_safetensors((out / preset.t5_file).string(), random_weights(umt5_param_shapes(t5), rng, DType::BF16),
                        meta);
   if (!preset.clip.is_null())
     io::save_safetensors((out / preset.clip_file).string(),
                          random_weights(clip_visual_param_shapes(preset.clip), rng, DType::F32), meta);
 
-  json config = dit;  // what the original repo's config.json holds: WanModel's init args
-  config["_class_name"] = "WanModel";
-  pipeline::write_json_file((out / "config.json").string(), config);
-  json model{{"model", preset.name()},
-             {"note", "tiny random-weight " + preset.variant.description + "; its videos are noise"},
+  json written{{"model", preset.name()},
+               {"note", preset.name() == kTinyDemoModel
+                            ? std::string("tiny random-weight Wan 2.1 checkpoint made by `vidax make-demo`; its videos are noise")
+                            : "tiny random-weight " + preset.name() + " checkpoint made by `vidax make-demo`; its videos are noise"},
              {"dit", dit},
              {"vae", vae},
              {"t5", t5},
              {"seed", opt.seed}};
-  if (!preset.clip.is_null()) model["clip"] = preset.clip;
-  pipeline::write_json_file((out / "vidax_model.json").string(), model);
-  return model;
+  if (!preset.clip.is_null()) written["clip"] = preset.clip;
+  pipeline::write_json_file((out / "vidax_model.json").string(), written);
+  return written;
 }
 
 }  // namespace vidax::wan

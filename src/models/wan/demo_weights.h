@@ -17,11 +17,15 @@
 #include <vector>
 
 #include "models/wan/param_shapes.h"
+#include "models/wan/presets.h"
 #include "pipeline/family.h"
 
 namespace vidax::wan {
 
-// Writes the checkpoint (creating out_dir); returns the vidax_model.json written.
-nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& variant);
+// Writes the checkpoint of the demo model `model` (creating out_dir); returns the vidax_model.json
+// written. kTinyA14BDemoModel writes the Wan 2.2 A14B layout: high_noise_model/ and
+// low_noise_model/, each a config.json and a DiT (two random draws); kTinyTI2VDemoModel the TI2V
+// DiT and Wan2.2_VAE.safetensors (the Wan 2.2 VAE, 48 latent channels).
+nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& model = kTinyDemoModel);
 
 }  // namespace vidax::wan

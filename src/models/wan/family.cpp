@@ -50,7 +50,7 @@ class WanFamily final : public pipeline::Family {
     for (const auto& p : presets()) variants_.push_back(p.variant);
   }
   std::string name() const override { return "wan"; }
-  std::string description() const override { return "Wan 2.1 (Wan-AI, Wan-Video/Wan2.1)"; }
+  std::string description() const override { return "Wan 2.1 and 2.2 (Wan-AI, Wan-Video/Wan2.1, Wan-Video/Wan2.2)"; }
   const std::vector<pipeline::Variant>& variants() const override { return variants_; }
 
   std::string detect(const std::string& weights_dir) const override { return detect_model(weights_dir); }
@@ -69,23 +69,35 @@ class WanFamily final : public pipeline::Family {
 
   pipeline::Geometry geometry(const std::string& variant) const override {
     const Preset& p = preset(variant);
-    return geometry_of(p.dit, p.vae);
+    return geometry_of(p.dit, p.vae, p.vae_version);
   }
 
   pipeline::MemoryPlan memory_plan(const std::string& variant, const pipeline::Request& r,
                                    const std::string& precision) const override {
     const Preset& p = preset(variant);
     const DiTConfig dit = DiTConfig::from_json(p.dit);
-    const WanVAEConfig vae = WanVAEConfig::from_json(p.vae);
-    const pipeline::Geometry g = geometry_of(p.dit, p.vae);
+    const bool vae22 = p.vae_version == "wan2.2";
+    // The decode's activations scale with the decoder's width: dec_dim for the Wan 2.2 VAE.
+    WanVAEConfig vae;
+    if (vae22) vae.dim = Wan22VAEConfig::from_json(p.vae).dec_dim;
+    else vae = WanVAEConfig::from_json(p.vae);
+    const pipeline::Geometry g = geometry_of(p.dit, p.vae, p.vae_version);
     const double lat_f = static_cast<double>((r.frames - 1) / g.vae_stride_t + 1);
     const int64_t tokens = static_cast<int64_t>(lat_f) * (r.height / g.height_multiple()) * (r.width / g.width_multiple());
     const double dit_params =
         static_cast<double>(translate::wan::dit_params(translate::wan::DitConfig::from_json(p.dit)).parameter_count());
     double vae_decoder_params = 0;
-    for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
-      if (info.name.rfind("decoder.", 0) == 0 || info.name.rfind("conv2.", 0) == 0)
-        vae_decoder_params += static_cast<double>(shape_numel(info.shape));
+    if (vae22) {
+      for (const auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(p.vae), {false, true}))
+        vae_decoder_params += static_cast<double>(shape_numel(shape));
+    } else {
+      for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
+        if (info.name.rfind("decoder.", 0) == 0 || info.name.rfind("conv2.", 0) == 0)
+          vae_decoder_params += static_cast<double>(shape_numel(info.shape));
+    }
+    // Two experts (Wan 2.2 A14B): both resident without --offload; streamed, one at a time (the
+    // other is freed at the switch), so the plan counts one.
+    const double experts_resident = p.experts && !r.offload ? 2.0 : 1.0;
     const double t5_params =
         static_cast<double>(translate::t5::t5_params(translate::t5::T5Config::from_json(p.t5)).parameter_count());
     const double b = dtype_bytes(precision.empty() ? p.variant.defaults.precision : precision);
@@ -94,14 +106,17 @@ class WanFamily final : public pipeline::Family {
     m.items.push_back({"text encoder weights", t5_params * b, MemoryKind::WeightsResident});
     if (!r.offload) {
       // The weights in the compute dtype and the GEMM's packed copy of them.
-      m.items.push_back({"DiT weights", 2 * dit_params * b, MemoryKind::WeightsResident});
+      m.items.push_back({p.experts ? "DiT weights (both experts)" : "DiT weights",
+                         experts_resident * 2 * dit_params * b, MemoryKind::WeightsResident});
     } else {
       // Streamed (--offload): what is not in a block stays (embeddings, head), with its packed
       // copy; the pool holds two blocks (the one running and the next, prefetched), each as the
       // compute dtype and its packed copy.
       const double block_params = dit_block_params(dit);
       const double rest = dit_params - static_cast<double>(dit.num_layers) * block_params;
-      m.items.push_back({"DiT weights outside the blocks", 2 * rest * b, MemoryKind::WeightsResident});
+      m.items.push_back({p.experts ? "DiT weights outside the blocks (one expert at a time)"
+                                   : "DiT weights outside the blocks",
+                         2 * rest * b, MemoryKind::WeightsResident});
       m.items.push_back({"DiT blocks streamed (2 of " + std::to_string(dit.num_layers) + " in the pool)",
                          2 * 2 * block_params * b, MemoryKind::WeightsStreamed});
     }
@@ -160,10 +175,9 @@ class WanFamily final : public pipeline::Family {
     std::string demos;
     for (const auto& p : presets())
       if (p.variant.demo) demos += (demos.empty() ? "" : ", ") + p.name();
-    const std::string v = variant.empty() ? kTinyDemoModel : variant;
-    VIDAX_CHECK(has_variant(v) && preset(v).variant.demo,
-                "make-demo: " << v << " is not a demo model (the Wan demos: " << demos << ")");
-    return make_demo_weights(opt, v);
+    VIDAX_CHECK(variant.empty() || (has_variant(variant) && preset(variant).variant.demo),
+                "make-demo: " << variant << " is not a demo model (the Wan demos: " << demos << ")");
+    return make_demo_weights(opt, variant.empty() ? kTinyDemoModel : variant);
   }
 
   nlohmann::json bench(const pipeline::BenchOptions& opt,
@@ -185,6 +199,8 @@ class WanFamily final : public pipeline::Family {
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
     parity::register_kind("wan.pipeline.i2v", run_i2v_golden);  // image-to-video and first-last-frame runs
+    parity::register_kind("wan.pipeline.t2v_a14b", run_t2v_golden);  // Wan 2.2 A14B: two experts
+    parity::register_kind("wan.pipeline.ti2v", run_t2v_golden);      // Wan 2.2 TI2V-5B, text-to-video
     register_clip_parity_kind();                                 // wan.clip.visual
   }
 

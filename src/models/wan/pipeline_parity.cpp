@@ -30,6 +30,18 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
   }
   lo.precision = opt.precision;
   LoadedT2V m = load_t2v(lo);
+  // The kind names the task the golden ran; the model must be that task's.
+  if (g.kind == "wan.pipeline.t2v_a14b")
+    VIDAX_CHECK(m.preset.experts, g.path << ": kind " << g.kind << " needs a two-expert model (Wan 2.2 A14B), but "
+                                         << lo.weights_dir << " holds " << m.preset.name());
+  if (g.kind == "wan.pipeline.ti2v")
+    VIDAX_CHECK(m.preset.vae_version == "wan2.2", g.path << ": kind " << g.kind << " needs a Wan 2.2 VAE model "
+                                                       "(TI2V-5B), but " << lo.weights_dir << " holds " << m.preset.name());
+  if (g.kind == "wan.pipeline.t2v")
+    VIDAX_CHECK(!m.preset.experts && m.preset.vae_version == "wan2.1",
+                g.path << ": kind " << g.kind << " is the Wan 2.1 T2V run, but " << lo.weights_dir << " holds "
+                       << m.preset.name() << " (its kind: " << (m.preset.experts ? "wan.pipeline.t2v_a14b" : "wan.pipeline.ti2v")
+                       << ")");
 
   pipeline::Request r = pipeline::request_from_json(c, m.preset.variant.defaults.negative_prompt);
   if (images) {
@@ -47,6 +59,12 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
   r.width = res.width;
   out["inter.noise"] = pipeline::draw_noise(r.seed, pipeline::latent_shape(m.parts.geometry, r));
   out["inter.timesteps"] = Tensor::from_f64(res.timesteps, {static_cast<int64_t>(res.timesteps.size())});
+  if (m.preset.experts) {  // the expert of each step: 1 = high noise, 0 = low noise (kHighNoiseExpert)
+    std::vector<double> expert(res.timesteps.size(), -1);
+    for (size_t e = 0; e < res.denoiser_steps.size(); ++e)
+      for (int s : res.denoiser_steps[e]) expert[static_cast<size_t>(s)] = static_cast<double>(e);
+    out["inter.expert"] = Tensor::from_f64(expert, {static_cast<int64_t>(expert.size())});
+  }
   return out;
 }
 

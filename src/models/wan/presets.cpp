@@ -3,6 +3,7 @@
 #include "core/error.h"
 #include "models/wan/checkpoint_keys.h"
 #include "models/wan/clip.h"
+#include "models/wan/vae22.h"
 #include "text/umt5_keys.h"
 
 namespace vidax::wan {
@@ -109,6 +110,81 @@ std::vector<Preset> make_presets() {
   tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
   v.push_back(tiny);
 
+  // Wan 2.2 T2V-A14B (Wan-Video/Wan2.2 wan/configs/wan_t2v_A14B.py, generate.py): two 14B experts
+  // of Wan 2.1 14B's architecture, the Wan 2.1 VAE, 40 steps, shift 12, guide_scale (3.0, 4.0)
+  // as (low noise, high noise), boundary 0.875; generate.py's default size 1280*720, 81 frames
+  // (shared frame_num), 16 fps.
+  Preset a14b = big;
+  a14b.variant.name = "wan2.2-t2v-a14b";
+  a14b.variant.description =
+      "Wan 2.2 text-to-video A14B (Wan-AI/Wan2.2-T2V-A14B): high-noise and low-noise 14B experts, 720p or 480p";
+  {
+    pipeline::Defaults& d2 = a14b.variant.defaults;
+    d2.steps = 40;
+    d2.shift = 12.0;
+    d2.guidance = 4.0;               // shown as the default; the run takes guidance_scales
+    d2.guidance_scales = {3.0, 4.0};  // sample_guide_scale: [low noise, high noise]
+    d2.height = 720;
+    d2.width = 1280;
+    d2.frames = 81;
+    d2.fps = 16;
+  }
+  a14b.experts = Preset::Experts{};
+  v.push_back(a14b);
+
+  Preset tiny_a14b = tiny;
+  tiny_a14b.variant.name = kTinyA14BDemoModel;
+  tiny_a14b.variant.description =
+      "tiny random-weight Wan 2.2 A14B layout (two experts) written by `vidax make-demo` (noise-like output)";
+  tiny_a14b.variant.defaults.guidance = a14b.variant.defaults.guidance;
+  tiny_a14b.variant.defaults.guidance_scales = a14b.variant.defaults.guidance_scales;
+  tiny_a14b.variant.defaults.shift = a14b.variant.defaults.shift;
+  tiny_a14b.experts = Preset::Experts{};
+  v.push_back(tiny_a14b);
+
+  // Wan 2.2 TI2V-5B (wan/configs/wan_ti2v_5B.py): the ti2v DiT (dim 3072, 30 layers, 48 latent
+  // channels), the Wan 2.2 VAE, 50 steps, shift 5, guide 5, 121 frames at 24 fps; sizes
+  // 1280*704 / 704*1280 (SUPPORTED_SIZES['ti2v-5B']; the README's examples use 1280*704).
+  Preset ti2v = small;
+  ti2v.variant.name = "wan2.2-ti2v-5b";
+  ti2v.variant.description = "Wan 2.2 text(-image)-to-video 5B (Wan-AI/Wan2.2-TI2V-5B), 720p (1280x704 or 704x1280)";
+  {
+    pipeline::Defaults& d2 = ti2v.variant.defaults;
+    d2.steps = 50;
+    d2.shift = 5.0;
+    d2.guidance = 5.0;
+    d2.frames = 121;
+    d2.height = 704;
+    d2.width = 1280;
+    d2.fps = 24;
+  }
+  ti2v.dit = dit_args(tw::DitConfig::ti2v_5b());
+  ti2v.vae = Wan22VAEConfig{}.to_json();
+  ti2v.vae_version = "wan2.2";
+  ti2v.vae_file = "Wan2.2_VAE.pth";
+  v.push_back(ti2v);
+
+  Preset tiny_ti2v = tiny;
+  tiny_ti2v.variant.name = kTinyTI2VDemoModel;
+  tiny_ti2v.variant.description =
+      "tiny random-weight Wan 2.2 TI2V architecture (48-channel Wan 2.2 VAE) written by `vidax make-demo`";
+  tiny_ti2v.variant.defaults.frames = 9;
+  tiny_ti2v.variant.defaults.height = 64;
+  tiny_ti2v.variant.defaults.width = 96;
+  tiny_ti2v.variant.defaults.fps = 24;
+  tw::DitConfig tti2v = tdit;
+  tti2v.model_type = "ti2v";
+  tti2v.in_dim = 48;
+  tti2v.out_dim = 48;
+  tiny_ti2v.dit = dit_args(tti2v);
+  Wan22VAEConfig tvae22;
+  tvae22.dim = 4;
+  tvae22.dec_dim = 6;
+  tiny_ti2v.vae = tvae22.to_json();
+  tiny_ti2v.vae_version = "wan2.2";
+  tiny_ti2v.vae_file = "Wan2.2_VAE.safetensors";
+  v.push_back(tiny_ti2v);
+
   // Image-to-video 14B (Wan-AI/Wan2.1-I2V-14B-480P and -720P: one architecture, two trainings).
   // generate.py: 40 steps for i2v; shift 3.0 at 832*480 / 480*832, else 5.0; guide 5.0; 81 frames.
   Preset i2v = big;
@@ -148,27 +224,27 @@ std::vector<Preset> make_presets() {
   // Their tiny demos: the tiny T2V's parts, an I2V DiT (in_dim 16 + 4 mask + 16 image latent
   // channels) and a CLIP of the real width (img_emb takes 1280-wide features: the reference
   // hard-codes it) with 257 tokens (the DiT splits its context at 257) but no blocks.
-  Preset ti2v = tiny;
-  ti2v.variant.name = kTinyI2VDemoModel;
-  ti2v.variant.description = "tiny random-weight Wan 2.1 image-to-video architecture (`vidax make-demo`)";
-  ti2v.variant.tasks = {"i2v"};
-  ti2v.variant.defaults.frames = 5;
-  ti2v.variant.defaults.steps = 4;
-  ti2v.variant.defaults.shift = 3.0;
-  ti2v.variant.defaults.negative_prompt = wan21_i2v_negative_prompt();
+  Preset tiny_i2v = tiny;
+  tiny_i2v.variant.name = kTinyI2VDemoModel;
+  tiny_i2v.variant.description = "tiny random-weight Wan 2.1 image-to-video architecture (`vidax make-demo`)";
+  tiny_i2v.variant.tasks = {"i2v"};
+  tiny_i2v.variant.defaults.frames = 5;
+  tiny_i2v.variant.defaults.steps = 4;
+  tiny_i2v.variant.defaults.shift = 3.0;
+  tiny_i2v.variant.defaults.negative_prompt = wan21_i2v_negative_prompt();
   tdit.model_type = "i2v";
   tdit.in_dim = 36;
-  ti2v.dit = dit_args(tdit);
+  tiny_i2v.dit = dit_args(tdit);
   ClipVisionConfig tclip;
   tclip.image_size = 32;
   tclip.patch_size = 2;
   tclip.vision_heads = 2;
   tclip.vision_layers = 1;  // use_31_block runs all blocks but the last: none
   tclip.embed_dim = 16;
-  ti2v.clip = tclip.to_json();
-  ti2v.clip_file = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors";
-  v.push_back(ti2v);
-  Preset tflf = ti2v;
+  tiny_i2v.clip = tclip.to_json();
+  tiny_i2v.clip_file = "models_clip_open-clip-xlm-roberta-large-vit-huge-14.safetensors";
+  v.push_back(tiny_i2v);
+  Preset tflf = tiny_i2v;
   tflf.variant.name = kTinyFLF2VDemoModel;
   tflf.variant.description = "tiny random-weight Wan 2.1 first-last-frame architecture (`vidax make-demo`)";
   tflf.variant.tasks = {"flf2v"};

@@ -5,6 +5,7 @@
 // the file names of the original checkpoint layout.
 #pragma once
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,21 @@ struct Preset {
   nlohmann::json t5;
   nlohmann::json clip;  // I2V / FLF2V: XLMRobertaCLIP init args (clip.h); null for text-to-video
   int64_t text_len = 512;
+
+  // Wan 2.2 A14B (wan/text2video.py of Wan2.2): two DiTs of one architecture (`dit`), the
+  // high-noise expert for the steps with t >= boundary * num_train_timesteps, the low-noise one
+  // below. Original layout: each in its own folder; diffusers: transformer/ is the high-noise
+  // expert, transformer_2/ the low-noise one (diffusers' WanPipeline). Unset: one DiT.
+  struct Experts {
+    double boundary = 0.875;  // wan_t2v_A14B.py
+    std::string high_noise_dir = "high_noise_model", low_noise_dir = "low_noise_model";
+    // The timestep from which the high-noise expert runs (boundary * num_train_timesteps, 1000).
+    double boundary_timestep() const { return boundary * 1000.0; }
+  };
+  std::optional<Experts> experts;
+  // Which autoencoder `vae` describes: "wan2.1" (WanVAE_ of vae.py / vae2_1.py, 16 channels,
+  // stride 4x8x8) or "wan2.2" (WanVAE_ of vae2_2.py, 48 channels, stride 4x16x16; TI2V-5B).
+  std::string vae_version = "wan2.1";
 
   // Original-layout file names (relative to the weights directory).
   std::string vae_file = "Wan2.1_VAE.pth";
@@ -53,5 +69,9 @@ inline constexpr const char* kTinyDemoModel = "wan2.1-tiny-demo";
 // The same for image-to-video and first-last-frame (a CLIP of the real width, no blocks).
 inline constexpr const char* kTinyI2VDemoModel = "wan2.1-i2v-tiny-demo";
 inline constexpr const char* kTinyFLF2VDemoModel = "wan2.1-flf2v-tiny-demo";
+// The same for the Wan 2.2 tasks: two tiny experts (A14B's layout) and the TI2V-5B architecture
+// with the Wan 2.2 VAE.
+inline constexpr const char* kTinyA14BDemoModel = "wan2.2-t2v-a14b-tiny-demo";
+inline constexpr const char* kTinyTI2VDemoModel = "wan2.2-ti2v-tiny-demo";
 
 }  // namespace vidax::wan

@@ -1,7 +1,10 @@
 #include "models/wan/t2v_load.h"
 
 #include <algorithm>
+#include <array>
 #include <filesystem>
+#include <set>
+#include <sstream>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +18,7 @@
 #include "models/wan/dit_pjrt.h"
 #include "models/wan/i2v_conditioning.h"
 #include "models/wan/vae.h"
+#include "models/wan/vae22.h"
 #include "nn/params.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/residency.h"
@@ -115,6 +119,106 @@ class PromptCache {
   std::vector<std::pair<std::string, pipeline::EncodedPrompt>> entries_;
 };
 
+// A prompt for two experts: each has its own text embedding and cross-attention weights, so each
+// derives its conditioning from the encoder's output, on its first use (an expert that is not
+// resident yet is not loaded for it).
+struct ExpertConditioning {
+  Tensor context;
+  std::mutex mu;
+  std::array<std::optional<TextContext>, 2> text;
+  const TextContext& for_expert(size_t i, const WanDiT& dit) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!text[i]) text[i] = dit.encode_context(context);
+    return *text[i];
+  }
+};
+
+using ExpertParts = std::vector<std::shared_ptr<pipeline::ResidentPart<WanDiT>>>;
+
+// The parts of a two-expert model (Wan2.2 text2video.py): the expert of each step by its timestep
+// (expert_index), its own guidance scale through Parts::denoiser_index, and with `swap` only one
+// expert resident at a time.
+void attach_experts(pipeline::Parts& p, const Preset::Experts& e, const ExpertParts& experts, bool swap,
+                    const std::shared_ptr<pipeline::ResidentPart<text::WanTextEncoder>>& text_encoder,
+                    LoadedT2V* out) {
+  auto cache = std::make_shared<PromptCache>();
+  p.encode_prompt = [text_encoder, cache](const std::string& prompt) {
+    if (auto hit = cache->find(prompt)) return *hit;
+    text::EncodedPrompts enc = text_encoder->acquire()->encode({prompt});
+    pipeline::EncodedPrompt r;
+    r.context = enc.context.at(0);
+    r.truncated = enc.truncated.at(0);
+    auto cond = std::make_shared<ExpertConditioning>();
+    cond->context = r.context;
+    r.conditioning = cond;
+    cache->put(prompt, r);
+    return r;
+  };
+  p.denoiser_count = experts.size();
+  p.denoiser_index = [e](int, double t) { return expert_index(e, t); };
+  p.predict = [e, experts, swap](const pipeline::DenoiseInput& in) {
+    VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
+    auto* cond = static_cast<ExpertConditioning*>(const_cast<void*>(in.prompt.conditioning.get()));
+    const size_t i = expert_index(e, in.t);
+    if (swap)  // before loading this one: the other's memory goes first
+      for (size_t j = 0; j < experts.size(); ++j)
+        if (j != i) experts[j]->unload();
+    const std::shared_ptr<WanDiT> dit = experts[i]->acquire();
+    return dit->forward(in.x, std::vector<double>{in.t}, cond->for_expert(i, *dit));
+  };
+  p.after_denoising = [experts] {
+    for (const auto& x : experts) x->release();
+  };
+  p.use_loras = nullptr;  // a LoRA per expert is not supported yet (load_t2v refuses --lora)
+  p.check_loras = nullptr;
+  out->expert_loads = [experts] {
+    std::vector<int> n;
+    for (const auto& x : experts) n.push_back(x->loads());
+    return n;
+  };
+  out->experts_loaded = [experts] {
+    std::vector<bool> n;
+    for (const auto& x : experts) n.push_back(x->loaded());
+    return n;
+  };
+}
+
+// The Wan 2.2 VAE's decoder from the original checkpoint (Wan2.2_VAE.pth, official state_dict
+// names; the published file holds both halves): strict, every tensor either the decoder's or the
+// encoder's half, none unknown.
+std::shared_ptr<Wan22VAE> load_vae22_decoder(const WeightFiles& f, const Wan22VAEConfig& cfg, int64_t vae_tile) {
+  VIDAX_CHECK(vae_tile == 0, "--vae-tile " << vae_tile << ": the Wan 2.2 VAE (TI2V-5B) decodes whole frames only (tiling "
+                                           "is implemented for the Wan 2.1 VAE); leave --vae-tile out");
+  VIDAX_CHECK(f.layout != "diffusers" || f.vae_single,
+              f.root << ": the Wan 2.2 VAE in the diffusers layout (vae/, AutoencoderKLWan with is_residual) has no key map "
+                        "yet; use the original checkpoint (Wan2.2_VAE.pth of Wan-AI/Wan2.2-TI2V-5B)");
+  auto src = translate::CheckpointSource::open(f.vae);
+  std::map<std::string, Tensor> weights;
+  std::ostringstream unknown;
+  for (const auto& name : src->names()) {
+    const bool decoder = name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0;
+    const bool encoder = name.rfind("encoder.", 0) == 0 || name.rfind("conv1.", 0) == 0;
+    if (decoder) weights.emplace(name, src->get(name));
+    else if (!encoder) unknown << "\n  " << name;
+  }
+  VIDAX_CHECK(unknown.str().empty(), f.vae << ": tensors the Wan 2.2 VAE does not have (is this the Wan 2.2 VAE, "
+                                              "Wan2.2_VAE.pth?):" << unknown.str());
+  auto vae = std::make_shared<Wan22VAE>(
+      cfg,
+      [&weights, path = f.vae](const std::string& name) {
+        auto it = weights.find(name);
+        VIDAX_CHECK(it != weights.end(), path << ": no parameter " << name << " (is this the Wan 2.2 VAE, Wan2.2_VAE.pth?)");
+        return it->second;
+      },
+      Wan22VAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
+  std::ostringstream unused;
+  const std::set<std::string> used(vae->parameter_names().begin(), vae->parameter_names().end());
+  for (const auto& [name, t] : weights)
+    if (!used.count(name)) unused << "\n  " << name << " " << shape_str(t.shape());
+  VIDAX_CHECK(unused.str().empty(), f.vae << ": decoder tensors the Wan 2.2 VAE of this config does not use:" << unused.str());
+  return vae;
+}
+
 }  // namespace
 
 WanDiT load_streamed_dit(const std::string& path, const json& config, const DiTConfig& cfg, Precision precision,
@@ -190,14 +294,27 @@ const Preset& resolve_preset(const std::string& weights_dir, const std::string& 
   return preset;
 }
 
-pipeline::Geometry geometry_of(const json& dit_json, const json& vae_json) {
+size_t expert_index(const Preset::Experts& e, double t) {
+  return t >= e.boundary_timestep() ? kHighNoiseExpert : kLowNoiseExpert;
+}
+
+pipeline::Geometry geometry_of(const json& dit_json, const json& vae_json, const std::string& vae_version) {
   const DiTConfig dit = DiTConfig::from_json(dit_json);
-  const WanVAEConfig vae = WanVAEConfig::from_json(vae_json);
   pipeline::Geometry g;
-  g.vae_label = "the Wan VAE";
-  g.z_dim = vae.z_dim;
-  g.vae_stride_t = vae.temporal_factor();
-  g.vae_stride_s = vae.spatial_factor();
+  if (vae_version == "wan2.2") {
+    const Wan22VAEConfig vae = Wan22VAEConfig::from_json(vae_json);
+    g.vae_label = "the Wan 2.2 VAE";
+    g.z_dim = vae.z_dim;
+    g.vae_stride_t = vae.temporal_factor();
+    g.vae_stride_s = vae.spatial_factor();
+  } else {
+    VIDAX_CHECK(vae_version == "wan2.1", "unknown Wan VAE version '" << vae_version << "' (wan2.1 or wan2.2)");
+    const WanVAEConfig vae = WanVAEConfig::from_json(vae_json);
+    g.vae_label = "the Wan VAE";
+    g.z_dim = vae.z_dim;
+    g.vae_stride_t = vae.temporal_factor();
+    g.vae_stride_s = vae.spatial_factor();
+  }
   g.patch_t = dit.patch_size[0];
   g.patch_h = dit.patch_size[1];
   g.patch_w = dit.patch_size[2];
@@ -242,8 +359,17 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
-  with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""),
-              [&] { (void)WanVAEConfig::from_json(out.preset.vae); });
+  const bool vae22 = out.preset.vae_version == "wan2.2";
+  with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""), [&] {
+    if (vae22) (void)Wan22VAEConfig::from_json(out.preset.vae);
+    else (void)WanVAEConfig::from_json(out.preset.vae);
+  });
+  // The low-noise expert's own config (its folder's config.json), else the shared architecture.
+  json dit_low_json = f.dit_low_noise_config.is_null() ? out.preset.dit : f.dit_low_noise_config;
+  if (out.preset.experts)
+    with_origin(f.dit_low_noise_config.is_null() ? std::string("the low-noise expert's config")
+                                                 : (std::filesystem::path(f.dit_low_noise).parent_path() / "config.json").string(),
+                [&] { (void)DiTConfig::from_json(dit_low_json); });
   with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null(), f.t5_single ? f.t5 : ""),
               [&] { (void)text::T5EncoderConfig::from_json(out.preset.t5); });
   if (!image_task.empty())
@@ -324,14 +450,61 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     params.expect_all_taken();
     return d;
   };
+  // Two experts (Wan 2.2 A14B): one part each, in expert_index order. With --offload (chosen by
+  // --max-memory when both do not fit) only one is resident at a time: predict() frees the other
+  // when the run switches (high -> low noise), as the reference's offload_model moves it to the CPU.
+  std::vector<std::shared_ptr<pipeline::ResidentPart<WanDiT>>> experts;
+  const bool swap_experts = out.preset.experts && opt.offload;
+  if (out.preset.experts) {
+    VIDAX_CHECK(opt.loras.empty(), "--lora with " << out.preset.name()
+                                                  << " is not supported yet: its two experts take a LoRA each");
+    const DiTConfig low_cfg = DiTConfig::from_json(dit_low_json);
+    auto expert_loader = [precision, mesh = opt.mesh, label = out.precision, on_stage = opt.on_stage,
+                          offload = opt.offload](std::string path, json cfg_json, DiTConfig cfg, std::string which) {
+      return [=]() -> std::shared_ptr<WanDiT> {
+        if (offload) {
+          if (on_stage) on_stage("mapping the " + which + " DiT " + path + " (" + label + ", blocks streamed: --offload)");
+          return std::make_shared<WanDiT>(load_streamed_dit(path, cfg_json, cfg, precision, mesh));
+        }
+        if (on_stage) on_stage("loading the " + which + " DiT " + path + " (" + label + ")");
+        std::string lay;
+        nn::ParamSource params =
+            nn::ParamSource::from_map(translate_part(path, translate::wan::dit_component(), cfg_json, &lay), path);
+        auto d = std::make_shared<WanDiT>(cfg, params, precision, mesh);
+        params.expect_all_taken();
+        return d;
+      };
+    };
+    experts.resize(2);
+    experts[kLowNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
+        "the low-noise DiT", opt.denoiser, expert_loader(f.dit_low_noise, dit_low_json, low_cfg, "low-noise"));
+    experts[kHighNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
+        "the high-noise DiT", opt.denoiser, expert_loader(f.dit, out.preset.dit, dit_cfg, "high-noise"));
+    (void)experts[kHighNoiseExpert]->acquire();  // the first steps' expert
+    if (!swap_experts) {
+      (void)experts[kLowNoiseExpert]->acquire();
+    } else {  // loaded at the switch; its keys and shapes are checked now, so a broken file fails before step 1
+      auto src = translate::CheckpointSource::open(f.dit_low_noise);
+      translate::check(translate::match(*src, translate::wan::dit_component(), dit_low_json).plan, {},
+                       translate::wan::dit_component().name() + " from " + f.dit_low_noise);
+    }
+    VIDAX_CHECK(low_cfg.in_dim == dit_cfg.in_dim && low_cfg.out_dim == dit_cfg.out_dim &&
+                    low_cfg.text_dim == dit_cfg.text_dim && low_cfg.patch_size == dit_cfg.patch_size,
+                "the low-noise expert (in_dim " << low_cfg.in_dim << ", text_dim " << low_cfg.text_dim
+                                                << ") does not fit the high-noise one (in_dim " << dit_cfg.in_dim
+                                                << ", text_dim " << dit_cfg.text_dim << ")");
+  }
   auto dit = std::make_shared<pipeline::ResidentPart<WanDiT>>("the DiT", opt.denoiser, load_dit);
-  (void)dit->acquire();
+  if (!out.preset.experts) (void)dit->acquire();
 
   // VAE decoder (fp32, as the reference's WanVAE(dtype=torch.float)).
   stage("loading the VAE " + f.vae);
-  const WanVAEConfig vae_cfg = WanVAEConfig::from_json(out.preset.vae);
+  std::shared_ptr<Wan22VAE> vae22_model;
+  if (vae22) vae22_model = load_vae22_decoder(f, Wan22VAEConfig::from_json(out.preset.vae), opt.vae_tile);
+  const WanVAEConfig vae_cfg = vae22 ? WanVAEConfig{} : WanVAEConfig::from_json(out.preset.vae);
+  const int64_t z_dim = vae22 ? vae22_model->config().z_dim : vae_cfg.z_dim;
   std::shared_ptr<WanVAE> vae;
-  {
+  if (!vae22) {
     auto vae_weights = translate_part(f.vae, translate::wan::vae_component(), out.preset.vae, &layout);
     vae = std::make_shared<WanVAE>(
         vae_cfg,
@@ -362,15 +535,15 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   }
 
   pipeline::Parts& p = out.parts;
-  p.geometry = geometry_of(out.preset.dit, out.preset.vae);
+  p.geometry = geometry_of(out.preset.dit, out.preset.vae, out.preset.vae_version);
   p.prediction = pipeline::PredictionType::FlowVelocity;
   p.guidance = pipeline::GuidanceKind::ClassifierFree;
   if (opt.mesh && opt.mesh->shape().cfg > 1) p.cfg_group = &opt.mesh->cfg();
   // An I2V DiT takes the latent, the 4-channel mask and the image latent on its input channels.
-  const int64_t y_channels = image_task.empty() ? 0 : 4 + vae_cfg.z_dim;
-  VIDAX_CHECK(dit_cfg.in_dim == vae_cfg.z_dim + y_channels && dit_cfg.out_dim == vae_cfg.z_dim,
+  const int64_t y_channels = image_task.empty() ? 0 : 4 + z_dim;
+  VIDAX_CHECK(dit_cfg.in_dim == z_dim + y_channels && dit_cfg.out_dim == z_dim,
               "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
-                                 << vae_cfg.z_dim << (y_channels ? ", + 4 mask + z_dim image channels" : "") << ")");
+                                 << z_dim << (y_channels ? ", + 4 mask + z_dim image channels" : "") << ")");
   VIDAX_CHECK(dit_cfg.text_dim == t5_cfg.dim, "the DiT expects text_dim " << dit_cfg.text_dim
                                                                           << " but the text encoder has dim " << t5_cfg.dim);
 
@@ -475,8 +648,21 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     };
     p.after_images = [clip] { clip->release(); };
   }
+  if (out.preset.experts) attach_experts(p, *out.preset.experts, experts, swap_experts, text_encoder, &out);
   std::optional<VaeTiling> tiling;
   if (opt.vae_tile > 0) tiling = VaeTiling::for_tile(opt.vae_tile);
+  if (vae22) {
+    p.decode = [vae22_model](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
+      const int64_t chunks = z.size(1);  // one latent frame per chunk, as Wan2_2_VAE decodes
+      int64_t done = 0;
+      const Tap poll = [&](const std::string& module, const Tensor&) {
+        pipeline::throw_if_interrupted("VAE decoding (" + module + ")");
+        if (module == "decoder.head.2" && progress) progress(++done, chunks);
+      };
+      return vae22_model->decode_normalized(z.unsqueeze(0), wan22_latent_scale(), poll).squeeze(0);
+    };
+    return out;
+  }
   p.decode = [vae, tiling](const Tensor& z, const pipeline::Parts::DecodeProgress& progress) {
     // The VAE reports each module's output per chunk: check for Ctrl-C there, so a
     // long decode stops within one module instead of running to the end. Its head is

@@ -3,7 +3,9 @@
 // decoder, each through the translator (original or diffusers layout; strict:
 // every key consumed, every parameter filled).
 #pragma once
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "models/wan/dit.h"
 #include "models/wan/presets.h"
@@ -13,14 +15,26 @@
 namespace vidax::wan {
 
 struct LoadedT2V {
+  // Two-expert models: how often each expert was loaded (index as expert_index), for tests and
+  // the residency record. Empty for one DiT.
+  std::function<std::vector<int>()> expert_loads;
+  std::function<std::vector<bool>()> experts_loaded;
   Preset preset;  // with the architecture actually loaded (configs from the weights)
   WeightFiles files;
   std::string precision;
   pipeline::Parts parts;  // owns the loaded models
 };
 
-// The geometry of a Wan DiT + VAE pair from their configs (reference init args).
-pipeline::Geometry geometry_of(const nlohmann::json& dit, const nlohmann::json& vae);
+// The geometry of a Wan DiT + VAE pair from their configs (reference init args); vae_version as
+// Preset::vae_version ("wan2.1" | "wan2.2").
+pipeline::Geometry geometry_of(const nlohmann::json& dit, const nlohmann::json& vae,
+                               const std::string& vae_version = "wan2.1");
+
+// Two experts (Preset::experts): the index of the expert that denoises at model timestep t, in the
+// order of the reference's guide_scale tuple: 0 = the low-noise expert, 1 = the high-noise one
+// (t >= boundary * num_train_timesteps, as Wan2.2 text2video.py's _prepare_model_for_timestep).
+size_t expert_index(const Preset::Experts& e, double t);
+inline constexpr size_t kLowNoiseExpert = 0, kHighNoiseExpert = 1;
 
 // The preset for a weights directory: `model` when given (checked against the
 // weights' config), else detected; throws naming the known models otherwise.

@@ -332,6 +332,21 @@ Wan22VAE::Wan22VAE(const Wan22VAEConfig& config, const WeightLookup& weights, Pa
   }
 }
 
+std::vector<std::pair<std::string, Shape>> Wan22VAE::parameter_shapes(const Wan22VAEConfig& config, Parts parts) {
+  std::vector<std::pair<std::string, Shape>> shapes;
+  std::vector<std::string> names;
+  ParamReader p(shapes, names);
+  if (parts.encoder) {
+    (void)Encoder(p, config);
+    (void)CausalConv3d::load(p, "conv1", 2 * config.z_dim, 2 * config.z_dim, {1, 1, 1});
+  }
+  if (parts.decoder) {
+    (void)Decoder(p, config);
+    (void)CausalConv3d::load(p, "conv2", config.z_dim, config.z_dim, {1, 1, 1});
+  }
+  return shapes;
+}
+
 Wan22VAE::~Wan22VAE() = default;
 Wan22VAE::Wan22VAE(Wan22VAE&&) noexcept = default;
 Wan22VAE& Wan22VAE::operator=(Wan22VAE&&) noexcept = default;

@@ -58,6 +58,9 @@ class Wan22VAE {
   Wan22VAE& operator=(Wan22VAE&&) noexcept;
 
   const Wan22VAEConfig& config() const { return config_; }
+  // The official state_dict's names and shapes for `config` (both halves, in build order),
+  // without reading anything: the demo's random weights and the memory plan's counts.
+  static std::vector<std::pair<std::string, Shape>> parameter_shapes(const Wan22VAEConfig& config, Parts parts = {});
   const std::vector<std::string>& parameter_names() const { return names_; }
 
   // video [B, 3, F, H, W], F = 4k+1, H and W multiples of 16 -> mu [B, z_dim, k+1, H/16, W/16].

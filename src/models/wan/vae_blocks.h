@@ -28,8 +28,17 @@ class ParamReader {
  public:
   ParamReader(const WeightLookup& lookup, DType compute, std::vector<std::string>& names)
       : lookup_(lookup), compute_(compute), names_(names) {}
+  // A probe: reads nothing, records each parameter's name and shape and hands out Meta tensors of
+  // that shape (the state_dict's names and shapes for a config: demo weights, memory plans).
+  ParamReader(std::vector<std::pair<std::string, Shape>>& probe, std::vector<std::string>& names)
+      : lookup_(no_lookup()), compute_(DType::F32), names_(names), probe_(&probe) {}
 
   Tensor get(const std::string& name, const Shape& expected) {
+    if (probe_) {
+      probe_->emplace_back(name, expected);
+      names_.push_back(name);
+      return Tensor::empty(expected, compute_, Device::Meta);
+    }
     Tensor t = lookup_(name);
     VIDAX_CHECK(t.defined(), "Wan VAE: parameter " << name << " is missing");
     VIDAX_CHECK(t.shape() == expected, "Wan VAE: parameter " << name << " has shape " << shape_str(t.shape())
@@ -40,9 +49,14 @@ class ParamReader {
   }
 
  private:
+  static const WeightLookup& no_lookup() {
+    static const WeightLookup none = [](const std::string&) { return Tensor(); };
+    return none;
+  }
   const WeightLookup& lookup_;
   DType compute_;
   std::vector<std::string>& names_;
+  std::vector<std::pair<std::string, Shape>>* probe_ = nullptr;
 };
 
 // ============================================================================ frames and the feature cache

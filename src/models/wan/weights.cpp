@@ -220,6 +220,10 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
     VIDAX_CHECK(missing.empty(), "without --weights, the model's parts must all be files; missing:" << missing);
   }
   const bool need_dit = over.diffusion_model.empty(), need_vae = over.vae.empty(), need_t5 = over.text_encoder.empty();
+  VIDAX_CHECK(!preset.experts || need_dit,
+              "--diffusion-model " << over.diffusion_model << ": " << preset.name()
+                                   << " has two DiTs (a high-noise and a low-noise expert), one file cannot hold both; "
+                                      "give the checkpoint folder with --weights");
   if (!has_dir) {
     f.layout = "files";
   } else if (is_file(dir / "model_index.json")) {
@@ -229,6 +233,14 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
                                                                   << " has model_index.json (diffusers layout) but no transformer/");
       f.dit = safetensors_model(dir / "transformer", "diffusion_pytorch_model", "transformer");
       f.dit_config = read_json_if_present(dir / "transformer" / "config.json");
+      if (preset.experts) {  // diffusers' WanPipeline: transformer = high noise, transformer_2 = low noise
+        VIDAX_CHECK(is_dir(dir / "transformer_2"),
+                    "weights directory " << dir_str << ": " << preset.name()
+                                         << " has two experts, but there is no transformer_2/ (the low-noise DiT) next "
+                                            "to transformer/ (the high-noise one)");
+        f.dit_low_noise = safetensors_model(dir / "transformer_2", "diffusion_pytorch_model", "transformer_2");
+        f.dit_low_noise_config = read_json_if_present(dir / "transformer_2" / "config.json");
+      }
     }
     if (need_vae) {
       f.vae = safetensors_model(dir / "vae", "diffusion_pytorch_model", "VAE");
@@ -241,7 +253,21 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
     if (over.tokenizer.empty()) f.tokenizer = first_existing(dir, {"tokenizer"}, "tokenizer");
   } else {
     f.layout = "original";
-    if (need_dit) {
+    if (need_dit && preset.experts) {  // Wan2.2's text2video.py: WanModel.from_pretrained(dir, subfolder=...)
+      const Preset::Experts& e = *preset.experts;
+      for (const std::string* sub : {&e.high_noise_dir, &e.low_noise_dir})
+        VIDAX_CHECK(is_dir(dir / *sub), "weights directory "
+                                            << dir_str << ": " << preset.name() << " has two experts, but there is no "
+                                            << *sub << "/ (the " << (sub == &e.high_noise_dir ? "high" : "low")
+                                            << "-noise DiT); found " << (is_dir(dir / e.high_noise_dir) ? e.high_noise_dir + "/" : "")
+                                            << (is_dir(dir / e.low_noise_dir) ? e.low_noise_dir + "/" : "")
+                                            << (is_dir(dir / e.high_noise_dir) || is_dir(dir / e.low_noise_dir) ? "" : "neither")
+                                            << " (both come with Wan-AI/Wan2.2-T2V-A14B)");
+      f.dit = safetensors_model(dir / e.high_noise_dir, "diffusion_pytorch_model", "high-noise DiT");
+      f.dit_config = read_json_if_present(dir / e.high_noise_dir / "config.json");
+      f.dit_low_noise = safetensors_model(dir / e.low_noise_dir, "diffusion_pytorch_model", "low-noise DiT");
+      f.dit_low_noise_config = read_json_if_present(dir / e.low_noise_dir / "config.json");
+    } else if (need_dit) {
       f.dit = safetensors_model(dir, "diffusion_pytorch_model", "DiT (diffusion_pytorch_model*.safetensors)");
       f.dit_config = read_json_if_present(dir / "config.json");
     }
@@ -297,10 +323,11 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
 std::string detect_model(const std::string& dir, const pipeline::PartFiles& over) {
   if (over.diffusion_model.empty()) return dir.empty() ? "" : detect_model(dir);
   const json c = single_file_config(over.diffusion_model, translate::wan::dit_component(), "--diffusion-model");
-  // A file has no vidax_model.json: its shapes decide, the demo's too.
+  // A file has no vidax_model.json: its shapes decide, the demo's too (never a two-expert model:
+  // one file holds one DiT).
   std::vector<const Preset*> matches;
   for (const auto& p : presets())
-    if (same_dit(c, p.dit)) matches.push_back(&p);
+    if (!p.experts && same_dit(c, p.dit)) matches.push_back(&p);
   return pick_by_path(matches, over.diffusion_model);
 }
 
@@ -308,14 +335,18 @@ std::string detect_model(const std::string& dir_str) {
   const fs::path dir(dir_str);
   json vm = read_json_if_present(dir / "vidax_model.json");
   if (std::string m = model_named(vm, (dir / "vidax_model.json").string()); !m.empty()) return m;
+  // Two experts: the original layout's expert folders (config.json in each), diffusers' transformer_2/.
+  const Preset::Experts layout;
+  const bool experts = is_dir(dir / layout.high_noise_dir) || is_dir(dir / "transformer_2");
   fs::path cp = dir / "config.json";
   json c = read_json_if_present(cp);
   if (c.is_null()) c = read_json_if_present(cp = dir / "transformer" / "config.json");
+  if (c.is_null()) c = read_json_if_present(cp = dir / layout.high_noise_dir / "config.json");
   if (c.is_null()) return "";
   std::vector<const Preset*> matches;
   in_file(cp.string(), [&] {
     for (const auto& p : presets())
-      if (!p.variant.demo && same_dit(c, p.dit)) matches.push_back(&p);
+      if (!p.variant.demo && same_dit(c, p.dit) && p.experts.has_value() == experts) matches.push_back(&p);
     return 0;
   });
   return pick_by_path(matches, fs::absolute(dir).string());
@@ -342,6 +373,13 @@ void check_preset_matches(const WeightFiles& files, const Preset& preset) {
   VIDAX_CHECK(type == dit_model_type(preset.dit),
               "--model " << preset.name() << " is a " << dit_model_type(preset.dit) << " model, but the DiT in "
                          << cfg_file << " is " << type << " (model_type)");
+  if (!files.dit_low_noise_config.is_null()) {  // the low-noise expert has the same architecture
+    const int64_t dim2 = dit_dim(files.dit_low_noise_config), layers2 = dit_layers(files.dit_low_noise_config);
+    VIDAX_CHECK(dim2 == dim && layers2 == layers,
+                files.root << ": the low-noise expert's config says dim " << dim2 << " and " << layers2
+                           << " layers, the high-noise expert's dim " << dim << " and " << layers
+                           << " layers; the two experts of " << preset.name() << " share one architecture");
+  }
 }
 
 }  // namespace vidax::wan

@@ -16,7 +16,11 @@ namespace vidax::wan {
 struct WeightFiles {
   std::string root;
   std::string layout;     // "original" | "diffusers"
-  std::string dit;        // a .safetensors file, or a *.safetensors.index.json
+  std::string dit;        // a .safetensors file, or a *.safetensors.index.json (two experts: the high-noise one)
+  // Two experts (Preset::experts, Wan 2.2 A14B): the low-noise DiT (low_noise_model/ or transformer_2/)
+  // and its config; `dit` and `dit_config` are the high-noise expert's (high_noise_model/ or transformer/).
+  std::string dit_low_noise;
+  nlohmann::json dit_low_noise_config;
   std::string vae;        // Wan2.1_VAE.pth / .safetensors, or vae/diffusion_pytorch_model.safetensors
   std::string t5;         // models_t5_umt5-xxl-enc-bf16.pth / .safetensors, or text_encoder/ (file or index)
   std::string tokenizer;  // the directory holding spiece.model
@@ -37,7 +41,8 @@ struct WeightFiles {
 WeightFiles find_weights(const std::string& dir, const Preset& preset, const pipeline::PartFiles& over = {});
 
 // The preset a weights directory holds: vidax_model.json's "model", else the
-// DiT config's size (dim 1536 -> 1.3B, 5120 -> 14B). Empty when unknown.
+// DiT config's size (dim 1536 -> 1.3B, 5120 -> 14B, 3072 -> TI2V-5B) and whether it has two experts
+// (high_noise_model/ + low_noise_model/, or diffusers' transformer_2/: Wan 2.2 A14B). Empty when unknown.
 std::string detect_model(const std::string& dir);
 // The same with parts as single files: a --diffusion-model file decides by its tensors' shapes.
 std::string detect_model(const std::string& dir, const pipeline::PartFiles& over);
