@@ -459,6 +459,8 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
   std::set<std::string> io_keys;  // a golden file's inputs and outputs: never quantized
   auto add = [&](const std::string& name, Tensor t) {
     if (cast && (t.is_weight_only_quantized() || dtype_is_float(t.dtype()))) t = t.to(*cast);
+    // GGUF has no scaled fp8/int8 tensors: a scaled weight is widened (then quantized or kept f32).
+    if (gguf && t.is_scaled()) t = t.to(DType::F32);
     VIDAX_CHECK(gguf || !t.is_quantized(), in << ": tensor '" << name << "' is " << t.str()
                                               << "; safetensors has no block types: pass --dtype f32, bf16 or f16 "
                                                  "to dequantize, or write a .gguf");

@@ -130,6 +130,13 @@ TEST(ParityQuantize, AScaledSafetensorsGoldenRunsLikeQuantizeOnTheOriginal) {
     q.quantize = type;
     EXPECT_EQ(from_file, output_rel(golden, q)) << type;
     EXPECT_GT(from_file, 1e-5) << type;
+    // GGUF holds no scaled tensors: converting the scaled file widens each weight with its scale.
+    const std::string gguf = out + ".gguf";
+    translate::ConvertOptions wide;
+    wide.dtype = "f32";
+    translate::convert(out, gguf, wide);
+    EXPECT_EQ(output_rel(gguf, opt), from_file) << type;
+    std::remove(gguf.c_str());
     std::remove(out.c_str());
   }
 }
