@@ -517,17 +517,39 @@ Tensor Tensor::to(DType dtype) const {
     // f16, and their product with a D-rounded scale is exact in f32, so rounding the f32
     // product to D once is torch's D multiply.
     VIDAX_CHECK(dtype_is_float(dtype), "to: a scaled tensor widens to a float dtype, not " << dtype_name(dtype));
-    Tensor w = unscaled().to(DType::F32).contiguous();
-    const std::vector<float> s = scale_->to_f32_vector();
-    const int64_t rows = s.size() == 1 ? 1 : shape_[0];
-    const int64_t per = rows == 0 ? 0 : numel() / rows;
-    float* p = w.data<float>();
-#pragma omp parallel for schedule(static) if (numel() >= (1 << 16))
-    for (int64_t r = 0; r < rows; ++r) {
-      const float sr = round_to(s[static_cast<size_t>(r)], dtype);
-      for (int64_t i = 0; i < per; ++i) p[r * per + i] *= sr;
+    VIDAX_CHECK(device() == Device::CPU, "to: scaled tensors live in host memory, not " << device_name(device()));
+    // Every stored type is one byte: a 256-entry table of its values, then one pass per row.
+    float lut[256];
+    for (int b = 0; b < 256; ++b) {
+      const auto v = static_cast<uint8_t>(b);
+      lut[b] = dtype_ == DType::F8_E4M3 ? f8e4m3fn_to_f32(v)
+             : dtype_ == DType::F8_E5M2 ? f8e5m2_to_f32(v)
+                                        : static_cast<float>(static_cast<int8_t>(v));
     }
-    return w.to(dtype);
+    const Tensor src = unscaled().contiguous();
+    const auto* in = static_cast<const uint8_t*>(src.data_ptr());
+    const std::vector<float> s = scale_->to_f32_vector();
+    const bool per_row = s.size() > 1;
+    const int64_t n = numel();
+    const int64_t per = per_row ? n / shape_[0] : n;
+    const DType out_dt = dtype == DType::BF16 ? DType::BF16 : DType::F32;
+    Tensor out = Tensor::empty(shape_, out_dt);
+    std::vector<float> rs(s.size());
+    for (size_t k = 0; k < s.size(); ++k) rs[k] = round_to(s[k], dtype);
+    // Segments of `seg` values that share one scale: rows (per-row scales) or 4096-value chunks.
+    const int64_t seg = per_row ? per : 4096, segs = seg == 0 ? 0 : (n + seg - 1) / seg;
+    uint16_t* ob = out_dt == DType::BF16 ? out.data<uint16_t>() : nullptr;
+    float* of = out_dt == DType::F32 ? out.data<float>() : nullptr;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t g = 0; g < segs; ++g) {
+      const int64_t i0 = g * seg, i1 = std::min(n, i0 + seg);
+      const float sr = rs[per_row ? static_cast<size_t>(g) : 0];
+      if (ob)
+        for (int64_t i = i0; i < i1; ++i) ob[i] = f32_to_bf16(lut[in[i]] * sr);
+      else
+        for (int64_t i = i0; i < i1; ++i) of[i] = lut[in[i]] * sr;
+    }
+    return out_dt == dtype ? out : out.to(dtype);
   }
   if (is_quantized()) {
     if (device() == Device::Meta) return observed(MetaTensorOp::Cast, Tensor::empty(shape_, dtype, Device::Meta), {});
