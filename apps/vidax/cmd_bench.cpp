@@ -44,8 +44,9 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
   sub->add_option("--weights-dtype", a->opt.weights_dtype,
                   "make the DiT's random matrices directly in a GGUF block type and compute on them "
-                  "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k; default: fp32 drawn, cast to --precision)")
-      ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
+                  "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) or scaled fp8|fp8_e5m2|int8 "
+                  "(default: fp32 drawn, cast to --precision)")
+      ->check(CLI::IsMember({"fp8", "fp8_e5m2", "int8", "q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
   sub->add_option("--device", a->opt.device,
                   "cpu (default), or pjrt: also time the DiT steps through a PJRT plugin (compile apart) and "
                   "report their ratio to the CPU backend's (docs/pjrt.md)")

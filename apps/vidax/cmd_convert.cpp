@@ -22,8 +22,9 @@ Command add_convert(CLI::App& app) {
   sub->add_option("out", a->out, "output .safetensors file (.gguf for a block type, or when named so)")->required();
   sub->add_option("--dtype", a->opt.dtype,
                   "output dtype: f32|bf16|f16 (dequantizing any input, GGUF included), or a GGUF block type "
-                  "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) for the matrices")
-      ->check(CLI::IsMember({"keep", "f32", "bf16", "f16", "q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0",
+                  "(q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) for the matrices, or scaled weights in safetensors: "
+                  "fp8 (e4m3fn, one scale per tensor, ComfyUI's scaled fp8), fp8_e5m2, int8 (one scale per row)")
+      ->check(CLI::IsMember({"keep", "f32", "bf16", "f16", "fp8", "fp8_e5m2", "int8", "q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0",
                              "q4_1", "q3_k", "q2_k"}));
   sub->add_option("--layout", a->opt.layout, "keep the names, or write the engine's names")
       ->check(CLI::IsMember({"keep", "engine"}));

@@ -32,9 +32,9 @@ Command add_parity(CLI::App& app) {
   sub->add_flag("--lora-allow-unmatched", a->opt.lora_allow_unmatched,
                 "apply a LoRA whose keys partly match no parameter (the keys are printed)");
   sub->add_option("--quantize", a->opt.quantize,
-                  "TYPE: block-quantize the golden's matrices (q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k) "
-                  "before the run, to measure the type's error (docs/quantization.md)")
-      ->check(CLI::IsMember({"q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
+                  "TYPE: quantize the golden's matrices (q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k, or "
+                  "fp8|fp8_e5m2|int8 scaled weights) before the run, to measure the type's error (docs/quantization.md)")
+      ->check(CLI::IsMember({"fp8", "fp8_e5m2", "int8", "q8_0", "q6_k", "q5_k", "q4_k", "q5_0", "q5_1", "q4_0", "q4_1", "q3_k", "q2_k"}));
   sub->add_option("--device", a->opt.device, "cpu (default) or pjrt (docs/pjrt.md)")->check(CLI::IsMember({"cpu", "pjrt"}));
   sub->add_option("--pjrt-plugin", a->opt.pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_flag("--json", a->json, "print a JSON report");

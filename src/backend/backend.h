@@ -96,7 +96,9 @@ class Backend {
   // memory): out = x w^T + b with w's values dequantized as ggml does and cast to x's dtype,
   // a panel of rows at a time (never all of w widened at once). Default: each panel
   // dequantized into a panel of x's dtype, then linear on it (the values of linear on the
-  // whole dequantized weight up to the GEMM's summation order per panel).
+  // whole dequantized weight up to the GEMM's summation order per panel). A scaled fp8/int8
+  // weight (Tensor::is_scaled) takes the same path: each panel widened with its scale applied
+  // in x's dtype (Tensor::to), as ComfyUI's scaled fp8 Linear computes weight.to(D) * scale.
   virtual void linear_quantized(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out);
   // a [..., M, K], b [..., K, N]; their batch dims broadcast to out's [..., M, N].
   virtual void matmul(const Tensor& a, const Tensor& b, Tensor& out) = 0;

@@ -390,7 +390,7 @@ Shape check_linear(const char* op, const Tensor& x, const Tensor& w, const std::
   check_defined(op, "w", w);
   VIDAX_CHECK(x.dtype() == DType::F32 || x.dtype() == DType::BF16,
               op << ": x is " << x.str() << ", expected F32 or BF16 activations");
-  VIDAX_CHECK(w.is_quantized() || w.dtype() == DType::F32 || w.dtype() == DType::BF16 || w.dtype() == DType::F16,
+  VIDAX_CHECK(w.is_weight_only_quantized() || w.dtype() == DType::F32 || w.dtype() == DType::BF16 || w.dtype() == DType::F16,
               op << ": weight is " << w.str() << ", expected F32, BF16, F16 or a block-quantized type");
   VIDAX_CHECK(x.dim() >= 1, op << ": x is a scalar");
   VIDAX_CHECK(w.dim() == 2, op << ": weight is " << w.str() << ", expected [N, K]");
@@ -408,14 +408,14 @@ Tensor linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bia
   const Shape out_shape = check_linear("linear", x, w, bias);
   Device dev = op_device("linear", {&x, &w, opt_ptr(bias)});
   Tensor out = alloc(out_shape, x.dtype(), dev);
-  if (w.is_quantized()) backend_for(dev).linear_quantized(x, w, bias, out);
+  if (w.is_weight_only_quantized()) backend_for(dev).linear_quantized(x, w, bias, out);
   else backend_for(dev).linear(x, w, bias, out);
   return out;
 }
 
 Tensor linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, GeluMode mode) {
   const Shape out_shape = check_linear("linear_gelu", x, w, bias);
-  if (w.is_quantized()) return gelu(linear(x, w, bias), mode);  // the two steps' values
+  if (w.is_weight_only_quantized()) return gelu(linear(x, w, bias), mode);  // the two steps' values
   Device dev = op_device("linear_gelu", {&x, &w, opt_ptr(bias)});
   Tensor out = alloc(out_shape, x.dtype(), dev);
   backend_for(dev).linear_gelu(x, w, bias, mode, out);
@@ -429,7 +429,7 @@ Tensor linear_gated_residual(const Tensor& x, const Tensor& w, const std::option
   check_float("linear_gated_residual", "gate", gate);
   VIDAX_CHECK(residual.shape() == out_shape, "linear_gated_residual: residual " << residual.str()
                                                  << " must have the product's shape " << shape_str(out_shape));
-  if (w.is_quantized()) return gated_residual(residual, gate, linear(x, w, bias));  // the two steps' values
+  if (w.is_weight_only_quantized()) return gated_residual(residual, gate, linear(x, w, bias));  // the two steps' values
   check_broadcasts_to("linear_gated_residual", "gate", gate, out_shape);
   Device dev = op_device("linear_gated_residual", {&x, &w, opt_ptr(bias), &residual, &gate});
   Tensor out = alloc(out_shape, residual.dtype(), dev);

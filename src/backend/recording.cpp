@@ -230,6 +230,8 @@ class RecordingBackend final : public Backend {
   // A block-quantized weight: the lowering dequantizes w (ggml's layout: rows of K values in
   // blocks of `block` values, `block_bytes` each) to x's dtype; the values of linear on it.
   void linear_quantized(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b, Tensor& o) override {
+    VIDAX_CHECK(!w.is_scaled(), "recording: the scaled fp8/int8 weight " << w.str()
+                                << " is not recorded yet (run it on the cpu backend, or convert it to a GGUF type)");
     const QuantTraits& q = quant_traits(w.quant());
     Rec("linear_quantized").in("x", x).in("w", w).in("bias", b).attr("quant", q.name)
         .attr("block", int64_t{q.block}).attr("block_bytes", int64_t{q.block_bytes}).out(o);

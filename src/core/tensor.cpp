@@ -1,5 +1,7 @@
 #include "core/tensor.h"
 
+#include <cmath>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -41,6 +43,17 @@ void copy_into_host(const Tensor& src, Tensor& dst);
 void refuse_quantized(const Tensor& t, const char* what) {
   VIDAX_CHECK(!t.is_quantized(), what << " of the quantized tensor " << t.str()
                                       << ": a block-quantized tensor has no element views (dequantize it with to())");
+  VIDAX_CHECK(!t.is_scaled(), what << " of the scaled tensor " << t.str()
+                                   << ": a scaled fp8/int8 tensor has no element views (widen it with to())");
+}
+
+// The rounding of dtype d applied to an f32 value (identity for F32).
+float round_to(float v, DType d) {
+  switch (d) {
+    case DType::BF16: return bf16_to_f32(f32_to_bf16(v));
+    case DType::F16: return f16_to_f32(f32_to_f16(v));
+    default: return v;
+  }
 }
 
 // A quantized tensor's values as a new contiguous F32 (or BF16: rounded in the same pass) tensor.
@@ -413,6 +426,12 @@ Tensor Tensor::slice_unobserved(int64_t d, int64_t start, int64_t end, int64_t s
   start = std::clamp<int64_t>(start, 0, n);
   end = std::clamp<int64_t>(end, start, n);
   VIDAX_CHECK(step >= 1, "slice: step must be >= 1");
+  if (is_scaled()) {  // whole rows; a per-row scale comes with them
+    VIDAX_CHECK(d == 0 && step == 1, "slice of the scaled tensor " << str() << ": only whole rows (dim 0, step 1)");
+    Tensor t = unscaled().slice_unobserved(d, start, end, step);
+    t.scale_ = scale_->numel() == 1 ? scale_ : std::make_shared<const Tensor>(scale_->slice(0, start, end));
+    return t;
+  }
   Tensor t = *this;
   if (is_quantized()) {  // whole rows of a 2-D quantized tensor
     VIDAX_CHECK(dim() == 2 && d == 0 && step == 1,
@@ -475,6 +494,11 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const { return observed(MetaTensorOp::Clone, clone_unobserved(), {}); }
 
 Tensor Tensor::clone_unobserved() const {
+  if (is_scaled()) {
+    Tensor t = unscaled().clone_unobserved();
+    t.scale_ = scale_;
+    return t;
+  }
   if (is_quantized()) {
     Tensor out = Tensor::empty_quantized(shape_, quant_, device());
     if (device() != Device::Meta && nbytes() > 0) std::memcpy(out.data_ptr(), data_ptr(), nbytes());
@@ -487,6 +511,46 @@ Tensor Tensor::clone_unobserved() const {
 }
 
 Tensor Tensor::to(DType dtype) const {
+  if (is_scaled()) {
+    if (device() == Device::Meta) return observed(MetaTensorOp::Cast, Tensor::empty(shape_, dtype, Device::Meta), {});
+    // ComfyUI: weight.to(D) * scale_weight.to(D). The stored values are exact in f32, bf16 and
+    // f16, and their product with a D-rounded scale is exact in f32, so rounding the f32
+    // product to D once is torch's D multiply.
+    VIDAX_CHECK(dtype_is_float(dtype), "to: a scaled tensor widens to a float dtype, not " << dtype_name(dtype));
+    VIDAX_CHECK(device() == Device::CPU, "to: scaled tensors live in host memory, not " << device_name(device()));
+    // Every stored type is one byte: a 256-entry table of its values, then one pass per row.
+    float lut[256];
+    for (int b = 0; b < 256; ++b) {
+      const auto v = static_cast<uint8_t>(b);
+      lut[b] = dtype_ == DType::F8_E4M3 ? f8e4m3fn_to_f32(v)
+             : dtype_ == DType::F8_E5M2 ? f8e5m2_to_f32(v)
+                                        : static_cast<float>(static_cast<int8_t>(v));
+    }
+    const Tensor src = unscaled().contiguous();
+    const auto* in = static_cast<const uint8_t*>(src.data_ptr());
+    const std::vector<float> s = scale_->to_f32_vector();
+    const bool per_row = s.size() > 1;
+    const int64_t n = numel();
+    const int64_t per = per_row ? n / shape_[0] : n;
+    const DType out_dt = dtype == DType::BF16 ? DType::BF16 : DType::F32;
+    Tensor out = Tensor::empty(shape_, out_dt);
+    std::vector<float> rs(s.size());
+    for (size_t k = 0; k < s.size(); ++k) rs[k] = round_to(s[k], dtype);
+    // Segments of `seg` values that share one scale: rows (per-row scales) or 4096-value chunks.
+    const int64_t seg = per_row ? per : 4096, segs = seg == 0 ? 0 : (n + seg - 1) / seg;
+    uint16_t* ob = out_dt == DType::BF16 ? out.data<uint16_t>() : nullptr;
+    float* of = out_dt == DType::F32 ? out.data<float>() : nullptr;
+#pragma omp parallel for schedule(static) if (n >= (1 << 16))
+    for (int64_t g = 0; g < segs; ++g) {
+      const int64_t i0 = g * seg, i1 = std::min(n, i0 + seg);
+      const float sr = rs[per_row ? static_cast<size_t>(g) : 0];
+      if (ob)
+        for (int64_t i = i0; i < i1; ++i) ob[i] = f32_to_bf16(lut[in[i]] * sr);
+      else
+        for (int64_t i = i0; i < i1; ++i) of[i] = lut[in[i]] * sr;
+    }
+    return out_dt == dtype ? out : out.to(dtype);
+  }
   if (is_quantized()) {
     if (device() == Device::Meta) return observed(MetaTensorOp::Cast, Tensor::empty(shape_, dtype, Device::Meta), {});
     if (dtype == DType::F32 || dtype == DType::BF16) return dequantize_host(*this, dtype);
@@ -516,7 +580,7 @@ Tensor Tensor::to_host() const {
 
 std::vector<float> Tensor::to_f32_vector() const {
   check_has_values(*this, "to_f32_vector");
-  if (is_quantized()) return to(DType::F32).to_f32_vector();
+  if (is_quantized() || is_scaled()) return to(DType::F32).to_f32_vector();
   Tensor c = to_host();
   std::vector<float> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F32, v.size());
@@ -525,7 +589,7 @@ std::vector<float> Tensor::to_f32_vector() const {
 
 std::vector<double> Tensor::to_f64_vector() const {
   check_has_values(*this, "to_f64_vector");
-  if (is_quantized()) return to(DType::F32).to_f64_vector();
+  if (is_quantized() || is_scaled()) return to(DType::F32).to_f64_vector();
   Tensor c = to_host();
   std::vector<double> v(static_cast<size_t>(numel()));
   convert(c.data_ptr(), dtype_, v.data(), DType::F64, v.size());
@@ -534,13 +598,72 @@ std::vector<double> Tensor::to_f64_vector() const {
 
 std::string Tensor::str() const {
   if (!defined()) return "<undefined tensor>";
+  if (is_scaled()) return std::string(dtype_name(dtype_)) + (scale_->numel() == 1 ? "*scale" : "*row_scale") + shape_str(shape_);
   return std::string(is_quantized() ? quant_name(quant_) : dtype_name(dtype_)) + shape_str(shape_);
+}
+
+Tensor Tensor::scaled(const Tensor& values, const Tensor& scale) {
+  VIDAX_CHECK(values.defined() && scale.defined(), "Tensor::scaled: undefined values or scale");
+  VIDAX_CHECK(values.dtype() == DType::F8_E4M3 || values.dtype() == DType::F8_E5M2 || values.dtype() == DType::I8,
+              "Tensor::scaled: values are " << values.str() << ", expected F8_E4M3, F8_E5M2 or I8");
+  VIDAX_CHECK(!values.is_quantized() && !values.is_scaled(), "Tensor::scaled: values " << values.str() << " are already scaled");
+  VIDAX_CHECK(dtype_is_float(scale.dtype()), "scale is " << scale.str() << ", expected a float tensor");
+  const bool per_tensor = scale.numel() == 1 && scale.dim() <= 1;
+  const bool per_row = values.dim() == 2 && scale.dim() == 1 && scale.size(0) == values.size(0);
+  VIDAX_CHECK(per_tensor || per_row, "scale " << scale.str() << " does not fit the weight " << values.str()
+                                              << " (expected one value, shape [] or [1], or one per row, ["
+                                              << (values.dim() >= 1 ? values.size(0) : 1) << "])");
+  Tensor t = values;
+  t.scale_ = std::make_shared<const Tensor>(scale.device() == Device::Meta ? scale : scale.to(DType::F32).to_host());
+  return t;
+}
+
+Tensor Tensor::quantize_scaled(const Tensor& src, DType type) {
+  VIDAX_CHECK(type == DType::F8_E4M3 || type == DType::F8_E5M2 || type == DType::I8,
+              "quantize_scaled: " << dtype_name(type) << " is not a scaled weight type (F8_E4M3, F8_E5M2, I8)");
+  VIDAX_CHECK(type != DType::I8 || src.dim() == 2, "quantize_scaled: int8 takes a 2-D weight, not " << src.str());
+  const Tensor x = src.to(DType::F32).to_host();
+  const int64_t rows = type == DType::I8 ? x.size(0) : 1;
+  const int64_t per = rows == 0 ? 0 : x.numel() / rows;
+  const float* xs = x.data<float>();
+  Tensor values = Tensor::empty(src.shape(), type);
+  Tensor scale = Tensor::empty(type == DType::I8 ? Shape{rows} : Shape{}, DType::F32);
+  auto* out = values.data<uint8_t>();
+  float* sc = scale.data<float>();
+  const float top = type == DType::I8 ? 127.0f : type == DType::F8_E4M3 ? 448.0f : 57344.0f;
+#pragma omp parallel for schedule(static) if (x.numel() >= (1 << 16) && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) {
+    float amax = 0.0f;
+    for (int64_t i = 0; i < per; ++i) amax = std::max(amax, std::fabs(xs[r * per + i]));
+    const float s = amax > 0.0f ? amax / top : 1.0f;
+    sc[r] = s;
+    for (int64_t i = 0; i < per; ++i) {
+      const float v = xs[r * per + i] / s;
+      if (type == DType::I8)
+        out[r * per + i] = static_cast<uint8_t>(static_cast<int8_t>(std::clamp(std::nearbyint(v), -127.0f, 127.0f)));
+      else
+        out[r * per + i] = type == DType::F8_E4M3 ? f32_to_f8e4m3fn(v) : f32_to_f8e5m2(v);
+    }
+  }
+  return Tensor::scaled(values, scale);
+}
+
+const Tensor& Tensor::weight_scale() const {
+  VIDAX_CHECK(is_scaled(), "weight_scale: " << str() << " is not a scaled tensor");
+  return *scale_;
+}
+
+Tensor Tensor::unscaled() const {
+  Tensor t = *this;
+  t.scale_.reset();
+  return t;
 }
 
 void copy_into(const Tensor& src, Tensor& dst) {
   VIDAX_CHECK(src.shape() == dst.shape(), "copy: shape " << src.str() << " into " << dst.str());
   check_has_values(src, "copy_into (source)");
   check_has_values(dst, "copy_into (destination)");
+  VIDAX_CHECK(!dst.is_scaled(), "copy: into the scaled tensor " << dst.str() << " (its stored values are read-only)");
   if (dst.is_quantized()) {
     VIDAX_CHECK(src.quant() == dst.quant() && on_host(src.device()) && on_host(dst.device()),
                 "copy: " << src.str() << " into the quantized " << dst.str()
@@ -549,6 +672,7 @@ void copy_into(const Tensor& src, Tensor& dst) {
     return;
   }
   if (src.is_quantized()) return copy_into(dequantize_host(src), dst);
+  if (src.is_scaled()) return copy_into(src.to(DType::F32), dst);
   if (on_host(src.device()) && on_host(dst.device())) return copy_into_host(src, dst);
   if (src.numel() == 0) return;
   if (on_host(dst.device())) return copy_into_host(src.to_host(), dst);

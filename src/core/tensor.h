@@ -84,6 +84,26 @@ class Tensor {
   QuantType quant() const { return quant_; }
   bool is_quantized() const { return quant_ != QuantType::None; }
 
+  // Scaled weight-only tensors (docs/quantization.md, "fp8 and int8"): `values` in F8_E4M3,
+  // F8_E5M2 or I8 stored as they are (a zero-copy view of the file), with an F32 `scale` of one
+  // value (shape [] or [1]: per tensor, ComfyUI's scaled fp8 `scale_weight`) or, for a 2-D
+  // tensor, one per row ([rows]: per output channel, int8). The value of element (r, c) is
+  // values[r, c] * scale[r] as ComfyUI computes it in a dtype D: D(values) * D(scale) rounded
+  // to D (to(D)). Like a block-quantized tensor it has no element views but slices of whole
+  // rows (dim 0, step 1; a per-row scale is sliced with them); what reads values applies the
+  // scale: to(), to_f32_vector(), copy_into(). Throws on a scale of another shape.
+  static Tensor scaled(const Tensor& values, const Tensor& scale);
+  bool is_scaled() const { return scale_ != nullptr; }
+  const Tensor& weight_scale() const;  // throws unless is_scaled()
+  Tensor unscaled() const;             // the stored values without the scale (for writers)
+  // Quantizes a float tensor to a scaled weight (docs/quantization.md): F8_E4M3 or F8_E5M2 with
+  // one scale, amax / the type's largest finite value (448, 57344); I8 (a 2-D tensor) with one
+  // scale per row, amax_row / 127, values rounded half to even and clamped to [-127, 127]. An
+  // all-zero tensor (row) takes the scale 1.
+  static Tensor quantize_scaled(const Tensor& src, DType type);
+  // What nn::Linear keeps in storage form and widens a panel of rows at a time in the GEMM.
+  bool is_weight_only_quantized() const { return is_quantized() || is_scaled(); }
+
   bool defined() const { return dtype_set_; }
   DType dtype() const { return dtype_; }
   Device device() const { return buf_ ? buf_->device() : device_; }
@@ -144,6 +164,7 @@ class Tensor {
   Strides strides_;
   DType dtype_ = DType::F32;
   QuantType quant_ = QuantType::None;
+  std::shared_ptr<const Tensor> scale_;  // scaled(): F32 [] / [1] / [rows]
   Device device_ = Device::CPU;  // used when there is no buffer (Meta)
   bool dtype_set_ = false;
   uint64_t meta_value_ = 0;

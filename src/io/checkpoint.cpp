@@ -70,9 +70,86 @@ SourceFile read_safetensors_file(const std::string& path) {
   return out;
 }
 
+std::string scale_name_for(const std::string& weight_name) {
+  static const std::string kSuffix = ".weight";
+  if (!weight_name.ends_with(kSuffix)) return "";
+  return weight_name.substr(0, weight_name.size() - kSuffix.size()) + ".scale_weight";
+}
+
+void split_scaled(const std::string& name, const Tensor& t, std::map<std::string, Tensor>& out) {
+  if (!t.is_scaled()) {
+    out.emplace(name, t);
+    return;
+  }
+  const std::string sn = scale_name_for(name);
+  VIDAX_CHECK(!sn.empty(), "tensor '" << name << "' is scaled (" << t.str()
+                                      << ") but its name does not end in '.weight', so its scale has no name");
+  out.emplace(name, t.unscaled());
+  out.emplace(sn, t.weight_scale());
+}
+
 namespace {
 
+bool is_scaled_weight_dtype(DType d) { return d == DType::F8_E4M3 || d == DType::F8_E5M2 || d == DType::I8; }
+
+// Folds `<p>.scale_weight` into `<p>.weight` (Tensor::scaled) and drops the `scaled_fp8` marker
+// and `<p>.scale_input`: the model then sees one weight under its usual name.
+void fold_weight_scales(SourceFile& f, const std::string& path) {
+  std::map<std::string, size_t> at;
+  for (size_t i = 0; i < f.tensors.size(); ++i) at[f.tensors[i].info.name] = i;
+  std::vector<bool> drop(f.tensors.size(), false);
+  bool any = false;
+  for (size_t i = 0; i < f.tensors.size(); ++i) {
+    const TensorInfo& si = f.tensors[i].info;
+    const std::string& n = si.name;
+    if (n == "scaled_fp8" || n.ends_with(".scaled_fp8") || n.ends_with(".scale_input")) {
+      drop[i] = true;
+      continue;
+    }
+    if (!n.ends_with(".scale_weight")) continue;
+    const std::string wn = n.substr(0, n.size() - std::string(".scale_weight").size()) + ".weight";
+    auto it = at.find(wn);
+    VIDAX_CHECK(it != at.end(), path << ": tensor '" << n << "' scales '" << wn << "', which the file does not hold");
+    SourceTensor& w = f.tensors[it->second];
+    VIDAX_CHECK(is_scaled_weight_dtype(w.info.dtype) && w.info.quant == QuantType::None,
+                path << ": tensor '" << n << "' scales '" << wn << "', which is " << w.info.type_name()
+                     << "; only F8_E4M3, F8_E5M2 and I8 weights carry a scale_weight");
+    VIDAX_CHECK(dtype_is_float(si.dtype), path << ": tensor '" << n << "' is " << dtype_name(si.dtype)
+                                               << ", expected a float scale");
+    const int64_t rows = w.info.shape.empty() ? 1 : w.info.shape[0];
+    const bool per_tensor = shape_numel(si.shape) == 1 && si.shape.size() <= 1;
+    const bool per_row = w.info.shape.size() == 2 && si.shape == Shape{rows};
+    VIDAX_CHECK(per_tensor || per_row,
+                path << ": tensor '" << n << "' has shape " << shape_str(si.shape) << ", which does not fit '" << wn
+                     << "' " << dtype_name(w.info.dtype) << shape_str(w.info.shape)
+                     << " (expected [] or [1]: one scale for the tensor, or [" << rows << "]: one per row)");
+    w.load = [values = w.load, scale = f.tensors[i].load, path, wn]() {
+      try {
+        return Tensor::scaled(values(), scale());
+      } catch (const Error& e) {
+        throw Error(msg() << path << ": tensor '" << wn << "': " << e.what());
+      }
+    };
+    w.info.scaled = true;
+    drop[i] = true;
+    any = true;
+  }
+  if (!any && std::none_of(drop.begin(), drop.end(), [](bool b) { return b; })) return;
+  std::vector<SourceTensor> kept;
+  for (size_t i = 0; i < f.tensors.size(); ++i)
+    if (!drop[i]) kept.push_back(std::move(f.tensors[i]));
+  f.tensors = std::move(kept);
+}
+
+SourceFile read_any_file_unfolded(const std::string& path);
+
 SourceFile read_any_file(const std::string& path) {
+  SourceFile f = read_any_file_unfolded(path);
+  fold_weight_scales(f, path);
+  return f;
+}
+
+SourceFile read_any_file_unfolded(const std::string& path) {
   std::ifstream probe(path, std::ios::binary);
   VIDAX_CHECK(probe.good(), path << ": cannot open: " << std::strerror(errno));
   uint8_t head[16] = {};
@@ -198,6 +275,23 @@ Checkpoint Checkpoint::quantized(QuantType type, const std::function<bool(const 
     e.load = [load = e.load, type]() { return Tensor::quantize(load(), type); };
     e.info.dtype = DType::U8;
     e.info.quant = type;
+    if (quantized_names) quantized_names->push_back(name);
+  }
+  return c;
+}
+
+Checkpoint Checkpoint::scaled(DType type, const std::function<bool(const std::string&)>& keep,
+                              std::vector<std::string>* quantized_names) const {
+  Checkpoint c;
+  c.impl_ = std::make_shared<Impl>(*impl_);
+  for (auto& [name, e] : c.impl_->entries) {
+    if (keep && keep(name)) continue;
+    if (e.info.quant != QuantType::None || e.info.scaled ||
+        !quant_decision(name, e.info.shape, e.info.dtype, type).quantize)
+      continue;
+    e.load = [load = e.load, type]() { return Tensor::quantize_scaled(load(), type); };
+    e.info.dtype = type;
+    e.info.scaled = true;
     if (quantized_names) quantized_names->push_back(name);
   }
   return c;

@@ -20,12 +20,17 @@ struct TensorInfo {
   Shape shape;
   std::string file;  // the file that holds it
   QuantType quant = QuantType::None;  // GGUF Q8_0, Q4_K, ... (core/quant.h)
+  // A scaled fp8/int8 weight (Tensor::scaled): its `<prefix>.scale_weight` is folded into it.
+  bool scaled = false;
   size_t nbytes() const {
     if (quant == QuantType::None) return static_cast<size_t>(shape_numel(shape)) * dtype_size(dtype);
     if (shape.empty() || shape_numel(shape) == 0) return 0;
     return static_cast<size_t>(shape_numel(shape) / shape.back()) * quant_row_bytes(quant, shape.back());
   }
-  std::string type_name() const { return quant == QuantType::None ? dtype_name(dtype) : quant_name(quant); }
+  std::string type_name() const {
+    if (scaled) return std::string(dtype_name(dtype)) + "*scale";
+    return quant == QuantType::None ? dtype_name(dtype) : quant_name(quant);
+  }
 };
 
 class Checkpoint {
@@ -54,10 +59,25 @@ class Checkpoint {
   Checkpoint quantized(QuantType type, const std::function<bool(const std::string&)>& keep = {},
                        std::vector<std::string>* quantized_names = nullptr) const;
 
+  // The same, with the matrices io::quant_decision picks (as for a block type) quantized to a
+  // scaled weight (Tensor::quantize_scaled: F8_E4M3, F8_E5M2 or I8) at get().
+  Checkpoint scaled(DType type, const std::function<bool(const std::string&)>& keep = {},
+                    std::vector<std::string>* quantized_names = nullptr) const;
+
   struct Impl;
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+// The scaled-weight file convention (ComfyUI's "scaled fp8" files, docs/quantization.md): a
+// weight `<p>.weight` in F8_E4M3, F8_E5M2 or I8 with a sibling `<p>.scale_weight` (F32, [] or [1]
+// per tensor, [rows] per row) computes as weight * scale; a `scaled_fp8` marker tensor (any
+// prefix) and `<p>.scale_input` (the activations' scale of fp8 matmuls) carry no weights.
+// Returns the scale's name for a weight's name ("" when it does not end in ".weight").
+std::string scale_name_for(const std::string& weight_name);
+// The tensors to store for `name`: itself, or for a scaled tensor its values and its scale
+// (and nothing else: the caller adds the marker).
+void split_scaled(const std::string& name, const Tensor& t, std::map<std::string, Tensor>& out);
 
 // Writes tensors (any dtype/strides; stored contiguous) with optional
 // __metadata__, to a temporary file renamed into place.

@@ -21,5 +21,21 @@ struct QuantDecision {
 };
 
 QuantDecision quant_decision(const std::string& name, const Shape& shape, DType dtype, QuantType type);
+// The same rules for a scaled weight type (F8_E4M3, F8_E5M2, I8: no block, so no row rule).
+QuantDecision quant_decision(const std::string& name, const Shape& shape, DType dtype, DType scaled_type);
+// "fp8" (= fp8_e4m3fn), "fp8_e4m3fn", "fp8_e5m2", "int8" -> the scaled weight type; false otherwise.
+bool scaled_type_from_name(const std::string& s, DType* out);
+
+// A quantization target: a GGUF block type or a scaled weight type (`--quantize`, `--dtype`).
+struct QuantTarget {
+  QuantType block = QuantType::None;
+  DType scaled = DType::F32;  // F8_E4M3, F8_E5M2 or I8 when a scaled type
+  bool is_scaled() const { return scaled != DType::F32; }
+  bool none() const { return block == QuantType::None && !is_scaled(); }
+  // "q8_0", "fp8", "int8", ...; throws naming the valid names on anything else ("" is none).
+  static QuantTarget parse(const std::string& name);
+  QuantDecision decision(const std::string& name, const Shape& shape, DType dtype) const;
+  Tensor apply(const Tensor& t) const;  // Tensor::quantize or Tensor::quantize_scaled
+};
 
 }  // namespace vidax::io

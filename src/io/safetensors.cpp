@@ -236,6 +236,8 @@ void write_safetensors(const std::string& path, std::vector<TensorSpec> specs,
                      << shape_str(e.shape));
     VIDAX_CHECK(!t.is_quantized(), path << ": tensor '" << e.name << "' is " << t.str()
                                          << ": safetensors has no block-quantized types (write GGUF)");
+    VIDAX_CHECK(!t.is_scaled(), path << ": tensor '" << e.name << "' is " << t.str()
+                                     << ": store its values and its scale_weight (io::split_scaled)");
     Tensor c = t.contiguous();
     if (c.nbytes() > 0) write_all(tmp.fd, c.data_ptr(), c.nbytes(), path);
   }
@@ -254,6 +256,8 @@ void save_safetensors(const std::string& path, const std::map<std::string, Tenso
                                                 << ", not the CPU");
     VIDAX_CHECK(!t.is_quantized(), path << ": tensor '" << n << "' is " << t.str()
                                         << ": safetensors has no block-quantized types (write GGUF)");
+    VIDAX_CHECK(!t.is_scaled(), path << ": tensor '" << n << "' is " << t.str()
+                                     << ": store its values and its scale_weight (io::split_scaled)");
     specs.push_back({n, t.dtype(), t.shape()});
   }
   write_safetensors(path, std::move(specs), [&](const std::string& n) { return tensors.at(n); }, metadata);

@@ -15,8 +15,16 @@ Linear Linear::make(const Tensor& weight, const std::optional<Tensor>& bias, DTy
                         "Linear: bias " << bias->str() << " does not match weight " << weight.str());
   Linear l;
   l.compute = compute;
+  // A plain fp8 weight (no scale_weight in its file) computes as a scaled one with scale 1: kept
+  // in storage form, widened a panel of rows at a time.
+  if ((weight.dtype() == DType::F8_E4M3 || weight.dtype() == DType::F8_E5M2) && !weight.is_scaled() &&
+      weight.device() != Device::Meta) {
+    l.weight = Tensor::scaled(weight, Tensor::full({}, 1.0, DType::F32));
+    if (bias) l.bias = compute == DType::BF16 ? to_dtype(*bias, DType::BF16) : *bias;
+    return l;
+  }
   // fp32 compute reads the stored weight as is; bf16 compute casts it once, as autocast would per call.
-  l.weight = weight.is_quantized() || compute != DType::BF16 ? weight : to_dtype(weight.contiguous(), DType::BF16);
+  l.weight = weight.is_weight_only_quantized() || compute != DType::BF16 ? weight : to_dtype(weight.contiguous(), DType::BF16);
   if (bias) l.bias = compute == DType::BF16 ? to_dtype(*bias, DType::BF16) : *bias;
   return l;
 }

@@ -51,8 +51,8 @@ std::optional<Tensor> ParamSource::take_impl(const std::string& name, const Shap
   if (!t) return std::nullopt;
   VIDAX_CHECK(t->shape() == expected, origin_ << ": parameter '" << name << "' has shape " << shape_str(t->shape())
                                               << ", expected " << shape_str(expected));
-  if (t->is_quantized() && !keep_quantized) t = t->to(DType::F32);
-  VIDAX_CHECK(t->is_quantized() || dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
+  if (t->is_weight_only_quantized() && !keep_quantized) t = t->to(DType::F32);
+  VIDAX_CHECK(t->is_weight_only_quantized() || dtype_is_float(t->dtype()), origin_ << ": parameter '" << name << "' has dtype "
                                                   << dtype_name(t->dtype()) << ", expected a float type");
   if (taken_.insert(name).second) order_.push_back(name);
   set_param_name(*t, name);  // a recorded step reads it as param "name"

@@ -1,5 +1,7 @@
 #include "parity/parity.h"
 
+#include "io/quant_policy.h"
+
 #include <cmath>
 #include <mutex>
 #include <set>
@@ -145,14 +147,18 @@ Report run(const std::string& path, const Options& opt_in) {
                      << (pjrt_kinds().count(g.kind) ? "cpu or pjrt" : "the cpu only (docs/pjrt.md lists what runs on pjrt)"));
   }
   if (!opt_in.quantize.empty()) {
-    QuantType q;
-    VIDAX_CHECK(quant_from_name(opt_in.quantize, &q),
-                "--quantize " << opt_in.quantize << ": not a GGUF block type (" << quant_names_list() << ")");
+    QuantType q = QuantType::None;
+    DType scaled = DType::F32;
+    const bool is_scaled = io::scaled_type_from_name(opt_in.quantize, &scaled);
+    VIDAX_CHECK(is_scaled || quant_from_name(opt_in.quantize, &q),
+                "--quantize " << opt_in.quantize << ": not a GGUF block type (" << quant_names_list()
+                              << ") nor fp8, fp8_e5m2, int8");
     // The golden's inputs, outputs and taps stay as they are; its parameters take the type.
-    g.file = g.file.quantized(q, [](const std::string& n) {
+    const auto keep = [](const std::string& n) {
       return starts_with(n, "input.") || n == "output" || starts_with(n, "output.") || starts_with(n, "inter.") ||
              starts_with(n, "scale.");
-    });
+    };
+    g.file = is_scaled ? g.file.scaled(scaled, keep) : g.file.quantized(q, keep);
   }
   Options opt = opt_in;
   if (opt.precision.empty()) opt.precision = golden_precision(g);

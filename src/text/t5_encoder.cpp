@@ -18,7 +18,7 @@ T5Encoder::T5Encoder(const T5EncoderConfig& cfg, const WeightLookup& weights, st
     VIDAX_CHECK(t.defined(), "t5 encoder: missing parameter " << name);
     // A block-quantized weight (GGUF, parity --quantize) is read as its values: this encoder
     // widens it at load (its matrices are not nn::Linear yet; docs/quantization.md).
-    if (t.is_quantized()) t = t.to(DType::F32);
+    if (t.is_weight_only_quantized()) t = t.to(DType::F32);
     VIDAX_CHECK(t.shape() == shape, "t5 encoder: parameter " << name << " has shape " << shape_str(t.shape())
                                                              << ", expected " << shape_str(shape));
     return t;

@@ -436,9 +436,15 @@ std::map<std::string, Tensor> load_component(const std::string& path, const Comp
 ConvertResult convert(const std::string& in, const std::string& out, const ConvertOptions& opts) {
   std::optional<DType> cast;
   QuantType qtype = QuantType::None;
-  if (opts.dtype != "keep" && !quant_from_name(opts.dtype, &qtype)) {
+  std::optional<DType> scaled;  // fp8 / fp8_e5m2 / int8: scaled weights in safetensors
+  if (DType st; opts.dtype != "keep" && io::scaled_type_from_name(opts.dtype, &st)) {
+    scaled = st;
+    VIDAX_CHECK(!(out.size() >= 5 && out.compare(out.size() - 5, 5, ".gguf") == 0),
+                "--dtype " << opts.dtype << ": scaled fp8/int8 weights are written as safetensors, not GGUF (" << out
+                           << "); GGUF's types are " << quant_names_list());
+  } else if (opts.dtype != "keep" && !quant_from_name(opts.dtype, &qtype)) {
     cast = dtype_parse(opts.dtype);
-    VIDAX_CHECK(dtype_is_float(*cast), "--dtype " << opts.dtype << ": only floating-point or GGUF block targets ("
+    VIDAX_CHECK(dtype_is_float(*cast), "--dtype " << opts.dtype << ": only floating-point, fp8, int8 or GGUF block targets ("
                                                   << quant_names_list() << ") are supported");
   }
   VIDAX_CHECK(opts.layout == "keep" || opts.layout == "engine",
@@ -452,7 +458,9 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
   std::map<std::string, std::string> meta = ckpt->metadata();
   std::set<std::string> io_keys;  // a golden file's inputs and outputs: never quantized
   auto add = [&](const std::string& name, Tensor t) {
-    if (cast && (t.is_quantized() || dtype_is_float(t.dtype()))) t = t.to(*cast);
+    if (cast && (t.is_weight_only_quantized() || dtype_is_float(t.dtype()))) t = t.to(*cast);
+    // GGUF has no scaled fp8/int8 tensors: a scaled weight is widened (then quantized or kept f32).
+    if (gguf && t.is_scaled()) t = t.to(DType::F32);
     VIDAX_CHECK(gguf || !t.is_quantized(), in << ": tensor '" << name << "' is " << t.str()
                                               << "; safetensors has no block types: pass --dtype f32, bf16 or f16 "
                                                  "to dequantize, or write a .gguf");
@@ -483,8 +491,54 @@ ConvertResult convert(const std::string& in, const std::string& out, const Conve
     if (is_golden_io_key(name) && meta.count("kind")) io_keys.insert(name);
   res.tensors = tensors.size();
   if (!gguf) {
-    for (const auto& [name, t] : tensors) res.bytes += t.nbytes();
-    io::save_safetensors(out, tensors, meta);
+    // Scaled weights (fp8 / int8): each quantized as the writer reaches it, stored as its values
+    // and `<name minus .weight>.scale_weight`; fp8 files carry ComfyUI's `scaled_fp8` marker.
+    std::vector<io::TensorSpec> specs;
+    std::map<std::string, std::function<Tensor()>> make;
+    std::map<std::string, std::pair<Tensor, int>> done;  // a quantized weight, until both halves are written
+    auto put = [&](const std::string& n, DType dt, const Shape& shape, std::function<Tensor()> f) {
+      VIDAX_CHECK(!make.count(n), in << ": tensor '" << n << "' would be written twice (a scale_weight beside a "
+                                     << "weight that is quantized too)");
+      specs.push_back({n, dt, shape});
+      make[n] = std::move(f);
+      res.bytes += static_cast<uint64_t>(shape_numel(shape)) * dtype_size(dt);
+    };
+    for (const auto& [name, t] : tensors) {
+      io::QuantDecision d;
+      if (scaled) {
+        d = io_keys.count(name) ? io::QuantDecision{false, "a golden file's input or output"}
+                                : io::quant_decision(name, t.shape(), t.dtype(), *scaled);
+        if (d.quantize && io::scale_name_for(name).empty()) d = {false, "its name does not end in .weight"};
+        if (d.quantize && (t.is_scaled() || t.is_quantized())) d = {false, "already quantized"};
+      }
+      if (d.quantize) {
+        const std::string sn = io::scale_name_for(name);
+        auto get = [&done, v = t, type = *scaled, name](bool scale) {
+          auto it = done.find(name);
+          if (it == done.end()) it = done.emplace(name, std::make_pair(Tensor::quantize_scaled(v, type), 0)).first;
+          Tensor r = scale ? it->second.first.weight_scale() : it->second.first.unscaled();
+          if (++it->second.second == 2) done.erase(it);
+          return r;
+        };
+        put(name, *scaled, t.shape(), [get]() { return get(false); });
+        put(sn, DType::F32, *scaled == DType::I8 ? Shape{t.size(0)} : Shape{}, [get]() { return get(true); });
+        ++res.quantized;
+        continue;
+      }
+      if (scaled) res.kept_wide[d.reason].push_back(name + " (" + t.str().substr(0, t.str().find('[')) + ")");
+      std::map<std::string, Tensor> parts;
+      io::split_scaled(name, t, parts);
+      for (auto& [pn, pt] : parts) put(pn, pt.dtype(), pt.shape(), [pt]() { return pt; });
+    }
+    if (scaled) {
+      const std::string type_name = *scaled == DType::F8_E4M3 ? "fp8_e4m3fn" : *scaled == DType::F8_E5M2 ? "fp8_e5m2" : "int8";
+      meta["vidax.quantized"] = type_name;
+      if (*scaled != DType::I8 && res.quantized > 0 && !make.count("scaled_fp8"))
+        put("scaled_fp8", *scaled, {0}, [type = *scaled]() { return Tensor::empty({0}, type); });
+    }
+    std::sort(specs.begin(), specs.end(), [](const io::TensorSpec& a, const io::TensorSpec& b) { return a.name < b.name; });
+    res.tensors = specs.size();
+    io::save_safetensors_streamed(out, specs, [&](const std::string& n) { return make.at(n)(); }, meta);
     return res;
   }
   // GGUF: one tensor at a time is quantized (or dequantized), when the writer reaches it.

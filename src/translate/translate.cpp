@@ -203,7 +203,7 @@ std::map<std::string, Tensor> materialize(const TensorSource& src, const Plan& p
     // computes on it); the other transforms move elements, so they read its values in f32.
     auto get = [&](const std::string& key) {
       Tensor v = src.get(key);
-      return v.is_quantized() && b.transform != Transform::Identity ? v.to(DType::F32) : v;
+      return v.is_weight_only_quantized() && b.transform != Transform::Identity ? v.to(DType::F32) : v;
     };
     Tensor t;
     switch (b.transform) {

@@ -137,3 +137,29 @@ TEST(Bench, CliPrintsJson) {
 }
 
 }  // namespace
+
+namespace {
+
+// --weights-dtype fp8|int8: the DiT's matrices made directly as scaled weights (one byte per
+// value) and computed on: the report names the type and the weights take about a quarter of
+// the fp32 bytes; an unknown type is refused naming the valid ones.
+TEST(Bench, ScaledWeightsDtypes) {
+  BenchOptions base = tiny_options();
+  base.vae = false;
+  base.steps = 1;
+  const json f32 = vidax::engine::run_bench(base, quiet);
+  for (const char* t : {"fp8", "int8"}) {
+    BenchOptions o = base;
+    o.weights_dtype = t;
+    const json r = vidax::engine::run_bench(o, quiet);
+    EXPECT_EQ(r.at("weights_dtype").get<std::string>(), t);
+    EXPECT_GT(r.at("step_seconds_median").get<double>(), 0.0);
+    EXPECT_LT(r.at("dit_weight_bytes_per_rank").get<double>(), 0.6 * f32.at("dit_weight_bytes_per_rank").get<double>())
+        << t;
+  }
+  BenchOptions bad = base;
+  bad.weights_dtype = "fp9";
+  EXPECT_THROW(vidax::engine::run_bench(bad, quiet), vidax::Error);
+}
+
+}  // namespace

@@ -26,6 +26,9 @@ const QuantBound kBounds[] = {
     {"t5_umt5_wide", "q5_1", 0.14}, {"t5_umt5_wide", "q5_0", 0.17}, {"t5_umt5_wide", "q4_k", 0.28},
     {"t5_umt5_wide", "q4_1", 0.3}, {"t5_umt5_wide", "q4_0", 0.34}, {"t5_umt5_wide", "q3_k", 0.6},
     {"t5_umt5_wide", "q2_k", 1.0},
+    // Scaled weights (fp8 = e4m3fn per tensor, e5m2 per tensor, int8 per row).
+    {"wan_dit_block1536", "fp8", 3e-3}, {"wan_dit_block1536", "fp8_e5m2", 7e-3}, {"wan_dit_block1536", "int8", 5e-4},
+    {"t5_umt5_wide", "fp8", 0.1}, {"t5_umt5_wide", "fp8_e5m2", 0.2}, {"t5_umt5_wide", "int8", 3e-2},
 };
 
 class ParityQuantize : public testing::TestWithParam<QuantBound> {};
@@ -95,6 +98,47 @@ TEST(ParityQuantize, AGgufGoldenRunsItsBlocksThroughTheLoader) {
   EXPECT_GT(from_gguf, 1e-5);
   EXPECT_LT(from_gguf, 1e-3);
   std::remove(gguf.c_str());
+}
+
+}  // namespace
+
+namespace {
+
+// `vidax convert --dtype fp8|int8` writes safetensors with the scales beside the weights (and
+// ComfyUI's scaled_fp8 marker); the reader folds them back, and `vidax parity` on that file gives
+// exactly what --quantize on the original gives (the same values, the same compute).
+TEST(ParityQuantize, AScaledSafetensorsGoldenRunsLikeQuantizeOnTheOriginal) {
+  engine::register_builtin_kinds();
+  const std::string golden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/wan_dit_tiny.safetensors";
+  for (const char* type : {"fp8", "int8"}) {
+    const std::string out = ::testing::TempDir() + "/wan_dit_tiny_" + type + ".safetensors";
+    translate::ConvertOptions co;
+    co.dtype = type;
+    const translate::ConvertResult cr = translate::convert(golden, out, co);
+    EXPECT_GT(cr.quantized, 0u);
+    EXPECT_EQ(cr.format, "safetensors");
+    parity::Options opt;
+    opt.precision = "fp32";
+    opt.rtol = 1e-1;
+    auto output_rel = [&](const std::string& path, const parity::Options& o) {
+      for (const auto& r : parity::run(path, o).rows)
+        if (r.name == "output") return r.rel_l2;
+      return -1.0;
+    };
+    const double from_file = output_rel(out, opt);
+    parity::Options q = opt;
+    q.quantize = type;
+    EXPECT_EQ(from_file, output_rel(golden, q)) << type;
+    EXPECT_GT(from_file, 1e-5) << type;
+    // GGUF holds no scaled tensors: converting the scaled file widens each weight with its scale.
+    const std::string gguf = out + ".gguf";
+    translate::ConvertOptions wide;
+    wide.dtype = "f32";
+    translate::convert(out, gguf, wide);
+    EXPECT_EQ(output_rel(gguf, opt), from_file) << type;
+    std::remove(gguf.c_str());
+    std::remove(out.c_str());
+  }
 }
 
 }  // namespace

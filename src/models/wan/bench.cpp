@@ -237,26 +237,35 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
 
   // DiT steps.
   if (opt.steps > 0) {
-    QuantType wq = QuantType::None;
-    VIDAX_CHECK(opt.weights_dtype.empty() || quant_from_name(opt.weights_dtype, &wq),
-                "--weights-dtype " << opt.weights_dtype << ": not a GGUF block type (" << quant_names_list() << ")");
+    io::QuantTarget wt;
+    try {
+      wt = io::QuantTarget::parse(opt.weights_dtype);  // a GGUF block type, fp8, fp8_e5m2 or int8
+    } catch (const Error& e) {
+      throw Error(msg() << "--weights-dtype: " << e.what());
+    }
+    const QuantType wq = wt.block;
+    const bool narrow = !wt.none();  // matrices kept in a storage type, widened per panel
+    const std::string wname = wt.is_scaled() ? opt.weights_dtype : wq != QuantType::None ? quant_name(wq) : "";
     // Resident: the weights in the compute dtype, their packed oneDNN copy, and the largest
     // activations (FFN hidden in fp32 and a few [L, dim] fp32 tensors) with a 2x margin. Block-
     // quantized weights stay as they are (a panel of rows is widened per GEMM): no packed copy.
     const double weight_bytes =
-        wq == QuantType::None ? dit_weight_bytes(cfg, compute)
-                              : dit_weight_bytes(cfg, DType::F32) / 4.0 * quant_traits(wq).block_bytes / quant_traits(wq).block;
-    const double resident_factor = wq == QuantType::None ? 2.0 : 1.0;
+        !narrow ? dit_weight_bytes(cfg, compute)
+        : wt.is_scaled() ? dit_weight_bytes(cfg, DType::F32) / 4.0
+                         : dit_weight_bytes(cfg, DType::F32) / 4.0 * quant_traits(wq).block_bytes / quant_traits(wq).block;
+    const double resident_factor = !narrow ? 2.0 : 1.0;
     const double act_bytes = dit_activation_bytes(cfg, tokens);
     r["dit_memory_estimate_bytes"] = resident_factor * weight_bytes + act_bytes;
-    r["weights_dtype"] = wq == QuantType::None ? "fp32 drawn, cast to the precision" : quant_name(wq);
+    r["weights_dtype"] = !narrow ? "fp32 drawn, cast to the precision" : wname;
     check_fits(opt.model + " DiT in " + precision_name(precision), resident_factor * weight_bytes + act_bytes, available);
 
     log("DiT: random weights of " + opt.model + " (" + std::to_string(gb(weight_bytes)) + " GB in " +
-        (wq == QuantType::None ? precision_name(precision) : quant_name(wq)) + ")");
+        (!narrow ? std::string(precision_name(precision)) : wname) + ")");
     nn::ParamSource src = nn::ParamSource::generated(
         [&](const std::string& name, const Shape& shape) {
-          const bool q = wq != QuantType::None && io::quant_decision(name, shape, DType::F32, wq).quantize;
+          const bool q = narrow && wt.decision(name, shape, DType::F32).quantize;
+          if (q && wt.is_scaled())  // drawn in fp32 one matrix at a time, then quantized
+            return Tensor::quantize_scaled(random_param(name, shape, DType::F32, seed, QuantType::None), wt.scaled);
           return random_param(name, shape, DType::F32, seed, q ? wq : QuantType::None);
         },
         "random weights");
@@ -273,16 +282,16 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
     // are kept in the compute dtype, so in bf16 about half of that stays resident. Quantized
     // weights are counted as their blocks.
-    const double resident = wq != QuantType::None ? static_cast<double>(dit.weight_bytes())
+    const double resident = narrow ? static_cast<double>(dit.weight_bytes())
                                                   : static_cast<double>(dit.weight_bytes()) *
                                                         static_cast<double>(dtype_size(compute)) /
                                                         static_cast<double>(dtype_size(DType::F32));
     r["dit_weight_bytes_per_rank"] = dit.weight_bytes();
     r["dit_weight_bytes_unsplit"] = dit.full_weight_bytes();
     r["dit_weight_bytes_per_rank_in_compute_dtype"] = resident;
-    if (wq != QuantType::None)
+    if (narrow)
       log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB (" +
-          quant_name(wq) + " matrices, the rest fp32; mesh " + r["mesh"].get<std::string>() + ")");
+          wname + " matrices, the rest fp32; mesh " + r["mesh"].get<std::string>() + ")");
     else
       log("DiT weights on this rank: " + std::to_string(gb(static_cast<double>(dit.weight_bytes()))) + " GB of " +
           std::to_string(gb(static_cast<double>(dit.full_weight_bytes()))) + " GB as drawn (fp32), about " +

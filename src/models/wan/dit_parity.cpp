@@ -29,7 +29,7 @@ const std::pair<const char*, const char*> kDiffusersTaps[] = {
 };
 
 std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const std::string& path,
-                                            QuantType quantize = QuantType::None) {
+                                            const io::QuantTarget& quantize = {}) {
   std::map<std::string, Tensor> out;
   for (const std::string& n : file.names())
     if (!translate::is_golden_io_key(n)) out[n] = file.get(n);
@@ -50,8 +50,8 @@ std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const st
     out[name] = nn::synthetic_uniform(seed, name, d.at("shape").get<Shape>(), d.at("bound").get<double>(),
                                       d.value("offset", 0.0));
     // --quantize: synthetic parameters take the type as the stored ones do (parity::run).
-    if (quantize != QuantType::None && io::quant_decision(name, out[name].shape(), out[name].dtype(), quantize).quantize)
-      out[name] = Tensor::quantize(out[name], quantize);
+    if (!quantize.none() && quantize.decision(name, out[name].shape(), out[name].dtype()).quantize)
+      out[name] = quantize.apply(out[name]);
   }
   return out;
 }
@@ -79,7 +79,7 @@ BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, 
 std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
                                              const std::string& precision, const std::string& path,
                                              const dist::Mesh* mesh, const std::vector<translate::LoraSpec>& loras,
-                                             const translate::LoraOptions& lora_opt, QuantType quantize,
+                                             const translate::LoraOptions& lora_opt, const io::QuantTarget& quantize,
                                              const std::string& pjrt_plugin) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   // The golden's parameters (stored, or synthetic) through the translator: either layout,

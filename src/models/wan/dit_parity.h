@@ -7,6 +7,7 @@
 // registration (dit_parity_kind.h) is inline so that it compiles inside the
 // parity layer (src/parity/kinds.cpp), which keeps the layer order.
 #pragma once
+#include "io/quant_policy.h"
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -29,7 +30,7 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
                                              const dist::Mesh* mesh = nullptr,
                                              const std::vector<translate::LoraSpec>& loras = {},
                                              const translate::LoraOptions& lora_opt = {},
-                                             QuantType quantize = QuantType::None,  // --quantize
+                                             const io::QuantTarget& quantize = {},  // --quantize
                                              const std::string& pjrt_plugin = "");
 
 }  // namespace vidax::wan

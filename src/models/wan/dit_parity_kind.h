@@ -2,6 +2,7 @@
 // (src/parity/kinds.cpp): it is inline so that the call into vidax::parity is
 // compiled there and the models layer never links against the parity layer.
 #pragma once
+#include "io/quant_policy.h"
 #include <memory>
 
 #include "dist/mesh.h"
@@ -17,8 +18,7 @@ inline void register_dit_parity_kinds() {
     if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
     std::vector<translate::LoraSpec> loras;
     for (const auto& a : opt.loras) loras.push_back(translate::parse_lora_spec(a));
-    QuantType quantize = QuantType::None;
-    if (!opt.quantize.empty()) quant_from_name(opt.quantize, &quantize);  // checked by parity::run
+    const io::QuantTarget quantize = io::QuantTarget::parse(opt.quantize);  // "" is none
     return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
                           translate::LoraOptions{opt.lora_allow_unmatched}, quantize,
                           opt.device == "pjrt" ? opt.pjrt_plugin : "");

@@ -36,7 +36,7 @@ Tensor PjrtDiT::forward(const std::shared_ptr<const WanDiT>& dit, const Tensor& 
   VIDAX_CHECK(dit, "PJRT DiT: no DiT");
   VIDAX_CHECK(x.device() == Device::CPU, "PJRT DiT: the latent " << x.str() << " is not a CPU tensor");
   const Tensor ts = timestep_sinusoid(t, dit->config().freq_dim);
-  const void* text_key = text.embedded.defined() ? text.embedded.data_ptr() : nullptr;
+  const void* text_key = text.embedded.defined() ? text.embedded.data_ptr() : nullptr;  // view-write-ok: an address as a cache key, no write
   // Entries of a DiT that is gone are stale (its weights were freed or replaced).
   std::erase_if(recorded_, [](const std::unique_ptr<Recorded>& r) { return r->dit.expired(); });
   Recorded* rec = nullptr;

@@ -29,7 +29,7 @@ Tensor i2v_mask(int64_t frames, int64_t lat_h, int64_t lat_w, bool last) {
   VIDAX_CHECK(frames >= 1 && (frames - 1) % 4 == 0, "i2v_mask: " << frames << " frames is not 4k+1");
   const int64_t lf = (frames - 1) / 4 + 1, plane = lat_h * lat_w;
   Tensor m = Tensor::zeros({4, lf, lat_h, lat_w}, DType::F32);
-  float* d = m.data<float>();
+  float* d = m.data<float>();  // view-write-ok: fills the tensor made on the line above
   auto fill = [&](int64_t c, int64_t f) {
     for (int64_t i = 0; i < plane; ++i) d[(c * lf + f) * plane + i] = 1.0f;
   };
@@ -60,11 +60,11 @@ Tensor flf2v_last_frame(const Tensor& first, const Tensor& last, std::string* no
 
 Tensor i2v_video(const Tensor& first, const Tensor& last, int64_t frames, int64_t h, int64_t w) {
   Tensor v = Tensor::zeros({1, 3, frames, h, w}, DType::F32);
-  float* d = v.data<float>();
+  float* d = v.data<float>();  // view-write-ok: fills the tensor made on the line above
   const int64_t plane = h * w;
   auto put = [&](const Tensor& img, int64_t f) {
     const Tensor r = io::resize_bicubic(img.contiguous(), h, w).contiguous();  // [3, h, w]
-    const float* s = r.data<float>();
+    const float* s = r.data<float>();  // view-write-ok: a read of a fresh contiguous copy
     for (int64_t c = 0; c < 3; ++c) std::memcpy(d + (c * frames + f) * plane, s + c * plane, sizeof(float) * plane);
   };
   put(first, 0);

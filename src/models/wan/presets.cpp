@@ -34,6 +34,7 @@ const std::string& wan21_flf2v_negative_prompt() {
 }
 
 std::string Preset::image_task() const {
+  if (!dit.is_object()) return "";
   const std::string t = dit.value("model_type", std::string("t2v"));
   return t == "i2v" || t == "flf2v" ? t : "";
 }

@@ -332,9 +332,6 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt" || opt.device.empty(),
               "--device " << opt.device << ": not a device (cpu | pjrt)");
   if (opt.device == "pjrt") {
-    VIDAX_CHECK(out.preset.image_task().empty(), "--device pjrt: " << out.preset.name()
-                                                                  << " is image-to-video, whose DiT steps are not lowered "
-                                                                     "to PJRT yet (text-to-video only; docs/pjrt.md)");
     VIDAX_CHECK(!opt.mesh, "--device pjrt with --mesh: the PJRT path runs on one plugin (sharding inside it is not "
                            "done yet; docs/pjrt.md)");
     VIDAX_CHECK(!opt.offload, "--device pjrt with --offload: the PJRT path keeps the DiT's weights resident on the "
@@ -355,6 +352,9 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
   const std::string image_task = out.preset.image_task();
+  VIDAX_CHECK(!pjrt_dit || image_task.empty(), "--device pjrt: " << out.preset.name()
+                                                                 << " is image-to-video, whose DiT steps are not lowered "
+                                                                    "to PJRT yet (text-to-video only; docs/pjrt.md)");
   if (!image_task.empty()) out.preset.clip = part_config(json(), f.vidax_model, "clip", out.preset.clip);
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
