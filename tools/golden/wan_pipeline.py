@@ -34,7 +34,7 @@ import torch
 from easydict import EasyDict
 from safetensors.torch import save_file
 from wan_reference import load, package
-from wan_tiny_parts import fp32_attention, randomize
+from wan_tiny_parts import fp32_attention, randomize, t5_encoder_model, wan21_vae
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.normpath(os.path.join(HERE, "..", ".."))
@@ -114,25 +114,8 @@ def main():
                    "note": "made by tools/golden/wan_pipeline.py"}, f, indent=1)
 
     # Assemble WanT2V / T5EncoderModel / WanVAE without their CUDA-bound __init__s.
-    text_encoder = t5_mod.T5EncoderModel.__new__(t5_mod.T5EncoderModel)
-    text_encoder.text_len = DIT["text_len"]
-    text_encoder.dtype = torch.float32
-    text_encoder.device = torch.device("cpu")
-    text_encoder.model = t5.float()  # fp32 compute from the bf16-stored weights
-    text_encoder.tokenizer = tokenizer
-
-    wan_vae = vae_mod.WanVAE.__new__(vae_mod.WanVAE)
-    # WanVAE.__init__'s latent statistics (it would also build a 96-dim VAE and load a .pth).
-    mean = [-0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508,
-            0.4134, -0.0715, 0.5517, -0.3632, -0.1922, -0.9497, 0.2503, -0.2921]
-    std = [2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743,
-           3.2687, 2.1526, 2.8652, 1.5579, 1.6382, 1.1253, 2.8251, 1.9160]
-    wan_vae.dtype = torch.float
-    wan_vae.device = torch.device("cpu")
-    wan_vae.mean = torch.tensor(mean, dtype=torch.float)
-    wan_vae.std = torch.tensor(std, dtype=torch.float)
-    wan_vae.scale = [wan_vae.mean, 1.0 / wan_vae.std]
-    wan_vae.model = vae
+    text_encoder = t5_encoder_model(t5_mod, t5, tokenizer, DIT["text_len"])
+    wan_vae = wan21_vae(vae_mod, vae)
     captured = {}
     decode = wan_vae.decode
 
