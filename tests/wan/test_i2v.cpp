@@ -3,6 +3,7 @@
 // (tools/golden/wan_i2v_pipeline.py), image files, and `vidax generate --image` on the tiny demos.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -252,5 +253,54 @@ TEST(I2VCli, GeneratesOnTheTinyDemosAndRefusesBadImages) {
     EXPECT_NE(r.err.find(b.says), std::string::npos) << "expected '" << b.says << "' in: " << r.err;
     EXPECT_EQ(r.err.find("loading the DiT"), std::string::npos) << "refused only after loading: " << r.err;
     EXPECT_FALSE(fs::exists(d / "bad.y4m"));
+  }
+}
+
+// The image may come as the picture's bytes ([H, W, 3] U8) or as a file named by the config, as a
+// reference script may store it: the same run, the same pass.
+TEST(I2VGolden, TakesTheImageAsBytesOrAsAFile) {
+  engine::register_builtin_kinds();
+  const fs::path d = vidax::test::scratch_dir("i2v_forms");
+  io::Checkpoint g = io::Checkpoint::open(kData + "/golden/pipeline/wan_i2v_tiny.safetensors");
+  std::map<std::string, Tensor> t;
+  for (const auto& n : g.names()) t[n] = g.get(n).contiguous();
+  const Tensor img = t["input.image"];
+  const int64_t H = img.size(1), W = img.size(2);
+  const auto v = img.to_f32_vector();
+  std::vector<uint8_t> bytes(static_cast<size_t>(H * W * 3));
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t i = 0; i < H * W; ++i)
+      bytes[static_cast<size_t>(i * 3 + c)] =
+          static_cast<uint8_t>(std::lround((v[static_cast<size_t>(c * H * W + i)] * 0.5f + 0.5f) * 255.0f));
+  std::map<std::string, std::string> meta = g.metadata();
+  nlohmann::json cfg = nlohmann::json::parse(meta.at("config"));
+  cfg["weights"] = (fs::path(kData) / "golden/pipeline/wan_i2v_tiny").string();
+  parity::Options opt;
+  opt.rtol = 3e-5;
+  {  // bytes
+    auto u = t;
+    Tensor b8 = Tensor::empty({H, W, 3}, DType::U8);
+    std::copy(bytes.begin(), bytes.end(), b8.data<uint8_t>());
+    u["input.image"] = b8;
+    auto m = meta;
+    m["config"] = cfg.dump();
+    io::save_safetensors((d / "bytes.safetensors").string(), u, m);
+    EXPECT_TRUE(parity::run((d / "bytes.safetensors").string(), opt).ok());
+  }
+  {  // a PNG beside the golden
+    io::RgbVideo pic;
+    pic.frames = 1;
+    pic.height = H;
+    pic.width = W;
+    pic.rgb = bytes;
+    io::write_png_frames((d / "png").string(), pic, {});
+    auto u = t;
+    u.erase("input.image");
+    auto c2 = cfg;
+    c2["image"] = "png/frame_00000.png";
+    auto m = meta;
+    m["config"] = c2.dump();
+    io::save_safetensors((d / "file.safetensors").string(), u, m);
+    EXPECT_TRUE(parity::run((d / "file.safetensors").string(), opt).ok());
   }
 }

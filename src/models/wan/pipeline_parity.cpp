@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "io/video.h"
 #include "models/wan/t2v_load.h"
 #include "parity/parity.h"
 #include "pipeline/generate.h"
@@ -11,6 +12,33 @@
 namespace vidax::wan {
 
 namespace {
+
+// A golden's conditioning image, in any of the forms a reference script may have stored it:
+// input.<name> as the pipeline's tensor ([3, H, W] F32 in [-1, 1]) or as the picture's bytes
+// ([H, W, 3] U8, converted as to_tensor().sub_(0.5).div_(0.5)); or config "<name>", an image file
+// beside the golden. Undefined when none is there.
+Tensor golden_image(const parity::Golden& g, const std::filesystem::path& dir, const std::string& name) {
+  if (g.has("input." + name)) {
+    const Tensor t = g.input(name).contiguous();
+    if (t.dtype() == DType::U8) {
+      VIDAX_CHECK(t.dim() == 3 && t.size(2) == 3, g.path << ": input." << name << " " << t.str()
+                                                         << ": picture bytes must be [H, W, 3]");
+      const int64_t H = t.size(0), W = t.size(1);
+      const uint8_t* b = t.data<uint8_t>();  // view-write-ok: reads the golden's bytes
+      std::vector<float> v(static_cast<size_t>(3 * H * W));
+      for (int64_t c = 0; c < 3; ++c)
+        for (int64_t i = 0; i < H * W; ++i)
+          v[static_cast<size_t>(c * H * W + i)] = (static_cast<float>(b[i * 3 + c]) / 255.0f - 0.5f) / 0.5f;
+      return Tensor::from_f32(v, {3, H, W}, DType::F32);
+    }
+    VIDAX_CHECK(t.dim() == 3 && t.size(0) == 3, g.path << ": input." << name << " " << t.str()
+                                                       << ": expected [3, H, W] in [-1, 1] or [H, W, 3] bytes");
+    return t.to(DType::F32);
+  }
+  if (g.config.contains(name) && g.config[name].is_string())
+    return io::read_image((dir / g.config[name].get<std::string>()).string(), g.path + " config " + name);
+  return Tensor();
+}
 
 // One whole run of a golden's request on its tiny checkpoint (config "weights", relative to the
 // golden; "diffusion_model" a DiT file replacing the folder's; "model" optional).
@@ -45,9 +73,10 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
 
   pipeline::Request r = pipeline::request_from_json(c, m.preset.variant.defaults.negative_prompt);
   if (images) {
-    VIDAX_CHECK(g.has("input.image"), g.path << ": wan.pipeline.i2v needs input.image [3, H, W] in [-1, 1]");
-    r.image = g.input("image").contiguous().to(DType::F32);
-    if (g.has("input.last_image")) r.last_image = g.input("last_image").contiguous().to(DType::F32);
+    r.image = golden_image(g, dir, "image");
+    VIDAX_CHECK(r.image.defined(), g.path << ": wan.pipeline.i2v needs input.image ([3, H, W] in [-1, 1], or the "
+                                             "picture's [H, W, 3] bytes) or config \"image\" (a file beside the golden)");
+    r.last_image = golden_image(g, dir, "last_image");
   }
   pipeline::Result res = pipeline::run_generation(m.parts, r);
 
