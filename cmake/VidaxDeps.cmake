@@ -70,7 +70,7 @@ if(NOT VIDAX_MINIMAL)
 endif()
 # OpenBLAS is the fp32 GEMM only where oneDNN is absent. With oneDNN it would be linked unused, and
 # its thread pool, started when the library loads, is harmful: under a memory cap (ulimit -v) a
-# worker spins for ever in blas_memory_alloc, and exit() then waits for it (docs/bugs.md row 115).
+# worker spins for ever in blas_memory_alloc, and exit() then waits for it (docs/bugs.md row 90).
 if(dnnl_FOUND AND VIDAX_OPENBLAS)
   message(STATUS "vidax: oneDNN found: OpenBLAS is not linked (VIDAX_OPENBLAS off)")
   set(VIDAX_OPENBLAS OFF)

@@ -34,6 +34,7 @@ inline const std::string& tiny_spiece() {
 struct ChildOptions {
   std::vector<std::string> env;  // "NAME=value" added to the environment
   long file_size_limit = -1;     // RLIMIT_FSIZE in bytes (writes past it fail with EFBIG); -1 = none
+  long address_space_limit = -1; // RLIMIT_AS in bytes (`ulimit -v`: allocations past it fail); -1 = none
   std::string stdin_path = "/dev/null";
   bool capture_stdout = false;  // else stdout goes to /dev/null
   unsigned timeout_s = 0;       // > 0: SIGALRM ends the child after this long (exit 142), a hang fails fast
@@ -84,6 +85,10 @@ inline Child spawn(const std::vector<std::string>& args, const ChildOptions& opt
       struct rlimit rl {static_cast<rlim_t>(opt.file_size_limit), static_cast<rlim_t>(opt.file_size_limit)};
       ::setrlimit(RLIMIT_FSIZE, &rl);
       ::signal(SIGXFSZ, SIG_IGN);  // a write past the limit fails (EFBIG) instead of killing the child
+    }
+    if (opt.address_space_limit >= 0) {
+      struct rlimit rl {static_cast<rlim_t>(opt.address_space_limit), static_cast<rlim_t>(opt.address_space_limit)};
+      ::setrlimit(RLIMIT_AS, &rl);
     }
     if (opt.timeout_s > 0) ::alarm(opt.timeout_s);  // a pending alarm survives execve
     ::execve(argv[0], argv.data(), envp.data());

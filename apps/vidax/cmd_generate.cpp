@@ -63,6 +63,9 @@ struct GenerateArgs {
 
 // What the run is doing now, for an out-of-memory message.
 std::string g_phase = "checking the request";
+constexpr const char* kOutOfMemoryAdvice =
+    "use a smaller size, fewer frames or a smaller model, or --max-memory to plan --offload and --vae-tile for "
+    "the memory there is (the request check's estimate is in docs/generate.md)";
 
 bool g_quiet = false;  // ranks other than 0 of a mesh run print nothing
 void note(const std::string& s) {
@@ -526,9 +529,10 @@ Command add_generate(CLI::App& app) {
               const int sig = pipeline::interrupt_signal();
               return sig > 0 ? 128 + sig : 130;  // as a shell reports the signal (docs/generate.md)
             } catch (const std::bad_alloc&) {
-              throw Error(msg() << "out of memory while " << g_phase
-                                << "; use a smaller size, fewer frames or a smaller model (the request check's "
-                                   "estimate is in docs/generate.md)");
+              throw Error(msg() << "out of memory while " << g_phase << "; " << kOutOfMemoryAdvice);
+            } catch (const OutOfMemory& e) {  // the engine's own allocator, with the size it asked for
+              throw Error(msg() << "out of memory while " << g_phase << " (" << e.what() << "); "
+                                << kOutOfMemoryAdvice);
             }
           }};
 }

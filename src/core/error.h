@@ -12,6 +12,14 @@ class Error : public std::runtime_error {
   explicit Error(std::string msg) : std::runtime_error(std::move(msg)) {}
 };
 
+// An allocation the host could not satisfy (a memory cap, an overcommitted
+// machine): an Error, so the CLI exits 1, and its own type so a pipeline can say
+// which stage ran out and what to change.
+class OutOfMemory : public Error {
+ public:
+  using Error::Error;
+};
+
 // Builds a message from streamed parts: throw Error(msg() << "bad " << x);
 class msg {
  public:

@@ -94,7 +94,7 @@ void* allocate(size_t bytes, size_t* block_bytes) {
     ++c.misses;
   }
   void* p = system_allocate(size);
-  VIDAX_CHECK(p != nullptr, "out of host memory allocating " << bytes << " bytes");
+  if (p == nullptr) throw OutOfMemory(msg() << "out of host memory allocating " << bytes << " bytes");
   *block_bytes = size;
   return p;
 }

@@ -114,6 +114,26 @@ TEST(CliFaults, AFullDiskWhileTheSidecarIsWrittenLeavesNoVideo) {
   EXPECT_TRUE(fs::exists(dir / "out.y4m.json"));
 }
 
+TEST(CliFaults, AMemoryCapEndsTheRunWithAClearErrorAndNoOutput) {
+  // `ulimit -v 700000`: the binary and the tiny model fit (about 250 MB of address
+  // space here), a 512x512x41 video's VAE decode does not (it needs more than 800 MB).
+  // The run used to hang at exit in OpenBLAS's thread pool (docs/bugs.md row 90), and
+  // the engine's allocator said only "out of host memory allocating N bytes".
+  const fs::path dir = work_dir() / "memory-cap";
+  fs::create_directories(dir);
+  const std::vector<std::string> args = {"generate", "--weights", demo_weights(), "--prompt", "a red panda",
+                                         "--frames", "41", "--height", "512", "--width", "512", "--steps", "1",
+                                         "--seed", "42", "--threads", "2", "-o", (dir / "out.mp4").string()};
+  ChildOptions opt;
+  opt.address_space_limit = 700L << 20;
+  opt.timeout_s = 240;  // a hang ends as exit 142 and fails below
+  const CmdResult r = run(args, opt);
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("vidax: error: out of memory while decoding the video"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--max-memory"), std::string::npos) << "the message says what to change:\n" << r.err;
+  EXPECT_TRUE(entries(dir).empty()) << ::testing::PrintToString(entries(dir));
+}
+
 TEST(CliFaults, StaleTemporariesOfDeadProcessesAreRemovedOnTheNextWrite) {
   const fs::path dir = work_dir() / "stale";
   fs::create_directories(dir);
