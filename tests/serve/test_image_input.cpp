@@ -56,7 +56,24 @@ TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const std::string id = json::parse(r->body)["id"];
-  EXPECT_EQ(s.wait_for(id, "completed")["status"], "completed");
+  const json done = s.wait_for(id, "completed");
+  EXPECT_EQ(done["status"], "completed");
+  // `size` stays the request's; `result` is what the image gave, in the job, the list and the sidecar.
+  EXPECT_EQ(done["size"], "48x32");
+  const json want_result = {{"size", "32x32"}, {"width", 32},        {"height", 32},
+                            {"frames", 5},     {"fps", done["fps"]}, {"seconds", done["seconds"]},
+                            {"size_from", "input_reference"}};
+  EXPECT_EQ(done["result"], want_result) << done.dump();
+  auto l = s.get("/v1/videos");
+  ASSERT_TRUE(l && l->status == 200);
+  EXPECT_EQ(json::parse(l->body)["data"][0]["result"], want_result) << l->body;
+  json sidecar;
+  std::ifstream(data / "videos" / (id + ".mp4.json")) >> sidecar;
+  EXPECT_EQ(sidecar["result"], want_result) << sidecar.dump();
+  // The sidecar's width and height are the video's (they were the request's: docs/bugs.md row 93).
+  EXPECT_EQ(sidecar["width"], 32);
+  EXPECT_EQ(sidecar["height"], 32);
+  EXPECT_EQ(sidecar["requested_size"], "48x32");
   auto c = s.get("/v1/videos/" + id + "/content");
   ASSERT_TRUE(c && c->status == 200);
   const fs::path mp4 = serve_scratch() / "i2v.mp4";
