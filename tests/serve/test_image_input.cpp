@@ -11,18 +11,6 @@ using namespace vidax::test;
 
 namespace {
 
-const serve::ServedModel& i2v_model() {
-  static const serve::ServedModel m = [] {
-    const fs::path d = serve_scratch() / "i2v-demo";
-    pipeline::DemoOptions o;
-    o.out_dir = d.string();
-    o.spiece_model = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
-    engine::family_of_model("wan2.1-i2v-tiny-demo").make_demo("wan2.1-i2v-tiny-demo", o);
-    return serve::load_served_model(d.string(), "", nullptr);
-  }();
-  return m;
-}
-
 // A 56x40 PNG's bytes (written through the io layer).
 std::string png_bytes() {
   io::RgbVideo v;
@@ -51,7 +39,7 @@ json error_of(const httplib::Result& r) { return r ? json::parse(r->body).value(
 
 TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
   const fs::path data = fresh_dir("image_input");
-  TestServer s(data, {}, {i2v_model()});
+  TestServer s(data, {}, {i2v_demo_model()});
   auto r = s.client->Post("/v1/videos", form({{"input_reference", png_bytes(), "cat.png", "image/png"}}));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
@@ -90,7 +78,7 @@ TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
 }
 
 TEST(ServeImage, MisusesAre400NamingTheField) {
-  TestServer s(fresh_dir("image_bad"), {}, {i2v_model()});
+  TestServer s(fresh_dir("image_bad"), {}, {i2v_demo_model()});
   struct Bad {
     std::string what;
     httplib::MultipartFormDataItems items;
