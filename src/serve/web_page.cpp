@@ -38,7 +38,7 @@ progress{width:100%}video{max-width:100%;display:block;margin-top:.4em;backgroun
   <div id="images" hidden>
     <label id="input_reference_label">First frame (image-to-video; the video takes its aspect ratio)</label>
     <input id="input_reference" type="file" accept="image/png,image/jpeg,image/webp">
-    <div id="last_frame_row" hidden><label>Last frame (first-last-frame, optional)</label>
+    <div id="last_frame_row" hidden><label id="last_frame_label">Last frame (first-last-frame)</label>
     <input id="last_frame" type="file" accept="image/png,image/jpeg,image/webp"></div>
   </div>
   <button type="submit">Generate</button>
@@ -69,7 +69,11 @@ function fillDefaults() {
   const tasks = m.tasks || [], takes = t => tasks.includes(t);
   $('images').hidden = !(takes('i2v') || takes('flf2v') || takes('ti2v'));
   $('last_frame_row').hidden = !takes('flf2v');
+  // Required as the API requires them: the first frame on a model without text-to-video, the
+  // last one on a first-last-frame model without plain image-to-video.
   $('input_reference').required = !$('images').hidden && !takes('t2v') && !takes('ti2v');
+  $('last_frame').required = takes('flf2v') && !takes('i2v');
+  $('last_frame_label').textContent = 'Last frame (first-last-frame' + ($('last_frame').required ? ')' : ', optional)');
   $('size').placeholder = d.size; $('frames').placeholder = d.frames; $('steps').placeholder = d.steps;
   $('guidance').placeholder = d.guidance; $('shift').placeholder = d.shift;
 }
