@@ -12,6 +12,7 @@ PKGS=(
   libopenmpi-dev openmpi-bin
   libcpp-httplib-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  chromium  # headless, for the serve page's browser test (tests/serve/test_web_page.cpp)
   clang libclang-rt-14-dev
 )
 missing=()

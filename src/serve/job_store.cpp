@@ -63,7 +63,7 @@ void exec(sqlite3* db, const char* sql) {
 }
 
 constexpr const char* kColumns =
-    "seq, id, status, model, prompt, spec, progress, created_at, completed_at, error_code, error_message";
+    "seq, id, status, model, prompt, spec, progress, created_at, completed_at, error_code, error_message, result";
 
 Job row_to_job(const Stmt& s) {
   Job j;
@@ -78,6 +78,8 @@ Job row_to_job(const Stmt& s) {
   j.completed_at = s.integer(8);
   j.error_code = s.text(9);
   j.error_message = s.text(10);
+  const std::string result = s.text(11);
+  if (!result.empty()) j.result = nlohmann::json::parse(result);
   return j;
 }
 
@@ -153,7 +155,15 @@ JobStore::JobStore(const std::string& path) : path_(path) {
        " created_at INTEGER NOT NULL,"
        " completed_at INTEGER NOT NULL DEFAULT 0,"
        " error_code TEXT NOT NULL DEFAULT '',"
-       " error_message TEXT NOT NULL DEFAULT '')");
+       " error_message TEXT NOT NULL DEFAULT '',"
+       " result TEXT NOT NULL DEFAULT '')");
+  // A database from before jobs had a result: the column is added ('' = none, as for an unfinished job).
+  bool has_result = false;
+  {
+    Stmt cols(db_, "PRAGMA table_info(jobs)");
+    while (cols.step()) has_result = has_result || cols.text(1) == "result";
+  }
+  if (!has_result) exec(db_, "ALTER TABLE jobs ADD COLUMN result TEXT NOT NULL DEFAULT ''");
   exec(db_, "CREATE INDEX IF NOT EXISTS jobs_status ON jobs(status, seq)");
 }
 
@@ -229,19 +239,21 @@ void JobStore::set_progress(const std::string& id, int progress) {
 }
 
 void JobStore::finish(const std::string& id, Status status, const std::string& error_code,
-                      const std::string& error_message) {
+                      const std::string& error_message, const nlohmann::json& result) {
   VIDAX_CHECK(is_finished(status), "JobStore::finish: " << status_name(status) << " is not a finished status");
+  VIDAX_CHECK(result.is_null() || (status == Status::Completed && result.is_object()),
+              "JobStore::finish: a result is an object, and only a completed job has one");
   std::lock_guard<std::mutex> lock(mu_);
   Stmt s(db_,
-         "UPDATE jobs SET status = ?2, completed_at = ?3, error_code = ?4, error_message = ?5,"
+         "UPDATE jobs SET status = ?2, completed_at = ?3, error_code = ?4, error_message = ?5, result = ?6,"
          " progress = CASE WHEN ?2 = 'completed' THEN 100 ELSE progress END WHERE id = ?1");
   s.bind(1, id).bind(2, std::string(status_name(status))).bind(3, now_unix()).bind(4, error_code);
-  s.bind(5, error_message).step();
+  s.bind(5, error_message).bind(6, result.is_null() ? std::string() : result.dump()).step();
 }
 
 void JobStore::requeue(const std::string& id) {
   std::lock_guard<std::mutex> lock(mu_);
-  Stmt s(db_, "UPDATE jobs SET status = 'queued', progress = 0 WHERE id = ?1");
+  Stmt s(db_, "UPDATE jobs SET status = 'queued', progress = 0, result = '' WHERE id = ?1");
   s.bind(1, id).step();
 }
 

@@ -31,6 +31,9 @@ struct Job {
   int progress = 0;     // 0-100
   int64_t created_at = 0, completed_at = 0;  // unix seconds; completed_at 0 = not finished
   std::string error_code, error_message;     // for failed and cancelled jobs
+  // What a completed job wrote (width, height, frames, fps, ...: the server's `result` object);
+  // null until then.
+  nlohmann::json result;
   int64_t seq = 0;  // insertion order: the queue's order and the list's cursor
 };
 
@@ -61,9 +64,10 @@ class JobStore {
   // The oldest queued job, now marked in_progress with progress 0 (one transaction).
   std::optional<Job> claim_next();
   void set_progress(const std::string& id, int progress);
-  // Marks the job finished (completed, failed, cancelled) now, with its error when not completed.
+  // Marks the job finished (completed, failed, cancelled) now, with its error when not completed
+  // and, for a completed one, what it wrote (`result`, kept as Job::result).
   void finish(const std::string& id, Status status, const std::string& error_code = "",
-              const std::string& error_message = "");
+              const std::string& error_message = "", const nlohmann::json& result = nullptr);
   void requeue(const std::string& id);             // back to queued, progress 0
   bool cancel_if_queued(const std::string& id, const std::string& message);  // true when it was queued
   bool remove(const std::string& id);              // true when a row was deleted

@@ -166,9 +166,26 @@ struct Server::Impl {
               {"sampler", s.sampler},
               {"negative_prompt", s.negative_prompt},
               {"lora", json::array()},
-              {"preset", s.preset.empty() ? json() : json(s.preset)}};
+              {"preset", s.preset.empty() ? json() : json(s.preset)},
+              {"result", j.result}};
     for (const auto& l : s.loras) o["lora"].push_back({{"path", l.path}, {"scale", l.scale}});
     return o;
+  }
+
+  // A completed job's `result`: what it wrote, which for an image-to-video job is the size its image
+  // gave, not the request's `size`.
+  static json result_json(const VideoSpec& s, const io::RgbVideo& v) {
+    VIDAX_CHECK(v.frames > 0 && v.height > 0 && v.width > 0 && s.fps > 0,
+                "the job made an empty video (" << v.frames << " frames of " << v.width << "x" << v.height << ")");
+    char secs[32];
+    std::snprintf(secs, sizeof secs, "%.3g", static_cast<double>(v.frames) / s.fps);  // as `seconds`
+    return {{"size", std::to_string(v.width) + "x" + std::to_string(v.height)},
+            {"width", v.width},
+            {"height", v.height},
+            {"frames", v.frames},
+            {"fps", s.fps},
+            {"seconds", secs},
+            {"size_from", s.image.empty() ? "request" : "input_reference"}};
   }
 
   // The job named by a path segment: checked to be a server-made id before any query or path.
@@ -267,11 +284,15 @@ struct Server::Impl {
                                << ")");
       }
 
+      // What the job made: an image-to-video job's size comes from its image (at the area of `size`).
+      io::RgbVideo rgb = io::rgb_from_video_tensor(res.video);
+      const json result = result_json(spec, rgb);
       json params{{"model", spec.model},         {"family", m->family->name()},
                   {"weights", m->weights},       {"job_id", id},
                   {"prompt", spec.prompt},       {"negative_prompt", res.negative_prompt},
-                  {"seed", spec.seed},           {"frames", spec.frames},
-                  {"height", spec.height},       {"width", spec.width},
+                  {"seed", spec.seed},           {"frames", rgb.frames},
+                  {"height", rgb.height},        {"width", rgb.width},
+                  {"requested_size", spec.size()}, {"result", result},
                   {"steps", spec.steps},         {"sampler", spec.sampler},
                   {"shift", spec.shift},         {"guidance", spec.guidance},
                   {"precision", m->loaded->precision}, {"fps", spec.fps},
@@ -286,11 +307,10 @@ struct Server::Impl {
       out.warn = ev.warn;
       pipeline::write_output(out, res.video, res.latents);
       // The thumbnail: the first frame as PNG (written under a temporary name and renamed, as the video).
-      io::RgbVideo rgb = io::rgb_from_video_tensor(res.video);
       rgb.rgb.resize(rgb.frame_bytes());
       rgb.frames = 1;
       io::write_png_frames(thumb_dir(id).string(), rgb, {});
-      store->finish(id, Status::Completed);
+      store->finish(id, Status::Completed, "", "", result);
       log("job " + id + ": completed in " +
           std::to_string(std::chrono::duration<double>(Clock::now() - t0).count()) + " s");
     } catch (const pipeline::Cancelled& e) {

@@ -1,7 +1,9 @@
-// The page at `/`: a prompt form, the queue with live progress (the events stream) and the
-// finished videos playing. Plain HTML, CSS and JS in one string: no build step, nothing fetched
-// from elsewhere. With --api-key the page asks for the key and sends it as a Bearer header on every
-// call (videos are fetched as blobs, the events stream read with fetch), so the key never goes in a URL.
+// The page at `/`: a prompt form (with image upload for the models that take images), the queue
+// with live progress (the events stream) and the finished videos playing. Plain HTML, CSS and JS
+// in one string: no build step, nothing fetched from elsewhere. With --api-key the page asks for
+// the key and sends it as a Bearer header on every call (videos are fetched as blobs, the events
+// stream read with fetch), so the key never goes in a URL. tests/serve/test_web_page.cpp drives it
+// in headless Chromium.
 #include "serve/server.h"
 
 namespace vidax::serve {
@@ -33,6 +35,12 @@ progress{width:100%}video{max-width:100%;display:block;margin-top:.4em;backgroun
   <div class="row"><div><label>Size (WxH)</label><input id="size"></div><div><label>Frames</label><input id="frames" type="number" min="1"></div></div>
   <div class="row"><div><label>Steps</label><input id="steps" type="number" min="1"></div><div><label>Seed (empty: random)</label><input id="seed" type="number"></div></div>
   <div class="row"><div><label>Guidance</label><input id="guidance" type="number" step="any"></div><div><label>Shift</label><input id="shift" type="number" step="any"></div></div>
+  <div id="images" hidden>
+    <label id="input_reference_label">First frame (image-to-video; the video takes its aspect ratio)</label>
+    <input id="input_reference" type="file" accept="image/png,image/jpeg,image/webp">
+    <div id="last_frame_row" hidden><label id="last_frame_label">Last frame (first-last-frame)</label>
+    <input id="last_frame" type="file" accept="image/png,image/jpeg,image/webp"></div>
+  </div>
   <button type="submit">Generate</button>
   <div id="formerr" class="err"></div>
 </form>
@@ -56,7 +64,16 @@ async function loadModels() {
   fillDefaults();
 }
 function fillDefaults() {
-  const d = (models[$('model').value] || {}).defaults; if (!d) return;
+  const m = models[$('model').value] || {}, d = m.defaults; if (!d) return;
+  // The image fields show for the models that take them (their tasks, as GET /v1/models lists them).
+  const tasks = m.tasks || [], takes = t => tasks.includes(t);
+  $('images').hidden = !(takes('i2v') || takes('flf2v') || takes('ti2v'));
+  $('last_frame_row').hidden = !takes('flf2v');
+  // Required as the API requires them: the first frame on a model without text-to-video, the
+  // last one on a first-last-frame model without plain image-to-video.
+  $('input_reference').required = !$('images').hidden && !takes('t2v') && !takes('ti2v');
+  $('last_frame').required = takes('flf2v') && !takes('i2v');
+  $('last_frame_label').textContent = 'Last frame (first-last-frame' + ($('last_frame').required ? ')' : ', optional)');
   $('size').placeholder = d.size; $('frames').placeholder = d.frames; $('steps').placeholder = d.steps;
   $('guidance').placeholder = d.guidance; $('shift').placeholder = d.shift;
 }
@@ -67,8 +84,22 @@ $('f').onsubmit = async ev => {
   for (const k of ['negative_prompt', 'size']) if ($(k).value) body[k] = $(k).value;
   for (const k of ['frames', 'steps', 'seed']) if ($(k).value !== '') body[k] = parseInt($(k).value, 10);
   for (const k of ['guidance', 'shift']) if ($(k).value !== '') body[k] = parseFloat($(k).value);
+  // With an image the request is a multipart form (the only way the API takes images): the same
+  // fields as text, the images as files.
+  const files = [];
+  if (!$('images').hidden) for (const k of ['input_reference', 'last_frame'])
+    if ((k === 'input_reference' || !$('last_frame_row').hidden) && $(k).files.length) files.push([k, $(k).files[0]]);
+  let opts;
+  if (files.length) {
+    const form = new FormData();
+    for (const [k, v] of Object.entries(body)) form.append(k, String(v));
+    for (const [k, f] of files) form.append(k, f, f.name);
+    opts = {method: 'POST', body: form};
+  } else {
+    opts = {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)};
+  }
   try {
-    await api('/v1/videos', {method: 'POST', headers: {'Content-Type': 'application/json'}, body: JSON.stringify(body)});
+    await api('/v1/videos', opts);
     refresh();
   } catch (e) { $('formerr').textContent = e.message; }
 };
@@ -94,7 +125,9 @@ function render(v) {
   let el = document.getElementById('job-' + v.id);
   if (!el) { el = document.createElement('div'); el.className = 'job'; el.id = 'job-' + v.id; $('jobs').prepend(el); }
   let eta = v.eta_seconds != null ? ', about ' + Math.ceil(v.eta_seconds) + ' s left' : '';
-  let html = '<div><b>' + esc(v.prompt) + '</b></div><div class="meta">' + v.id + ' · ' + v.model + ' · ' + v.size +
+  // A finished job's size is what it wrote (an image-to-video job's comes from its image).
+  const size = v.result ? v.result.size + (v.result.size_from === 'input_reference' ? ' (from the image)' : '') : v.size;
+  let html = '<div><b>' + esc(v.prompt) + '</b></div><div class="meta">' + v.id + ' · ' + esc(v.model) + ' · <span class="size">' + size + '</span>' +
     ' · ' + v.frames + ' frames · ' + v.steps + ' steps · seed ' + v.seed + ' · <span class="status">' + v.status + '</span>' +
     (v.step ? ' (step ' + v.step + '/' + v.steps + eta + ')' : '') + '</div>';
   if (v.status === 'queued' || v.status === 'in_progress')

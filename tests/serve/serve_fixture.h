@@ -67,6 +67,19 @@ inline const serve::ServedModel& demo_model() {
   return m;
 }
 
+// The tiny image-to-video demo (tasks: i2v), written and loaded once per process.
+inline const serve::ServedModel& i2v_demo_model() {
+  static const serve::ServedModel m = [] {
+    const fs::path d = serve_scratch() / "i2v-demo";
+    pipeline::DemoOptions o;
+    o.out_dir = d.string();
+    o.spiece_model = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
+    engine::family_of_model("wan2.1-i2v-tiny-demo").make_demo("wan2.1-i2v-tiny-demo", o);
+    return serve::load_served_model(d.string(), "", nullptr);
+  }();
+  return m;
+}
+
 // A LoRA (ComfyUI keys) for the demo DiT on block 0's self-attention q and cross-attention k:
 // the second changes what the prompt cache holds (the text's K), so a switch that kept the
 // cache would show. `amp` scales it.

@@ -11,18 +11,6 @@ using namespace vidax::test;
 
 namespace {
 
-const serve::ServedModel& i2v_model() {
-  static const serve::ServedModel m = [] {
-    const fs::path d = serve_scratch() / "i2v-demo";
-    pipeline::DemoOptions o;
-    o.out_dir = d.string();
-    o.spiece_model = std::string(VIDAX_TEST_DATA_DIR) + "/text/data/tiny_spiece.model";
-    engine::family_of_model("wan2.1-i2v-tiny-demo").make_demo("wan2.1-i2v-tiny-demo", o);
-    return serve::load_served_model(d.string(), "", nullptr);
-  }();
-  return m;
-}
-
 // A 56x40 PNG's bytes (written through the io layer).
 std::string png_bytes() {
   io::RgbVideo v;
@@ -51,12 +39,29 @@ json error_of(const httplib::Result& r) { return r ? json::parse(r->body).value(
 
 TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
   const fs::path data = fresh_dir("image_input");
-  TestServer s(data, {}, {i2v_model()});
+  TestServer s(data, {}, {i2v_demo_model()});
   auto r = s.client->Post("/v1/videos", form({{"input_reference", png_bytes(), "cat.png", "image/png"}}));
   ASSERT_TRUE(r);
   ASSERT_EQ(r->status, 200) << r->body;
   const std::string id = json::parse(r->body)["id"];
-  EXPECT_EQ(s.wait_for(id, "completed")["status"], "completed");
+  const json done = s.wait_for(id, "completed");
+  EXPECT_EQ(done["status"], "completed");
+  // `size` stays the request's; `result` is what the image gave, in the job, the list and the sidecar.
+  EXPECT_EQ(done["size"], "48x32");
+  const json want_result = {{"size", "32x32"}, {"width", 32},        {"height", 32},
+                            {"frames", 5},     {"fps", done["fps"]}, {"seconds", done["seconds"]},
+                            {"size_from", "input_reference"}};
+  EXPECT_EQ(done["result"], want_result) << done.dump();
+  auto l = s.get("/v1/videos");
+  ASSERT_TRUE(l && l->status == 200);
+  EXPECT_EQ(json::parse(l->body)["data"][0]["result"], want_result) << l->body;
+  json sidecar;
+  std::ifstream(data / "videos" / (id + ".mp4.json")) >> sidecar;
+  EXPECT_EQ(sidecar["result"], want_result) << sidecar.dump();
+  // The sidecar's width and height are the video's (they were the request's: docs/bugs.md row 91).
+  EXPECT_EQ(sidecar["width"], 32);
+  EXPECT_EQ(sidecar["height"], 32);
+  EXPECT_EQ(sidecar["requested_size"], "48x32");
   auto c = s.get("/v1/videos/" + id + "/content");
   ASSERT_TRUE(c && c->status == 200);
   const fs::path mp4 = serve_scratch() / "i2v.mp4";
@@ -73,7 +78,7 @@ TEST(ServeImage, InputReferenceRunsImageToVideoAndIsKeptUntilDeleted) {
 }
 
 TEST(ServeImage, MisusesAre400NamingTheField) {
-  TestServer s(fresh_dir("image_bad"), {}, {i2v_model()});
+  TestServer s(fresh_dir("image_bad"), {}, {i2v_demo_model()});
   struct Bad {
     std::string what;
     httplib::MultipartFormDataItems items;

@@ -79,6 +79,37 @@ TEST(JobStore, ClaimsInOrderCancelsOnlyQueuedAndFailsLeftovers) {
   sqlite3_close(db);
 }
 
+TEST(JobStore, KeepsACompletedJobsResultAndOpensADatabaseFromBeforeResults) {
+  const auto path = (test::fresh_dir("store_result") / "jobs.sqlite").string();
+  // The schema before `result`, with one finished job in it.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "CREATE TABLE jobs (seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE,"
+                         " status TEXT NOT NULL, model TEXT NOT NULL, prompt TEXT NOT NULL, spec TEXT NOT NULL,"
+                         " progress INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL,"
+                         " completed_at INTEGER NOT NULL DEFAULT 0, error_code TEXT NOT NULL DEFAULT '',"
+                         " error_message TEXT NOT NULL DEFAULT '');"
+                         "INSERT INTO jobs (id, status, model, prompt, spec, progress, created_at, completed_at)"
+                         " VALUES ('video_00000000000000000000000000000001', 'completed', 'm', 'old', '{}', 100, 1, 2)",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  JobStore s(path);
+  const auto old = s.get("video_00000000000000000000000000000001");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->status, Status::Completed);
+  EXPECT_TRUE(old->result.is_null());
+  Job a = job("a");
+  s.insert(a);
+  ASSERT_TRUE(s.claim_next());  // the old job is finished: a is next
+  EXPECT_THROW(s.finish(a.id, Status::Failed, "generation_failed", "x", {{"width", 1}}), Error);
+  const nlohmann::json r = {{"width", 32}, {"height", 32}, {"frames", 5}};
+  s.finish(a.id, Status::Completed, "", "", r);
+  EXPECT_EQ(s.get(a.id)->result, r);
+  EXPECT_EQ(s.list("", 10, false).jobs.back().result, r);
+}
+
 TEST(VideoRequest, SecondsBecomeTheNearestValidFrameCountAndDefaultsFillIn) {
   const auto& m = test::demo_model();
   serve::VideoSpec s = serve::parse_video_request({{"prompt", "p"}, {"seconds", "5"}}, false, {m});

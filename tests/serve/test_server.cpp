@@ -27,6 +27,7 @@ TEST(Serve, SubmitPollDownloadDecode) {
   EXPECT_EQ(q["seconds"], "0.312");  // 5 frames at the demo's 16 fps
   EXPECT_EQ(q["prompt"], "a red panda");
   EXPECT_GT(q["created_at"].get<int64_t>(), 1600000000);
+  EXPECT_TRUE(q.contains("result") && q["result"].is_null()) << "a queued job has no result yet: " << q.dump();
   const std::string id = q["id"];
   EXPECT_TRUE(serve::is_job_id(id)) << id;
 
@@ -35,6 +36,10 @@ TEST(Serve, SubmitPollDownloadDecode) {
   EXPECT_EQ(done["progress"], 100);
   EXPECT_TRUE(done["completed_at"].is_number());
   EXPECT_TRUE(done["error"].is_null());
+  // The result: what was written, from the decoded video (here the request's size).
+  const json want_result = {{"size", "48x32"}, {"width", 48},    {"height", 32},           {"frames", 5},
+                            {"fps", 16.0},     {"seconds", "0.312"}, {"size_from", "request"}};
+  EXPECT_EQ(done["result"], want_result) << done.dump();
 
   auto c = s.get("/v1/videos/" + id + "/content");
   ASSERT_TRUE(c);
@@ -50,6 +55,13 @@ TEST(Serve, SubmitPollDownloadDecode) {
   // What the server keeps: the video (written by write_output: temp + rename) and its sidecar.
   EXPECT_TRUE(fs::is_regular_file(data / "videos" / (id + ".mp4")));
   EXPECT_TRUE(fs::is_regular_file(data / "videos" / (id + ".mp4.json")));
+  json sidecar;
+  std::ifstream(data / "videos" / (id + ".mp4.json")) >> sidecar;
+  EXPECT_EQ(sidecar["result"], want_result) << sidecar.dump();
+  // The job list carries the same result.
+  auto l = s.get("/v1/videos");
+  ASSERT_TRUE(l && l->status == 200);
+  EXPECT_EQ(json::parse(l->body)["data"][0]["result"], want_result) << l->body;
 
   auto t = s.get("/v1/videos/" + id + "/content?variant=thumbnail");
   ASSERT_TRUE(t);
