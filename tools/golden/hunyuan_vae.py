@@ -10,6 +10,8 @@ attention with its frame-causal mask. Writes
 
   tests/golden/hunyuan_vae_decode.safetensors   decoder.* + post_quant_conv.*, input.z -> output
   tests/golden/hunyuan_vae_encode.safetensors   encoder.* + quant_conv.*, input.video -> output
+  tests/golden/hunyuan_vae_tiled_decode.safetensors     TILED config, spatial + temporal tiling
+  tests/golden/hunyuan_vae_tiled_encode.safetensors     TILED config, spatial + temporal tiling
   tests/hunyuan/data/vae_keys.json                      the published VAE's state_dict names and shapes
 
 decode (the pipeline's decode_latents, pipeline_hunyuan_video.py): input.z is the latent the DiT
@@ -22,6 +24,13 @@ scaled latent mean (what the DiT is given); inter.quant_conv holds the moments [
 3 latent frames decode to 9 video frames (the upsamplers' first frame is upsampled in space only);
 9 frames encode to 3 latent frames. Weights are random (seeded), norms' affine parameters and biases
 non-zero so every parameter matters.
+
+Tiled files: a narrower VAE (TILED: 4 latent channels, widths [4, 4, 8, 8]) with sample_size 32
+(latent tiles of 4 stepping by 3, 8 pixels blended, crops of 24) and sample_tsize 16 (latent tiles
+of 4 + 1 frames stepping by 3, 4 frames blended, crops of 12), run with enable_tiling() (spatial
+and temporal, __metadata__.tiling "spatial,temporal"): decode a [1, 4, 6, 4, 5] latent (two
+temporal tiles, each 2 x 2 spatial tiles) to 21 frames of 32 x 40; encode 21 frames of 32 x 40
+(two temporal tiles of 17 and 9 frames, each 2 x 2 spatial tiles). No inter.* (the tiles run alone).
 
 Usage: HUNYUAN_REPO=/path/to/HunyuanVideo python tools/golden/hunyuan_vae.py
 """
@@ -41,6 +50,9 @@ CONFIG = dict(in_channels=3, out_channels=3, latent_channels=16,
               block_out_channels=[8, 8, 16, 16], layers_per_block=1, norm_num_groups=4, act_fn="silu",
               sample_size=32, sample_tsize=8, scaling_factor=0.476986, force_upcast=True,
               spatial_compression_ratio=8, time_compression_ratio=4, mid_block_add_attention=True)
+
+TILED = dict(CONFIG, latent_channels=4, block_out_channels=[4, 4, 8, 8], norm_num_groups=2, sample_size=32,
+             sample_tsize=16)
 
 # The published hunyuan-video-t2v-720p/vae/config.json (the fields the model reads).
 PUBLISHED = dict(CONFIG, block_out_channels=[128, 256, 512, 512], layers_per_block=2, norm_num_groups=32,
@@ -78,8 +90,8 @@ class Recorder:
         return {"inter." + k: v for k, v in self.outputs.items()}
 
 
-def save(path, tensors, kind, config):
-    meta = {"kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_vae.py",
+def save(path, tensors, kind, config, **extra):
+    meta = {**extra, "kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_vae.py",
             "torch": torch.__version__}
     tensors = {k: v.detach().contiguous().to(torch.float32) for k, v in tensors.items()}
     save_file(tensors, path, metadata=meta)
@@ -133,6 +145,39 @@ def main():
     params = {k: v for k, v in sd.items() if k.startswith(("encoder.", "quant_conv."))}
     save(os.path.join(args.out, "hunyuan_vae_encode.safetensors"),
          {**params, "input.video": x, "output": latent, **inter}, "hunyuan.vae.encode", CONFIG)
+
+    tiled(mod, args.out)
+
+
+def tiled(mod, out):
+    torch.manual_seed(0)
+    vae = mod.AutoencoderKLCausal3D(**TILED).eval().requires_grad_(False)
+    randomize_(vae, seed=41)
+    vae.enable_tiling()
+    sd = vae.state_dict()
+    sf = vae.config.scaling_factor
+    z = torch.randn(1, 4, 6, 4, 5, generator=torch.Generator().manual_seed(42))
+    with torch.no_grad():
+        video = (vae.decode(z / sf, return_dict=False)[0] / 2 + 0.5).clamp(0, 1)
+        vae.disable_tiling()
+        untiled = (vae.decode(z / sf, return_dict=False)[0] / 2 + 0.5).clamp(0, 1)
+        vae.enable_tiling()
+    assert video.shape == untiled.shape == (1, 3, 21, 32, 40), video.shape
+    print(f"tiled decode: {list(video.shape)}, max |tiled - untiled| {(video - untiled).abs().max().item():.4f}")
+    params = {k: v for k, v in sd.items() if k.startswith(("decoder.", "post_quant_conv."))}
+    save(os.path.join(out, "hunyuan_vae_tiled_decode.safetensors"), {**params, "input.z": z, "output": video},
+         "hunyuan.vae.decode", TILED, tiling="spatial,temporal")
+
+    x = torch.rand(1, 3, 21, 32, 40, generator=torch.Generator().manual_seed(43)) * 2 - 1
+    with torch.no_grad():
+        latent = vae.encode(x).latent_dist.mode() * sf
+        vae.disable_tiling()
+        untiled = vae.encode(x).latent_dist.mode() * sf
+    assert latent.shape == untiled.shape == (1, 4, 6, 4, 5), latent.shape
+    print(f"tiled encode: {list(latent.shape)}, max |tiled - untiled| {(latent - untiled).abs().max().item():.4f}")
+    params = {k: v for k, v in sd.items() if k.startswith(("encoder.", "quant_conv."))}
+    save(os.path.join(out, "hunyuan_vae_tiled_encode.safetensors"), {**params, "input.video": x, "output": latent},
+         "hunyuan.vae.encode", TILED, tiling="spatial,temporal")
 
 
 if __name__ == "__main__":

@@ -320,33 +320,48 @@ void HunyuanVAE::check_latent(const Shape& s) const {
   VIDAX_CHECK(s[2] >= 1 && s[3] >= 1 && s[4] >= 1, "HunyuanVideo VAE: empty latent " << shape_str(s));
 }
 
-Tensor HunyuanVAE::encode_moments(const Tensor& video, const VAETap& tap) const {
+Tensor HunyuanVAE::run_encoder(const Tensor& video, const VAETap& tap) const {
   VIDAX_CHECK(encoder_, "HunyuanVideo VAE: the encoder was not loaded");
-  check_video(video.shape());
   return encoder_->forward(video.dtype() == compute_ ? video : ops::cast(video, compute_), tap);
 }
 
-Tensor HunyuanVAE::encode_scaled(const Tensor& video, const VAETap& tap) const {
-  Tensor moments = encode_moments(video, tap);
-  // DiagonalGaussianDistribution.mode() = the mean half (chunk(2, dim=1)[0]); the logvar clamp and
-  // std do not enter it.
+Tensor HunyuanVAE::run_decoder(const Tensor& latent, const VAETap& tap) const {
+  VIDAX_CHECK(decoder_, "HunyuanVideo VAE: the decoder was not loaded");
+  return decoder_->forward(latent.dtype() == compute_ ? latent : ops::cast(latent, compute_), tap);
+}
+
+Tensor HunyuanVAE::encode_moments(const Tensor& video, const VAETap& tap) const {
+  VIDAX_CHECK(encoder_, "HunyuanVideo VAE: the encoder was not loaded");
+  check_video(video.shape());
+  return run_encoder(video, tap);
+}
+
+// DiagonalGaussianDistribution.mode() = the mean half (chunk(2, dim=1)[0]); the logvar clamp and
+// std do not enter it.
+Tensor HunyuanVAE::mode_scaled(const Tensor& moments) const {
   Tensor mean = ops::copy(moments.slice(1, 0, config_.latent_channels));
   return ops::scale(mean, config_.scaling_factor);
+}
+
+Tensor HunyuanVAE::encode_scaled(const Tensor& video, const VAETap& tap) const {
+  return mode_scaled(encode_moments(video, tap));
 }
 
 Tensor HunyuanVAE::decode(const Tensor& latent, const VAETap& tap) const {
   VIDAX_CHECK(decoder_, "HunyuanVideo VAE: the decoder was not loaded");
   check_latent(latent.shape());
-  return decoder_->forward(latent.dtype() == compute_ ? latent : ops::cast(latent, compute_), tap);
+  return run_decoder(latent, tap);
+}
+
+Tensor HunyuanVAE::to_unit_range(const Tensor& image) const {
+  Tensor video = ops::clamp(ops::add_scalar(ops::scale(image, 0.5), 0.5), 0.0, 1.0);
+  return video.dtype() == DType::F32 ? video : ops::cast(video, DType::F32);  // the pipeline's .float()
 }
 
 Tensor HunyuanVAE::decode_scaled(const Tensor& z, const VAETap& tap) const {
   check_latent(z.shape());
   // latents = latents / scaling_factor (a division, as the pipeline's: not a multiply by 1/f).
-  Tensor f = Tensor::full({1}, config_.scaling_factor, z.dtype());
-  Tensor image = decode(ops::div(z, f), tap);
-  Tensor video = ops::clamp(ops::add_scalar(ops::scale(image, 0.5), 0.5), 0.0, 1.0);
-  return video.dtype() == DType::F32 ? video : ops::cast(video, DType::F32);  // the pipeline's .float()
+  return to_unit_range(decode(ops::div(z, Tensor::full({1}, config_.scaling_factor, z.dtype())), tap));
 }
 
 }  // namespace vidax::hunyuan

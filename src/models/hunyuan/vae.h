@@ -73,6 +73,21 @@ struct VAEParts {
   bool decoder = true;  // decoder.* + post_quant_conv.*
 };
 
+// The reference's tiled encode and decode (AutoencoderKLCausal3D.enable_spatial_tiling /
+// enable_temporal_tiling): tiles of sample_size x sample_size pixels (sample_size / 8 latent
+// pixels) and of sample_tsize frames (sample_tsize / 4 latent frames, one more overlapping frame
+// in front), stepping by (1 - overlap) of the tile; each tile runs alone, the overlaps are blended
+// linearly (blend_v / blend_h / blend_t, in row-major order on the already blended neighbours, as
+// the reference's in-place blending leaves them) and the tiles cropped. Temporal tiling applies
+// when the clip is longer than one temporal tile (spatial tiling inside each temporal tile when
+// both are on), spatial when a side is longer than one tile. The result differs from the untiled
+// one near the seams, as the reference's does.
+struct VAETiling {
+  bool spatial = false;
+  bool temporal = false;
+  static constexpr double kOverlap = 0.25;  // tile_overlap_factor, fixed in the reference
+};
+
 // Observes intermediate activations: called with an official module path ("decoder.up_blocks.1",
 // "encoder", "quant_conv") and that module's output.
 using VAETap = std::function<void(const std::string& module, const Tensor& output)>;
@@ -103,6 +118,12 @@ class HunyuanVAE {
   // The pipeline's decode: latent / scaling_factor, decode, (image / 2 + 0.5).clamp(0, 1).
   Tensor decode_scaled(const Tensor& z, const VAETap& tap = {}) const;
 
+  // The same, tiled (VAETiling; untiled when the input fits one tile). No taps: each tile runs alone.
+  Tensor encode_moments_tiled(const Tensor& video, const VAETiling& tiling) const;
+  Tensor encode_scaled_tiled(const Tensor& video, const VAETiling& tiling) const;
+  Tensor decode_tiled(const Tensor& latent, const VAETiling& tiling) const;
+  Tensor decode_scaled_tiled(const Tensor& z, const VAETiling& tiling) const;
+
   // Throws naming the nearest valid sizes when a video (F, H, W) or latent (F', h, w) is not one
   // the VAE takes.
   void check_video(const Shape& video) const;
@@ -112,6 +133,16 @@ class HunyuanVAE {
   struct Decoder;
 
  private:
+  // encoder + quant_conv / post_quant_conv + decoder on any input size (the tiles'), no checks.
+  Tensor run_encoder(const Tensor& video, const VAETap& tap) const;
+  Tensor run_decoder(const Tensor& latent, const VAETap& tap) const;
+  Tensor spatial_tiled_encode(const Tensor& video) const;
+  Tensor temporal_tiled_encode(const Tensor& video, bool spatial) const;
+  Tensor spatial_tiled_decode(const Tensor& latent) const;
+  Tensor temporal_tiled_decode(const Tensor& latent, bool spatial) const;
+  Tensor mode_scaled(const Tensor& moments) const;
+  Tensor to_unit_range(const Tensor& image) const;
+
   VAEConfig config_;
   DType compute_;
   std::unique_ptr<Encoder> encoder_;

@@ -1,9 +1,10 @@
 // Parity kinds hunyuan.vae.decode / hunyuan.vae.encode (docs/parity.md): the HunyuanVideo VAE half a
 // golden file holds (the whole VAE when it holds both), loaded from the file's parameters through
-// the translator, strictly; run as the pipeline runs it (decode_scaled / encode_scaled); output and
-// inter.<official module path> tensors.
+// the translator, strictly; run as the pipeline runs it (decode_scaled / encode_scaled, tiled when
+// the file's __metadata__.tiling says so); output and inter.<official module path> tensors.
 #include <algorithm>
 #include <mutex>
+#include <sstream>
 
 #include "backend/ops.h"
 #include "models/hunyuan/vae.h"
@@ -50,7 +51,21 @@ parity::Produced run_vae(const parity::Golden& g, const parity::Options& opt, bo
   const VAETap tap = [&out](const std::string& module, const Tensor& t) {
     out["inter." + module] = t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32);
   };
-  Tensor y = decode ? vae.decode_scaled(g.file.get(input), tap) : vae.encode_scaled(g.file.get(input), tap);
+  // __metadata__.tiling: "spatial", "temporal" or "spatial,temporal": the reference's tiled run
+  // (enable_spatial_tiling / enable_temporal_tiling), whose tiles have no single module output.
+  Tensor y;
+  if (auto it = g.file.metadata().find("tiling"); it != g.file.metadata().end()) {
+    VAETiling tiling;
+    std::stringstream list(it->second);
+    for (std::string w; std::getline(list, w, ',');) {
+      VIDAX_CHECK(w == "spatial" || w == "temporal",
+                  g.path << ": __metadata__.tiling entry '" << w << "' (spatial, temporal)");
+      (w == "spatial" ? tiling.spatial : tiling.temporal) = true;
+    }
+    y = decode ? vae.decode_scaled_tiled(g.file.get(input), tiling) : vae.encode_scaled_tiled(g.file.get(input), tiling);
+  } else {
+    y = decode ? vae.decode_scaled(g.file.get(input), tap) : vae.encode_scaled(g.file.get(input), tap);
+  }
   out["output"] = y.dtype() == DType::F32 ? y : ops::cast(y, DType::F32);
   return out;
 }
