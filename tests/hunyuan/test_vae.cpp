@@ -95,9 +95,10 @@ TEST(HunyuanVAEGolden, DecodeMatchesTheReferenceFp32) {
 TEST(HunyuanVAEGolden, EncodeMatchesTheReferenceFp32) {
   expect_golden("hunyuan_vae_encode.safetensors", "fp32", 1e-5, 1e-5);
 }
+// bf16 (not a reference mode) against the fp32 reference: measured rel L2 <= 1.6e-2, max_abs <= 0.08.
 TEST(HunyuanVAEGolden, Bf16IsWithinItsBound) {
-  expect_golden("hunyuan_vae_decode.safetensors", "bf16", 2e-2, 1.0);
-  expect_golden("hunyuan_vae_encode.safetensors", "bf16", 2e-2, 1.0);
+  expect_golden("hunyuan_vae_decode.safetensors", "bf16", 2e-2, 0.2);
+  expect_golden("hunyuan_vae_encode.safetensors", "bf16", 2e-2, 0.2);
 }
 
 // The reference's spatial + temporal tiling (enable_tiling; __metadata__.tiling): two temporal
