@@ -9,6 +9,8 @@
 #include "engine/families.h"
 #include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit_parity.h"
+#include "models/hunyuan/vae.h"
+#include "models/hunyuan/vae_keys.h"
 #include "parity/parity.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
@@ -25,6 +27,7 @@ void register_builtin_kinds() {
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
     vidax::hunyuan::register_parity_kinds();  // hunyuan.dit (no hunyuan Family yet)
+    vidax::hunyuan::register_vae_parity_kinds();  // hunyuan.vae.decode, hunyuan.vae.encode
   });
 }
 
@@ -35,6 +38,9 @@ void register_builtin_components() {
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
     translate::register_component(vidax::hunyuan::dit_component());  // hunyuanvideo-dit (no hunyuan Family yet)
+    translate::register_component(vidax::hunyuan::vae_component());  // hunyuanvideo-vae and its halves
+    translate::register_component(vidax::hunyuan::vae_encoder_component());
+    translate::register_component(vidax::hunyuan::vae_decoder_component());
   });
 }
 
