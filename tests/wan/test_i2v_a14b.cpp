@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "io/checkpoint.h"
 #include "models/wan/demo_weights.h"
@@ -121,4 +122,28 @@ TEST(Wan22I2V, DemoNeedsAnImage) {
   EXPECT_EQ(res.video.shape(), (Shape{3, 5, 32, 48}));
   r.last_image = r.image;
   EXPECT_NE(error_of([&] { (void)run_generation(m.parts, r); }).find("not --last-image"), std::string::npos);
+}
+
+// The published layout (two expert folders whose config.json says model_type i2v, in_dim 36) is
+// detected as I2V-A14B; one such folder alone is Wan 2.1 I2V 14B; a CLIP file is not looked for.
+TEST(Wan22I2V, DetectedFromTheExpertFolders) {
+  const fs::path root = vidax::test::scratch_dir("wan22_i2v_detect");
+  const nlohmann::json c = preset("wan2.2-i2v-a14b").dit;
+  EXPECT_EQ(c.at("model_type"), "i2v");
+  EXPECT_EQ(c.at("in_dim"), 36);
+  auto write = [](const fs::path& p, const nlohmann::json& j) {
+    fs::create_directories(p.parent_path());
+    std::ofstream(p) << j.dump();
+  };
+  write(root / "orig" / "high_noise_model" / "config.json", c);
+  write(root / "orig" / "low_noise_model" / "config.json", c);
+  EXPECT_EQ(detect_model((root / "orig").string()), "wan2.2-i2v-a14b");
+  write(root / "one" / "config.json", c);
+  EXPECT_EQ(detect_model((root / "one").string()), "wan2.1-i2v-14b-480p");
+  const Preset& p = preset("wan2.2-i2v-a14b");
+  EXPECT_FALSE(p.uses_clip());
+  EXPECT_EQ(p.experts->boundary_timestep(), 900.0);
+  EXPECT_EQ(p.variant.defaults.guidance_scales, (std::vector<double>{3.5, 3.5}));
+  EXPECT_EQ(p.variant.defaults.shift, 5.0);
+  EXPECT_TRUE(preset("wan2.1-i2v-14b-480p").uses_clip());
 }
