@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "core/error.h"
@@ -100,6 +101,109 @@ Tensor center_crop(const Tensor& x, int64_t h, int64_t w) {
   const int64_t top = static_cast<int64_t>(std::nearbyint(static_cast<double>(H - h) / 2.0));
   const int64_t left = static_cast<int64_t>(std::nearbyint(static_cast<double>(W - w) / 2.0));
   return src.slice(src.dim() - 2, top, top + h).slice(src.dim() - 1, left, left + w).contiguous();
+}
+
+}  // namespace vidax::io
+
+namespace vidax::io {
+
+namespace {
+
+constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
+
+double sinc(double x) {
+  if (x == 0.0) return 1.0;
+  x *= 3.14159265358979323846;  // M_PI
+  return std::sin(x) / x;
+}
+
+double lanczos3(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3.0) : 0.0; }
+
+// Pillow's precompute_coeffs + normalize_coeffs_8bpc for one axis: per output position the first
+// input index, the tap count and the fixed-point weights.
+struct AxisCoeffs {
+  int64_t ksize = 0;
+  std::vector<int64_t> first, count;
+  std::vector<int32_t> k;  // [out, ksize]
+};
+
+AxisCoeffs lanczos_coeffs(int64_t in, int64_t out) {
+  const double scale = static_cast<double>(in) / static_cast<double>(out);
+  const double filterscale = scale < 1.0 ? 1.0 : scale;
+  const double support = 3.0 * filterscale;
+  AxisCoeffs c;
+  c.ksize = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
+  c.first.resize(static_cast<size_t>(out));
+  c.count.resize(static_cast<size_t>(out));
+  c.k.assign(static_cast<size_t>(out * c.ksize), 0);
+  std::vector<double> w(static_cast<size_t>(c.ksize));
+  for (int64_t xx = 0; xx < out; ++xx) {
+    const double center = (static_cast<double>(xx) + 0.5) * scale;
+    const double ss = 1.0 / filterscale;
+    int64_t xmin = static_cast<int64_t>(center - support + 0.5);  // C's truncating cast, as Pillow
+    if (xmin < 0) xmin = 0;
+    int64_t xmax = static_cast<int64_t>(center + support + 0.5);
+    if (xmax > in) xmax = in;
+    xmax -= xmin;
+    double ww = 0.0;
+    for (int64_t x = 0; x < xmax; ++x) {
+      w[static_cast<size_t>(x)] = lanczos3((static_cast<double>(x + xmin) - center + 0.5) * ss);
+      ww += w[static_cast<size_t>(x)];
+    }
+    for (int64_t x = 0; x < xmax; ++x) {
+      double v = w[static_cast<size_t>(x)];
+      if (ww != 0.0) v /= ww;
+      const double f = v * static_cast<double>(1 << kPrecisionBits);
+      c.k[static_cast<size_t>(xx * c.ksize + x)] = static_cast<int32_t>(v < 0 ? -0.5 + f : 0.5 + f);
+    }
+    c.first[static_cast<size_t>(xx)] = xmin;
+    c.count[static_cast<size_t>(xx)] = xmax;
+  }
+  return c;
+}
+
+uint8_t clip8(int64_t ss) {
+  const int64_t v = ss >> kPrecisionBits;  // arithmetic shift, as Pillow's clip8 lookup index
+  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+}
+
+// One pass along `axis` (1 = width, 0 = height) of an [H, W, 3] byte image.
+std::vector<uint8_t> lanczos_pass(const std::vector<uint8_t>& in, int64_t h, int64_t w, int axis, int64_t out) {
+  const AxisCoeffs c = lanczos_coeffs(axis == 1 ? w : h, out);
+  const int64_t oh = axis == 1 ? h : out, ow = axis == 1 ? out : w;
+  std::vector<uint8_t> dst(static_cast<size_t>(oh * ow * 3));
+  for (int64_t y = 0; y < oh; ++y)
+    for (int64_t x = 0; x < ow; ++x) {
+      const int64_t o = axis == 1 ? x : y;
+      const int32_t* k = &c.k[static_cast<size_t>(o * c.ksize)];
+      const int64_t first = c.first[static_cast<size_t>(o)], n = c.count[static_cast<size_t>(o)];
+      for (int64_t ch = 0; ch < 3; ++ch) {
+        int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+        for (int64_t j = 0; j < n; ++j) {
+          const int64_t sy = axis == 1 ? y : first + j, sx = axis == 1 ? first + j : x;
+          ss += static_cast<int64_t>(in[static_cast<size_t>((sy * w + sx) * 3 + ch)]) * k[j];
+        }
+        dst[static_cast<size_t>((y * ow + x) * 3 + ch)] = clip8(ss);
+      }
+    }
+  return dst;
+}
+
+}  // namespace
+
+Tensor resize_lanczos_pil(const Tensor& x, int64_t out_h, int64_t out_w) {
+  VIDAX_CHECK(x.dim() == 3 && x.size(2) == 3 && x.dtype() == DType::U8,
+              "resize_lanczos_pil: expects an [H, W, 3] U8 picture, got " << x.str());
+  VIDAX_CHECK(out_h >= 1 && out_w >= 1, "resize_lanczos_pil: output size " << out_h << "x" << out_w);
+  const Tensor src = x.to_host().contiguous();
+  const int64_t h = src.size(0), w = src.size(1);
+  const uint8_t* b = src.data<uint8_t>();  // view-write-ok: reads the picture
+  std::vector<uint8_t> img(b, b + h * w * 3);
+  if (out_w != w) img = lanczos_pass(img, h, w, 1, out_w);  // horizontal first, as Pillow
+  if (out_h != h) img = lanczos_pass(img, h, out_w, 0, out_h);
+  Tensor dst = Tensor::empty({out_h, out_w, 3}, DType::U8);
+  std::copy(img.begin(), img.end(), dst.data<uint8_t>());
+  return dst;
 }
 
 }  // namespace vidax::io

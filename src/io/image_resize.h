@@ -21,3 +21,14 @@ Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w);
 Tensor center_crop(const Tensor& x, int64_t h, int64_t w);
 
 }  // namespace vidax::io
+
+namespace vidax::io {
+
+// PIL's Image.resize(size, Image.LANCZOS) of an 8-bit RGB picture (Pillow's ImagingResample: a
+// lanczos-3 kernel widened by the scale when reducing (antialiased), coefficients in double,
+// normalised per output pixel and rounded to 22-bit fixed point, the horizontal pass first with
+// its result rounded and clipped to 8 bits, then the vertical pass). A pass whose size does not
+// change is skipped, as PIL skips it. x [H, W, 3] U8 -> [out_h, out_w, 3] U8.
+Tensor resize_lanczos_pil(const Tensor& x, int64_t out_h, int64_t out_w);
+
+}  // namespace vidax::io

@@ -198,8 +198,20 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   const Shape shape = latent_shape(parts.geometry, req);
   SeededNoise noise(req, shape);
   Tensor x = noise.x;
-  sampler->set_generator(&noise.gen);
+  // Image-fixed latent frames (ImageConditioning::fixed_frames): put in place of x's first frames.
+  auto fix_frames = [&](const Tensor& lat) {
+    if (!images || !images->fixed_frames.defined()) return lat;
+    const Tensor& z = images->fixed_frames;
+    const int64_t n = z.size(1);
+    VIDAX_CHECK(z.dim() == 4 && z.size(0) == lat.size(0) && n <= lat.size(1) && z.size(2) == lat.size(2) &&
+                    z.size(3) == lat.size(3),
+                "the image's fixed latent frames " << z.str() << " do not fit the latent " << lat.str());
+    if (n == lat.size(1)) return z.to(DType::F32);
+    return ops::concat({z.to(DType::F32), lat.slice(1, n, lat.size(1))}, 1).contiguous();
+  };
   if (ev.on_noise) ev.on_noise(0, x);
+  x = fix_frames(x);
+  sampler->set_generator(&noise.gen);
   int step_now = 0;  // the 1-based step whose sampler update is drawing
   if (ev.on_noise || ev.replace_noise)
     sampler->set_noise_source([&](const Shape& s) {
@@ -236,7 +248,7 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
       check_finite(v_cond, "the DiT output for the prompt", i + 1, total, t);
     }
     step_now = i + 1;
-    x = sampler->step(guidance.combine(v_cond, v_uncond, i, total), i, x);
+    x = fix_frames(sampler->step(guidance.combine(v_cond, v_uncond, i, total), i, x));
     check_finite(x, "the latent after the sampler update", i + 1, total, t);
     if (ev.on_latent) ev.on_latent(i + 1, x);
     if (ev.on_step) ev.on_step(i + 1, total, seconds_since(ts));

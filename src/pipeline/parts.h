@@ -58,6 +58,11 @@ struct ImageConditioning {
   std::shared_ptr<const void> data;  // opaque to the loop (Wan: CLIP features and the latent y)
   std::vector<std::string> notes;    // what was done to the images, said to the user
   std::map<std::string, Tensor> taps;  // intermediates by golden name ("inter.z"), for parity checks
+  // The first latent frames the image fixes (Wan 2.2 TI2V: [z_dim, n, h, w], the image's latent),
+  // or undefined. The loop puts them in place of the latent's first n frames after the noise is
+  // drawn and after every sampler update, as textimage2video.py's
+  // latent = (1 - mask2) * z + mask2 * latent (mask2 0 on those frames, 1 elsewhere) does exactly.
+  Tensor fixed_frames;
 };
 
 // One denoiser call: the latent, the sampler's model timestep, the prompt, and

@@ -304,3 +304,48 @@ TEST(I2VGolden, TakesTheImageAsBytesOrAsAFile) {
     EXPECT_TRUE(parity::run((d / "file.safetensors").string(), opt).ok());
   }
 }
+
+// The Wan 2.2 image paths from the CLI: TI2V (an image is optional; resized, cropped, said so) and
+// I2V-A14B (an image is required, no last frame).
+TEST(I2VCli, Wan22DemosTakeAnImage) {
+  namespace cli = vidax::test::cli;
+  const fs::path d = vidax::test::scratch_dir("i2v_cli_wan22");
+  const std::string ti2v = (d / "ti2v").string(), a14b = (d / "a14b").string();
+  for (const auto& [dir, model] : std::vector<std::pair<std::string, std::string>>{
+           {ti2v, "wan2.2-ti2v-tiny-demo"}, {a14b, "wan2.2-i2v-a14b-tiny-demo"}}) {
+    const auto r = cli::run({"make-demo", dir, "--model", model, "--tokenizer", cli::tiny_spiece()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::string img = write_png(d, 40, 56, 1).string();
+  const std::vector<std::string> base{"generate", "--prompt", "a cat", "--seed", "3", "--steps", "2", "--frames", "5"};
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return cli::run(a, {.timeout_s = 300});
+  };
+  {
+    const std::string out = (d / "ti2v.y4m").string();
+    const auto r = gen({"--weights", ti2v, "--image", img, "-o", out});
+    ASSERT_EQ(r.code, 0) << r.err;
+    // 56x40 at the demo's 96x64 area: best_output_size gives 96x64; LANCZOS to 96x69, crop.
+    EXPECT_NE(r.err.find("centre-cropped to 96x64"), std::string::npos) << r.err;
+    const io::VideoFileInfo info = io::read_video(out);
+    EXPECT_EQ(info.width, 96);
+    EXPECT_EQ(info.height, 64);
+    EXPECT_EQ(info.frames, 5);
+  }
+  {
+    const auto r = gen({"--weights", a14b, "--image", img, "--height", "32", "--width", "48", "-o",
+                        (d / "a14b.y4m").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  {
+    const auto r = gen({"--weights", a14b, "-o", (d / "bad.y4m").string()});
+    EXPECT_NE(r.code, 0);
+    EXPECT_NE(r.err.find("give --image FILE"), std::string::npos) << r.err;
+    const auto r2 = gen({"--weights", ti2v, "--image", img, "--last-image", img, "-o", (d / "bad.y4m").string()});
+    EXPECT_NE(r2.code, 0);
+    EXPECT_NE(r2.err.find("takes no last frame"), std::string::npos) << r2.err;
+    EXPECT_FALSE(fs::exists(d / "bad.y4m"));
+  }
+}

@@ -96,11 +96,15 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
   const std::map<std::string, std::string> meta{{"format", "pt"}, {"vidax.note", "random demo weights"}};
   json config = dit;  // what the original repo's config.json holds: WanModel's init args
   config["_class_name"] = "WanModel";
-  if (preset.experts) {  // Wan2.2-T2V-A14B: one folder per expert, each with its config.json
+  // Wan 2.2 I2V-A14B's i2v WanModel has no img_emb / image cross-attention: the parameters of the
+  // t2v architecture at its in_dim (t2v_load.cpp runs it so); config.json keeps model_type i2v.
+  json dit_params = dit;
+  if (!preset.image_task().empty() && !preset.uses_clip()) dit_params["model_type"] = "t2v";
+  if (preset.experts) {  // Wan2.2 A14B: one folder per expert, each with its config.json
     for (const std::string& sub : {preset.experts->high_noise_dir, preset.experts->low_noise_dir}) {
       fs::create_directories(out / sub);
       io::save_safetensors((out / sub / "diffusion_pytorch_model.safetensors").string(),
-                           random_weights(wan_dit_param_shapes(dit), rng, DType::F32), meta);
+                           random_weights(wan_dit_param_shapes(dit_params), rng, DType::F32), meta);
       pipeline::write_json_file((out / sub / "config.json").string(), config);
     }
   } else {

@@ -137,7 +137,7 @@ class WanFamily final : public pipeline::Family {
     // Image-to-video: the CLIP (freed once the images are encoded, unless kept), the VAE's encoder
     // half (part of the VAE, resident with it) and the encode of the conditioning frames (whole
     // frames, as the decode's activations). A first phase encodes the images with everything loaded.
-    if (!p.image_task().empty()) {
+    if (p.uses_clip()) {  // Wan 2.2 I2V-A14B (no CLIP): its VAE encoder is not in the plan yet
       const double clip_params = static_cast<double>(clip_visual_params(ClipVisionConfig::from_json(p.clip)).parameter_count());
       double vae_encoder_params = 0;
       for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)

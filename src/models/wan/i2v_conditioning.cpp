@@ -1,5 +1,6 @@
 #include "models/wan/i2v_conditioning.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -73,6 +74,84 @@ Tensor i2v_video(const Tensor& first, const Tensor& last, int64_t frames, int64_
     put(last, frames - 1);
   }
   return v;
+}
+
+namespace {
+
+// Python's float floor division a // b (float_floor_div: through fmod, then floor with its
+// correction), for the positive operands of best_output_size.
+double py_floordiv(double a, double b) {
+  const double mod = std::fmod(a, b);
+  double div = (a - mod) / b;
+  if (mod != 0.0 && ((b < 0) != (mod < 0))) div -= 1.0;
+  if (div == 0.0) return std::copysign(0.0, a / b);
+  double f = std::floor(div);
+  if (div - f > 0.5) f += 1.0;
+  return f;
+}
+
+}  // namespace
+
+std::array<int64_t, 2> ti2v_output_size(int64_t img_w, int64_t img_h, int64_t dw, int64_t dh, int64_t area) {
+  VIDAX_CHECK(img_h >= 1 && img_w >= 1, "an empty image (" << img_w << "x" << img_h << ")");
+  const double a = static_cast<double>(area);
+  const double ratio = static_cast<double>(img_w) / static_cast<double>(img_h);
+  const double ow = std::pow(a * ratio, 0.5), oh = a / ow;
+  auto too_far = [&](const char* first) {
+    return Error(msg() << "an image of " << img_w << "x" << img_h << " at an area of " << area
+                       << " pixels: rounding the " << first << " to a multiple of " << (first[0] == 'w' ? dw : dh)
+                       << " leaves no room for the other side (the reference's best_output_size divides by zero "
+                          "here); use an image closer to the requested shape or a larger --width x --height");
+  };
+  const int64_t ow1 = static_cast<int64_t>(py_floordiv(ow, static_cast<double>(dw)) * static_cast<double>(dw));
+  if (ow1 <= 0) throw too_far("width");
+  const int64_t oh1 = static_cast<int64_t>(py_floordiv(a / static_cast<double>(ow1), static_cast<double>(dh)) * static_cast<double>(dh));
+  if (oh1 <= 0) throw too_far("width");
+  const int64_t oh2 = static_cast<int64_t>(py_floordiv(oh, static_cast<double>(dh)) * static_cast<double>(dh));
+  if (oh2 <= 0) throw too_far("height");
+  const int64_t ow2 = static_cast<int64_t>(py_floordiv(a / static_cast<double>(oh2), static_cast<double>(dw)) * static_cast<double>(dw));
+  if (ow2 <= 0) throw too_far("height");
+  const double ratio1 = static_cast<double>(ow1) / static_cast<double>(oh1);
+  const double ratio2 = static_cast<double>(ow2) / static_cast<double>(oh2);
+  if (std::max(ratio / ratio1, ratio1 / ratio) < std::max(ratio / ratio2, ratio2 / ratio)) return {ow1, oh1};
+  return {ow2, oh2};
+}
+
+Tensor ti2v_image(const Tensor& image, int64_t oh, int64_t ow) {
+  VIDAX_CHECK(image.dim() == 3 && image.size(0) == 3 && image.dtype() == DType::F32,
+              "ti2v_image: expects [3, H, W] F32 in [-1, 1], got " << image.str());
+  const Tensor src = image.to_host().contiguous();
+  const int64_t ih = src.size(1), iw = src.size(2), plane = ih * iw;
+  // The picture's bytes [H, W, 3], as PIL holds it.
+  Tensor pic = Tensor::empty({ih, iw, 3}, DType::U8);
+  {
+    const float* s = src.data<float>();  // view-write-ok: reads a fresh contiguous copy
+    uint8_t* d = pic.data<uint8_t>();  // view-write-ok: fills the tensor made above
+    for (int64_t c = 0; c < 3; ++c)
+      for (int64_t i = 0; i < plane; ++i) {
+        const double v = std::nearbyint((static_cast<double>(s[c * plane + i]) * 0.5 + 0.5) * 255.0);
+        d[i * 3 + c] = static_cast<uint8_t>(std::min(255.0, std::max(0.0, v)));
+      }
+  }
+  const double scale = std::max(static_cast<double>(ow) / static_cast<double>(iw),
+                                static_cast<double>(oh) / static_cast<double>(ih));
+  const int64_t rw = static_cast<int64_t>(std::nearbyint(static_cast<double>(iw) * scale));  // Python round: halves to even
+  const int64_t rh = static_cast<int64_t>(std::nearbyint(static_cast<double>(ih) * scale));
+  VIDAX_CHECK(rw >= ow && rh >= oh, "ti2v_image: the " << iw << "x" << ih << " image resized to " << rw << "x" << rh
+                                                       << " does not cover " << ow << "x" << oh);
+  const Tensor resized = (rw == iw && rh == ih) ? pic : io::resize_lanczos_pil(pic, rh, rw);  // PIL returns a copy
+  const int64_t x1 = (rw - ow) / 2, y1 = (rh - oh) / 2;
+  Tensor out = Tensor::empty({3, oh, ow}, DType::F32);
+  const Tensor rc = resized.contiguous();
+  const uint8_t* r = rc.data<uint8_t>();  // view-write-ok: reads the resized picture
+  float* o = out.data<float>();  // view-write-ok: fills the tensor made above
+  for (int64_t c = 0; c < 3; ++c)
+    for (int64_t y = 0; y < oh; ++y)
+      for (int64_t x = 0; x < ow; ++x) {
+        const float v = static_cast<float>(r[((y + y1) * rw + x + x1) * 3 + c]) / 255.0f;  // to_tensor
+        o[(c * oh + y) * ow + x] = (v - 0.5f) / 0.5f;
+      }
+  return out;
 }
 
 }  // namespace vidax::wan

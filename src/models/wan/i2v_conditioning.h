@@ -41,4 +41,22 @@ Tensor flf2v_last_frame(const Tensor& first, const Tensor& last, std::string* no
 // zeros between (F.interpolate(mode='bicubic'), align_corners=False, no antialias).
 Tensor i2v_video(const Tensor& first, const Tensor& last, int64_t frames, int64_t h, int64_t w);
 
+// Wan 2.2 TI2V-5B's image branch (WanTI2V.i2v of wan/textimage2video.py) sizes and prepares the
+// image differently from Wan 2.1 I2V:
+//   size:  best_output_size(w, h, dw, dh, max_area) (wan/utils/utils.py), dw = dh = patch x
+//          vae_stride (32): the width-first and the height-first rounding to multiples of 32 under
+//          the area, whichever keeps the image's aspect ratio better (ties: height-first);
+//   image: PIL LANCZOS to (round(w * s), round(h * s)), s = max(ow / w, oh / h), then the centre
+//          crop box ((W - ow) // 2, (H - oh) // 2) of ow x oh, to_tensor, [-1, 1];
+//   latent: the Wan 2.2 VAE encoding of that one frame is the first latent frame, kept fixed
+//          (the loader's condition_on_images; the first frame's tokens take t = 0).
+// Returns {ow, oh}. The reference divides by zero when a side rounds to 0 (an image of an aspect
+// ratio far from what the area allows); here that is an error saying so.
+std::array<int64_t, 2> ti2v_output_size(int64_t img_w, int64_t img_h, int64_t dw, int64_t dh, int64_t area);
+
+// The [3, oh, ow] F32 frame in [-1, 1] that WanTI2V.i2v encodes, from the request's image
+// ([3, H, W] F32 in [-1, 1]; its 8-bit levels round((x + 1) / 2 * 255) are the PIL picture the
+// reference resizes, so a tensor that did not come from 8-bit pixels is quantised as PIL would hold it).
+Tensor ti2v_image(const Tensor& image, int64_t oh, int64_t ow);
+
 }  // namespace vidax::wan

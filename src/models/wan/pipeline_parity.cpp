@@ -72,11 +72,14 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
                        << ")");
 
   pipeline::Request r = pipeline::request_from_json(c, m.preset.variant.defaults.negative_prompt);
-  if (images) {
+  // wan.pipeline.ti2v: WanTI2V.generate with img=None (t2v) or with an image (its i2v branch).
+  const bool optional_image = g.kind == "wan.pipeline.ti2v";
+  if (images || optional_image) {
     r.image = golden_image(g, dir, "image");
-    VIDAX_CHECK(r.image.defined(), g.path << ": wan.pipeline.i2v needs input.image ([3, H, W] in [-1, 1], or the "
-                                             "picture's [H, W, 3] bytes) or config \"image\" (a file beside the golden)");
-    r.last_image = golden_image(g, dir, "last_image");
+    VIDAX_CHECK(r.image.defined() || optional_image,
+                g.path << ": wan.pipeline.i2v needs input.image ([3, H, W] in [-1, 1], or the "
+                          "picture's [H, W, 3] bytes) or config \"image\" (a file beside the golden)");
+    if (images) r.last_image = golden_image(g, dir, "last_image");
   }
   pipeline::Result res = pipeline::run_generation(m.parts, r);
 

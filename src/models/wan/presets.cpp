@@ -163,6 +163,7 @@ std::vector<Preset> make_presets() {
   ti2v.vae = Wan22VAEConfig{}.to_json();
   ti2v.vae_version = "wan2.2";
   ti2v.vae_file = "Wan2.2_VAE.pth";
+  ti2v.variant.tasks = {"t2v", "ti2v"};  // text-to-video, and image-to-video with --image
   v.push_back(ti2v);
 
   Preset tiny_ti2v = tiny;
@@ -184,6 +185,7 @@ std::vector<Preset> make_presets() {
   tiny_ti2v.vae = tvae22.to_json();
   tiny_ti2v.vae_version = "wan2.2";
   tiny_ti2v.vae_file = "Wan2.2_VAE.safetensors";
+  tiny_ti2v.variant.tasks = {"t2v", "ti2v"};
   v.push_back(tiny_ti2v);
 
   // Image-to-video 14B (Wan-AI/Wan2.1-I2V-14B-480P and -720P: one architecture, two trainings).
@@ -254,6 +256,36 @@ std::vector<Preset> make_presets() {
   tdit.model_type = "flf2v";
   tflf.dit = dit_args(tdit);
   v.push_back(tflf);
+
+  // Wan 2.2 I2V-A14B (wan/configs/wan_i2v_A14B.py, generate.py): two i2v experts of the 14B
+  // architecture (in_dim 36, no CLIP: clip stays null), the Wan 2.1 VAE, boundary 0.900, 40 steps,
+  // shift 5, guide_scale (3.5, 3.5) as (low noise, high noise), the shared negative prompt (the
+  // config takes wan_shared_cfg's), 81 frames, 16 fps, generate.py's default size 1280*720.
+  Preset i2v_a14b = a14b;
+  i2v_a14b.variant.name = "wan2.2-i2v-a14b";
+  i2v_a14b.variant.description =
+      "Wan 2.2 image-to-video A14B (Wan-AI/Wan2.2-I2V-A14B): high-noise and low-noise 14B experts, 720p or 480p";
+  i2v_a14b.variant.tasks = {"i2v"};
+  i2v_a14b.variant.defaults.shift = 5.0;
+  i2v_a14b.variant.defaults.guidance = 3.5;
+  i2v_a14b.variant.defaults.guidance_scales = {3.5, 3.5};
+  i2v_a14b.dit = dit_args(tw::DitConfig::i2v_14b());
+  i2v_a14b.experts = Preset::Experts{};
+  i2v_a14b.experts->boundary = 0.900;
+  v.push_back(i2v_a14b);
+  Preset tiny_i2v_a14b = tiny_a14b;
+  tiny_i2v_a14b.variant.name = kTinyI2VA14BDemoModel;
+  tiny_i2v_a14b.variant.description =
+      "tiny random-weight Wan 2.2 I2V-A14B layout (two i2v experts, no CLIP) written by `vidax make-demo`";
+  tiny_i2v_a14b.variant.tasks = {"i2v"};
+  tiny_i2v_a14b.variant.defaults.frames = 5;
+  tiny_i2v_a14b.variant.defaults.shift = i2v_a14b.variant.defaults.shift;
+  tiny_i2v_a14b.variant.defaults.guidance = i2v_a14b.variant.defaults.guidance;
+  tiny_i2v_a14b.variant.defaults.guidance_scales = i2v_a14b.variant.defaults.guidance_scales;
+  tdit.model_type = "i2v";
+  tiny_i2v_a14b.dit = dit_args(tdit);  // in_dim 36 (set for tiny_i2v above)
+  tiny_i2v_a14b.experts = i2v_a14b.experts;
+  v.push_back(tiny_i2v_a14b);
   return v;
 }
 

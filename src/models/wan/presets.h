@@ -47,6 +47,10 @@ struct Preset {
 
   // The task its images serve: "" (text-to-video), "i2v" or "flf2v".
   std::string image_task() const;
+  // Whether its images go through the CLIP image encoder: Wan 2.1 I2V / FLF2V. Wan 2.2 I2V-A14B
+  // (wan/image2video.py of Wan2.2) has none: its WanModel (model_type 'i2v') has no img_emb and
+  // text-only cross-attention, the image enters only through y on the input channels.
+  bool uses_clip() const { return !image_task().empty() && !clip.is_null(); }
 };
 
 // The official sample_neg_prompt of wan/configs/shared_config.py.
@@ -73,5 +77,6 @@ inline constexpr const char* kTinyFLF2VDemoModel = "wan2.1-flf2v-tiny-demo";
 // with the Wan 2.2 VAE.
 inline constexpr const char* kTinyA14BDemoModel = "wan2.2-t2v-a14b-tiny-demo";
 inline constexpr const char* kTinyTI2VDemoModel = "wan2.2-ti2v-tiny-demo";
+inline constexpr const char* kTinyI2VA14BDemoModel = "wan2.2-i2v-a14b-tiny-demo";
 
 }  // namespace vidax::wan

@@ -87,6 +87,12 @@ struct DiTConditioning {
   TextContext text;
 };
 
+// Wan 2.2 I2V-A14B's image conditioning: y [4 + z_dim, F', h, w] (the mask, the image's latent),
+// concatenated after the latent on the DiT's input channels every step.
+struct InputChannels {
+  Tensor y;
+};
+
 // What the DiT derives from a request's images (I2V / FLF2V), computed once per run.
 struct DiTImageConditioning {
   ImageContext images;
@@ -164,6 +170,11 @@ void attach_experts(pipeline::Parts& p, const Preset::Experts& e, const ExpertPa
       for (size_t j = 0; j < experts.size(); ++j)
         if (j != i) experts[j]->unload();
     const std::shared_ptr<WanDiT> dit = experts[i]->acquire();
+    if (in.images) {  // I2V-A14B: y after x on the channels, every step (model.py's torch.cat([u, v]))
+      VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
+      const auto& y = static_cast<const InputChannels*>(in.images->data.get())->y;
+      return dit->forward(ops::concat({in.x, y}, 0), std::vector<double>{in.t}, cond->for_expert(i, *dit));
+    }
     return dit->forward(in.x, std::vector<double>{in.t}, cond->for_expert(i, *dit));
   };
   p.after_denoising = [experts] {
@@ -183,10 +194,10 @@ void attach_experts(pipeline::Parts& p, const Preset::Experts& e, const ExpertPa
   };
 }
 
-// The Wan 2.2 VAE's decoder from the original checkpoint (Wan2.2_VAE.pth, official state_dict
-// names; the published file holds both halves): strict, every tensor either the decoder's or the
-// encoder's half, none unknown.
-std::shared_ptr<Wan22VAE> load_vae22_decoder(const WeightFiles& f, const Wan22VAEConfig& cfg, int64_t vae_tile) {
+// The Wan 2.2 VAE from the original checkpoint (Wan2.2_VAE.pth, official state_dict names; the
+// published file holds both halves): its decoder, and its encoder when `encoder` (TI2V's image
+// branch); strict, every tensor either the decoder's or the encoder's half, none unknown.
+std::shared_ptr<Wan22VAE> load_vae22(const WeightFiles& f, const Wan22VAEConfig& cfg, int64_t vae_tile, bool with_encoder) {
   VIDAX_CHECK(vae_tile == 0, "--vae-tile " << vae_tile << ": the Wan 2.2 VAE (TI2V-5B) decodes whole frames only (tiling "
                                            "is implemented for the Wan 2.1 VAE); leave --vae-tile out");
   VIDAX_CHECK(f.layout != "diffusers" || f.vae_single,
@@ -198,7 +209,7 @@ std::shared_ptr<Wan22VAE> load_vae22_decoder(const WeightFiles& f, const Wan22VA
   for (const auto& name : src->names()) {
     const bool decoder = name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0;
     const bool encoder = name.rfind("encoder.", 0) == 0 || name.rfind("conv1.", 0) == 0;
-    if (decoder) weights.emplace(name, src->get(name));
+    if (decoder || (encoder && with_encoder)) weights.emplace(name, src->get(name));
     else if (!encoder) unknown << "\n  " << name;
   }
   VIDAX_CHECK(unknown.str().empty(), f.vae << ": tensors the Wan 2.2 VAE does not have (is this the Wan 2.2 VAE, "
@@ -210,13 +221,26 @@ std::shared_ptr<Wan22VAE> load_vae22_decoder(const WeightFiles& f, const Wan22VA
         VIDAX_CHECK(it != weights.end(), path << ": no parameter " << name << " (is this the Wan 2.2 VAE, Wan2.2_VAE.pth?)");
         return it->second;
       },
-      Wan22VAE::Parts{/*encoder=*/false, /*decoder=*/true}, DType::F32);
+      Wan22VAE::Parts{/*encoder=*/with_encoder, /*decoder=*/true}, DType::F32);
   std::ostringstream unused;
   const std::set<std::string> used(vae->parameter_names().begin(), vae->parameter_names().end());
   for (const auto& [name, t] : weights)
     if (!used.count(name)) unused << "\n  " << name << " " << shape_str(t.shape());
-  VIDAX_CHECK(unused.str().empty(), f.vae << ": decoder tensors the Wan 2.2 VAE of this config does not use:" << unused.str());
+  VIDAX_CHECK(unused.str().empty(), f.vae << ": tensors the Wan 2.2 VAE of this config does not use:" << unused.str());
   return vae;
+}
+
+// textimage2video.py's per-token timesteps of an image run: (mask2[0][0][:, ::2, ::2] * t).flatten(),
+// i.e. 0 on the tokens of the first `fixed` latent frames (those the image fixes), t on the rest,
+// in token order (f, h, w). x [C, F, H, W].
+std::vector<double> ti2v_token_timesteps(const Tensor& x, int64_t fixed, double t, const pipeline::Geometry& g) {
+  VIDAX_CHECK(x.dim() == 4 && x.size(1) % g.patch_t == 0 && fixed % g.patch_t == 0,
+              "ti2v_token_timesteps: latent " << x.str() << ", " << fixed << " fixed frames, patch_t " << g.patch_t);
+  const int64_t per_frame = (x.size(2) / g.patch_h) * (x.size(3) / g.patch_w);
+  const int64_t frames = x.size(1) / g.patch_t;
+  std::vector<double> ts(static_cast<size_t>(frames * per_frame), t);
+  std::fill(ts.begin(), ts.begin() + (fixed / g.patch_t) * per_frame, 0.0);
+  return ts;
 }
 
 }  // namespace
@@ -355,7 +379,17 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   VIDAX_CHECK(!pjrt_dit || image_task.empty(), "--device pjrt: " << out.preset.name()
                                                                  << " is image-to-video, whose DiT steps are not lowered "
                                                                     "to PJRT yet (text-to-video only; docs/pjrt.md)");
-  if (!image_task.empty()) out.preset.clip = part_config(json(), f.vidax_model, "clip", out.preset.clip);
+  if (out.preset.uses_clip()) out.preset.clip = part_config(json(), f.vidax_model, "clip", out.preset.clip);
+  // Wan 2.2 I2V-A14B: its WanModel 'i2v' is the t2v architecture on in_dim = 16 + 4 + 16 input
+  // channels (no img_emb, text-only cross-attention; model.py's forward concatenates y to x before
+  // the patch embedding). The engine's DiT runs it as model_type t2v of that in_dim, and predict
+  // concatenates y (y_only below); the preset keeps the checkpoint's own config.
+  const bool y_only = image_task == "i2v" && !out.preset.uses_clip();
+  auto engine_dit_json = [y_only](json j) {
+    if (y_only && j.is_object()) j["model_type"] = "t2v";
+    return j;
+  };
+  const json dit_engine = engine_dit_json(out.preset.dit);
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
@@ -365,14 +399,14 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     else (void)WanVAEConfig::from_json(out.preset.vae);
   });
   // The low-noise expert's own config (its folder's config.json), else the shared architecture.
-  json dit_low_json = f.dit_low_noise_config.is_null() ? out.preset.dit : f.dit_low_noise_config;
+  json dit_low_json = engine_dit_json(f.dit_low_noise_config.is_null() ? out.preset.dit : f.dit_low_noise_config);
   if (out.preset.experts)
     with_origin(f.dit_low_noise_config.is_null() ? std::string("the low-noise expert's config")
                                                  : (std::filesystem::path(f.dit_low_noise).parent_path() / "config.json").string(),
                 [&] { (void)DiTConfig::from_json(dit_low_json); });
   with_origin(config_origin(f, "t5", "text_encoder", !f.t5_config.is_null(), f.t5_single ? f.t5 : ""),
               [&] { (void)text::T5EncoderConfig::from_json(out.preset.t5); });
-  if (!image_task.empty())
+  if (out.preset.uses_clip())
     with_origin(config_origin(f, "clip", "image_encoder", false), [&] { (void)ClipVisionConfig::from_json(out.preset.clip); });
   std::string layout;
 
@@ -404,7 +438,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
 
   // DiT. Its residency (opt.denoiser) decides whether it stays loaded once the steps are done
   // (a one-shot run frees it before the VAE decode; a later use loads it again).
-  const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
+  const DiTConfig dit_cfg = DiTConfig::from_json(dit_engine);
   // The LoRAs merged into the DiT (docs/lora.md). A resident DiT keeps its base weights, unmerged
   // (views of the mapped checkpoint, as translated), so Parts::use_loras changes the LoRAs of a
   // loaded model without reading the checkpoint again and no LoRA outlives the runs that asked for it.
@@ -418,7 +452,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   const bool keep_base = opt.denoiser == pipeline::Residency::Resident;
   VIDAX_CHECK(!opt.offload || opt.loras.empty(),
               "--offload with --lora is not supported yet: a LoRA is merged into resident weights (docs/lora.md)");
-  auto load_dit = [dit_path = f.dit, dit_json = out.preset.dit, dit_cfg, precision, mesh = opt.mesh,
+  auto load_dit = [dit_path = f.dit, dit_json = dit_engine, dit_cfg, precision, mesh = opt.mesh,
                    label = out.precision, on_stage = opt.on_stage, dit_loras, keep_base, lora_opt = opt.lora,
                    offload = opt.offload]() -> std::shared_ptr<WanDiT> {
     std::lock_guard<std::mutex> lock(dit_loras->mu);
@@ -479,7 +513,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     experts[kLowNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
         "the low-noise DiT", opt.denoiser, expert_loader(f.dit_low_noise, dit_low_json, low_cfg, "low-noise"));
     experts[kHighNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
-        "the high-noise DiT", opt.denoiser, expert_loader(f.dit, out.preset.dit, dit_cfg, "high-noise"));
+        "the high-noise DiT", opt.denoiser, expert_loader(f.dit, dit_engine, dit_cfg, "high-noise"));
     (void)experts[kHighNoiseExpert]->acquire();  // the first steps' expert
     if (!swap_experts) {
       (void)experts[kLowNoiseExpert]->acquire();
@@ -500,7 +534,10 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // VAE decoder (fp32, as the reference's WanVAE(dtype=torch.float)).
   stage("loading the VAE " + f.vae);
   std::shared_ptr<Wan22VAE> vae22_model;
-  if (vae22) vae22_model = load_vae22_decoder(f, Wan22VAEConfig::from_json(out.preset.vae), opt.vae_tile);
+  // TI2V (a ti2v DiT with the Wan 2.2 VAE): text-to-video, or image-to-video with --image, whose
+  // image the VAE's encoder turns into the first latent frame.
+  const bool ti2v = vae22 && dit_cfg.model_type == "ti2v";
+  if (vae22) vae22_model = load_vae22(f, Wan22VAEConfig::from_json(out.preset.vae), opt.vae_tile, ti2v);
   const WanVAEConfig vae_cfg = vae22 ? WanVAEConfig{} : WanVAEConfig::from_json(out.preset.vae);
   const int64_t z_dim = vae22 ? vae22_model->config().z_dim : vae_cfg.z_dim;
   std::shared_ptr<WanVAE> vae;
@@ -519,7 +556,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // Image-to-video: the CLIP image encoder, as the text encoder a part freed once used (unless
   // the caller keeps it). The reference runs it in fp16 under autocast; --precision fp32 in fp32.
   std::shared_ptr<pipeline::ResidentPart<ClipVision>> clip;
-  if (!image_task.empty()) {
+  if (out.preset.uses_clip()) {
     auto load_clip = [clip_path = f.clip, clip_json = out.preset.clip, precision, on_stage = opt.on_stage]() {
       if (on_stage) on_stage("loading the CLIP image encoder " + clip_path);
       std::string lay;
@@ -603,9 +640,12 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     p.device_report = [pjrt_dit] { return pjrt_dit->summary(); };
     p.device_json = [pjrt_dit] { return pjrt_dit->stats_json(); };
   } else {
-    p.predict = [dit](const pipeline::DenoiseInput& in) {
+    p.predict = [dit, g = p.geometry](const pipeline::DenoiseInput& in) {
       VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
       const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
+      if (in.images && in.images->fixed_frames.defined())  // TI2V: the image's frames at t = 0
+        return dit->acquire()->forward(in.x, ti2v_token_timesteps(in.x, in.images->fixed_frames.size(1), in.t, g),
+                                       cond.text);
       if (in.images) {
         VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
         const auto& img = *static_cast<const DiTImageConditioning*>(in.images->data.get());
@@ -614,7 +654,28 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
       return dit->acquire()->forward(in.x, std::vector<double>{in.t}, cond.text);
     };
   }
-  if (!image_task.empty()) {
+  if (y_only) {  // Wan 2.2 I2V-A14B (image2video.py of Wan2.2): y = mask + the image's latent, no CLIP
+    p.min_images = p.max_images = 1;
+    p.condition_on_images = [vae, g = p.geometry](const pipeline::ImageInputs& in) {
+      pipeline::ImageConditioning out;
+      const auto [lat_h, lat_w] =
+          i2v_latent_size(in.image.size(1), in.image.size(2), in.height * in.width, g.vae_stride_s, g.patch_h);
+      out.height = lat_h * g.vae_stride_s;
+      out.width = lat_w * g.vae_stride_s;
+      if (out.height != in.height || out.width != in.width)
+        out.notes.push_back(msg() << "the video is " << out.width << "x" << out.height << ": the image's aspect ratio ("
+                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
+                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
+      const Tensor video = i2v_video(in.image, Tensor(), in.frames, out.height, out.width);
+      const Tensor z = vae->encode_normalized(video, LatentScale::wan21()).squeeze(0);  // [16, F', lat_h, lat_w]
+      auto cond = std::make_shared<InputChannels>();
+      cond->y = ops::concat({i2v_mask(in.frames, lat_h, lat_w, false), z}, 0);
+      out.taps["inter.z"] = z;
+      out.taps["inter.y"] = cond->y;
+      out.data = cond;
+      return out;
+    };
+  } else if (!image_task.empty()) {
     const bool flf = image_task == "flf2v";
     p.min_images = p.max_images = flf ? 2 : 1;
     p.condition_on_images = [clip, vae, dit, flf, g = p.geometry](const pipeline::ImageInputs& in) {
@@ -647,6 +708,30 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
       return out;
     };
     p.after_images = [clip] { clip->release(); };
+  }
+  if (ti2v) {
+    p.min_images = 0;
+    p.max_images = 1;
+    p.condition_on_images = [vae22_model, g = p.geometry](const pipeline::ImageInputs& in) {
+      pipeline::ImageConditioning out;
+      const int64_t dw = g.patch_w * g.vae_stride_s, dh = g.patch_h * g.vae_stride_s;
+      const auto [ow, oh] = ti2v_output_size(in.image.size(2), in.image.size(1), dw, dh, in.height * in.width);
+      out.height = oh;
+      out.width = ow;
+      if (oh != in.height || ow != in.width)
+        out.notes.push_back(msg() << "the video is " << ow << "x" << oh << ": the image's aspect ratio ("
+                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
+                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
+      if (in.image.size(1) * ow != in.image.size(2) * oh)
+        out.notes.push_back(msg() << "the image is resized (Lanczos) and centre-cropped to " << ow << "x" << oh
+                                  << ", as the reference does");
+      const Tensor frame = ti2v_image(in.image, oh, ow);  // [3, oh, ow]
+      const Tensor video = frame.reshape({1, 3, 1, oh, ow});
+      const Tensor z = vae22_model->encode_normalized(video, wan22_latent_scale()).squeeze(0);  // [48, 1, h, w]
+      out.fixed_frames = z;
+      out.taps["inter.z"] = z;
+      return out;
+    };
   }
   if (out.preset.experts) attach_experts(p, *out.preset.experts, experts, swap_experts, text_encoder, &out);
   std::optional<VaeTiling> tiling;

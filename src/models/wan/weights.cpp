@@ -284,7 +284,7 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   }
   // I2V / FLF2V: the CLIP image encoder (original layout only: the diffusers layout's image_encoder/
   // is transformers' CLIPVisionModel, another key set and preprocessing, not read yet).
-  if (!preset.image_task().empty()) {
+  if (preset.uses_clip()) {
     VIDAX_CHECK(has_dir, "an image-to-video model needs its CLIP image encoder: give --weights DIR (holding "
                              << preset.clip_file << ")");
     VIDAX_CHECK(f.layout != "diffusers",
