@@ -48,8 +48,8 @@ Command add_convert(CLI::App& app) {
             const auto parts = given_parts(a->files);
             std::string in, out;
             if (parts.empty()) {
-              VIDAX_CHECK(a->paths.size() == 2, "convert: give IN and OUT (or one part as a file, "
-                                                "e.g. --diffusion-model FILE, and OUT)");
+              VIDAX_CHECK(a->paths.size() == 2, "convert: the out path is required: give IN and OUT (or one part as a "
+                                                "file, e.g. --diffusion-model FILE, and OUT)");
               VIDAX_CHECK(a->model.empty(), "convert: --model is for a part file (--diffusion-model, ...)");
               in = a->paths[0];
               out = a->paths[1];

@@ -39,7 +39,8 @@ Command add_inspect(CLI::App& app) {
   return {sub, [a]() {
             const bool parts = a->files.any();
             VIDAX_CHECK(!a->path.empty() || parts,
-                        "inspect: give a PATH, or the parts as files (--diffusion-model, --vae, --text-encoder)");
+                        "inspect: a path is required (a file, index or folder), or the parts as files (--diffusion-model, "
+                        "--vae, --text-encoder)");
             VIDAX_CHECK(a->path.empty() || !parts,
                         "inspect: a PATH and part files (" << given_parts(a->files).front().first
                                                            << ") together; inspect one or the other");
