@@ -178,6 +178,8 @@ TEST(SingleFiles, BenchOffloadStreamsAndComparesWithResident) {
   EXPECT_TRUE(r["offload"].get<bool>());
   EXPECT_GT(r["offload_step_ratio"].get<double>(), 0.0);
   EXPECT_EQ(r["offload_resident_step"]["count"], 2);
+  EXPECT_GT(r["offload_streamed_peak_rss_bytes"].get<double>(), 0.0);
+  EXPECT_LE(r["offload_streamed_peak_rss_bytes"].get<double>(), r["peak_rss_bytes"].get<double>());
   EXPECT_TRUE(fs::is_regular_file(d / "vidax-bench-wan2.1-tiny-demo-seed0-BF16.safetensors"));
   EXPECT_NE(b.err.find("blocks streamed from"), std::string::npos) << b.err;
   const CmdResult again = run({"bench", "--model", "wan2.1-tiny-demo", "--offload", "--scratch-dir", d.string(),

@@ -495,6 +495,8 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " % of it");
 
     if (opt.offload) {
+      // The run's peak so far: the streamed phase (and the weights file's writing, one tensor at a time).
+      r["offload_streamed_peak_rss_bytes"] = peak_rss_bytes();
       // The same steps on the same weights held resident: what streaming costs per step.
       const double resident_need = 2.0 * dit_weight_bytes(cfg, compute) + act_bytes;
       if (image || resident_need > available) {
