@@ -7,6 +7,8 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "core/error.h"
+#include "part_options.h"
 #include "pipeline/request_check.h"
 #include "dist/communicator.h"
 #include "engine/families.h"
@@ -23,10 +25,14 @@ Command add_bench(CLI::App& app) {
     bool json = false;
     std::string pjrt_dot = "highest";
     bool no_cpu_baseline = false;
+    bool no_prefetch = false;
+    pipeline::PartFiles files;
   };
   auto a = std::make_shared<Args>();
+  CLI::Option* model_opt = nullptr;
   a->opt.model = "wan2.1-t2v-1.3b";  // the model users bench first
-  sub->add_option("--model", a->opt.model, engine::variant_names())->capture_default_str();
+  model_opt = sub->add_option("--model", a->opt.model, engine::variant_names() + " (default: the --diffusion-model file's, else the 1.3B)")
+                  ->capture_default_str();
   sub->add_flag("--random-weights", a->random_weights,
                 "random weights of the model's real shapes (the default and only mode: timings do not depend on "
                 "the weight values)");
@@ -38,8 +44,18 @@ Command add_bench(CLI::App& app) {
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");
   sub->add_option("--repeats", a->opt.repeats, "repeats of every timed stage (min and median reported)")
       ->capture_default_str();
-  sub->add_flag("--vae", a->opt.vae, "also time a VAE decode of the video's latent (fp32)");
-  sub->add_flag("--text-encoder", a->opt.text_encoder, "also time the UMT5 text encoder (bf16, 512 rows)");
+  const PartOptions parts = add_part_options(sub, a->files, PartStyle::Bench);
+  sub->add_flag("--offload", a->opt.offload,
+                "stream the DiT's blocks from a file (--diffusion-model's, else the random weights written once "
+                "into --scratch-dir), and time the same steps resident for the ratio");
+  sub->add_flag("--no-prefetch", a->no_prefetch, "--offload: no overlap of the next block's page-in with the compute");
+  sub->add_option("--scratch-dir", a->opt.scratch_dir,
+                  "--offload with random weights: the folder the weights file is written to and reused from "
+                  "(default: the temporary folder)");
+  sub->add_option("--vae-tile", a->opt.vae_tile,
+                  "--vae: decode in spatial tiles of this many pixels (a multiple of 32, at least 64); the "
+                  "decode's own peak memory is reported either way")
+      ->check(CLI::NonNegativeNumber);
   sub->add_flag("--profile", a->opt.profile, "per-op-class time breakdown of one extra DiT step (and, with --vae, one extra VAE decode)");
   sub->add_option("--seed", a->opt.seed, "seed of the random weights")->capture_default_str();
   sub->add_option("--weights-dtype", a->opt.weights_dtype,
@@ -63,7 +79,25 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--cfg", a->opt.cfg, "a step is two DiT forwards (prompt and negative prompt), as with guidance != 1");
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
-  return {sub, [a]() {
+  return {sub, [a, parts, model_opt]() {
+            a->opt.vae = parts.vae->count() > 0;
+            a->opt.text_encoder = parts.text_encoder->count() > 0;
+            a->opt.diffusion_model_file = a->files.diffusion_model;
+            a->opt.vae_file = a->files.vae;
+            a->opt.text_encoder_file = a->files.text_encoder;
+            a->opt.prefetch = !a->no_prefetch;
+            VIDAX_CHECK(a->opt.prefetch || a->opt.offload, "bench: --no-prefetch needs --offload");
+            if (a->files.any()) {
+              // The files checked as a run checks them; the model is the DiT file's unless --model says.
+              const engine::PartsResolved pr =
+                  engine::check_part_files(model_opt->count() > 0 ? a->opt.model : "", a->files);
+              if (model_opt->count() == 0 && !a->files.diffusion_model.empty()) {
+                VIDAX_CHECK(!pr.checked.variant.empty(), "bench: --diffusion-model " << a->files.diffusion_model
+                                                                                     << ": its shapes match no known "
+                                                                                        "model; pass --model");
+                a->opt.model = pr.checked.variant;
+              }
+            }
             pipeline::check_threads(a->threads);  // generate's bound: huge counts crash the OpenMP runtime
             if (a->threads > 0) omp_set_num_threads(a->threads);
             a->opt.pjrt_highest = a->pjrt_dot == "highest";

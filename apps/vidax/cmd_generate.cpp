@@ -17,6 +17,7 @@
 
 #include "backend/cpu/cpu_tier.h"
 #include "commands.h"
+#include "part_options.h"
 #include "core/error.h"
 #include "dist/mesh.h"
 #include "engine/families.h"
@@ -452,14 +453,7 @@ Command add_generate(CLI::App& app) {
                   engine::variant_names() + " (default: detected from --weights; `vidax models` lists them)");
   sub->add_option("--weights", a->weights,
                   "Checkpoint directory (original or diffusers layout); or give the parts as files (next options)");
-  sub->add_option("--diffusion-model", a->files.diffusion_model,
-                  "The DiT as one file (.safetensors, .pth or .gguf; original, diffusers, ComfyUI or GGUF names); "
-                  "replaces --weights' DiT");
-  sub->add_option("--vae", a->files.vae, "The VAE as one file (e.g. wan_2.1_vae.safetensors); replaces --weights' VAE");
-  sub->add_option("--text-encoder", a->files.text_encoder,
-                  "The UMT5 text encoder as one file (safetensors, .pth or a UMT5 GGUF); replaces --weights' encoder");
-  sub->add_option("--tokenizer", a->files.tokenizer,
-                  "Folder holding the UMT5 spiece.model (default: --weights', else beside --text-encoder)");
+  add_part_options(sub, a->files, PartStyle::Run);
   sub->add_flag("--offload", a->offload,
                 "Stream the DiT's blocks from the mapped file, one at a time with the next prefetched "
                 "(bounded memory; docs/generate.md)");

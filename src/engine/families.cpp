@@ -89,6 +89,26 @@ Resolved resolve(const std::string& weights_dir, const std::string& model, const
                     << " holds; pass --model (" << variant_names() << ")");
 }
 
+PartsResolved check_part_files(const std::string& model, const pipeline::PartFiles& files) {
+  PartsResolved r;
+  if (!model.empty()) {
+    r.family = &family_of_model(model);
+    r.checked = r.family->check_part_files(files);
+    return r;
+  }
+  std::string first_error;
+  for (const auto* f : families()) {
+    try {
+      r.checked = f->check_part_files(files);
+      r.family = f;
+      return r;
+    } catch (const Error& e) {
+      if (first_error.empty()) first_error = e.what();
+    }
+  }
+  throw Error(first_error.empty() ? std::string("no model family is registered") : first_error);
+}
+
 nlohmann::json run_bench(const pipeline::BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   return family_of_model(opt.model).bench(opt, log);
 }

@@ -30,6 +30,15 @@ Resolved resolve(const std::string& weights_dir, const std::string& model);
 // Without --model, the family is the first whose detect_parts recognises the tensors.
 Resolved resolve(const std::string& weights_dir, const std::string& model, const pipeline::PartFiles& files);
 
+// Parts given as single files on their own (`vidax inspect`, `convert`, `bench`): the family's
+// check_part_files, the check its load makes. With `model`, that model's family; else the first
+// family that takes the files (the first family's error when none does).
+struct PartsResolved {
+  const pipeline::Family* family = nullptr;
+  pipeline::PartsChecked checked;
+};
+PartsResolved check_part_files(const std::string& model, const pipeline::PartFiles& files);
+
 // Every variant's name, comma-separated (for --help and errors).
 std::string variant_names();
 

@@ -14,6 +14,11 @@ Variant Family::resolve_parts(const std::string& weights_dir, const std::string&
   return resolve(weights_dir, model);
 }
 
+PartsChecked Family::check_part_files(const PartFiles&) const {
+  throw Error(msg() << "the " << name() << " family does not take parts as single files yet "
+                                           "(--diffusion-model, --vae, --text-encoder)");
+}
+
 nlohmann::json Family::make_demo(const std::string& variant, const DemoOptions&) const {
   throw Error(msg() << "the " << name() << " family has no demo checkpoint (asked for " << variant << ")");
 }

@@ -71,6 +71,18 @@ struct PartFiles {
   bool any() const { return !diffusion_model.empty() || !vae.empty() || !text_encoder.empty() || !tokenizer.empty(); }
 };
 
+// What Family::check_part_files found: per part given, its flag, file and config (the file's
+// __metadata__ config, else what its shapes say), and the variant the DiT file is.
+struct PartChecked {
+  std::string flag, path;  // "--diffusion-model", the file
+  std::string component;   // the translator component it holds ("wan2.1-dit", ...)
+  nlohmann::json config;
+};
+struct PartsChecked {
+  std::vector<PartChecked> parts;  // in flag order: --diffusion-model, --vae, --text-encoder
+  std::string variant;             // "" when no DiT file was given or its shapes match no variant
+};
+
 struct LoadOptions {
   std::string weights_dir;  // "" when `files` name every part
   PartFiles files;
@@ -134,6 +146,11 @@ class Family {
   virtual std::string detect_parts(const std::string& weights_dir, const PartFiles& files) const;
   virtual Variant resolve_parts(const std::string& weights_dir, const std::string& model,
                                 const PartFiles& files) const;
+  // The single files on their own (`vidax inspect` / `convert` / `bench` with --diffusion-model,
+  // --vae, --text-encoder): each checked to hold the part its flag names, with the check a load
+  // makes (the same code), and the variant a --diffusion-model file is ("" when none matches or no
+  // DiT is given). Throws naming the flag and the file. Default: the family takes no single files.
+  virtual PartsChecked check_part_files(const PartFiles& files) const;
 
   // Optional extras; the defaults say the family has none.
   // Writes a tiny random-weight checkpoint of `variant` (a demo variant); returns its description.

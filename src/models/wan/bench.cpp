@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "backend/cpu/peak.h"
@@ -152,7 +153,21 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
 
 json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
   const Preset& preset = wan::preset(opt.model);
-  const DiTConfig cfg = wan::DiTConfig::from_json(preset.dit);
+  // Real weights as single files: each checked to be its part (the check a run makes) and its
+  // config taken from the file; the other stages keep random weights of the preset's shapes.
+  const json dit_json = opt.diffusion_model_file.empty()
+                            ? preset.dit
+                            : single_file_config(opt.diffusion_model_file, translate::wan::dit_component(), "--diffusion-model");
+  const DiTConfig cfg = wan::DiTConfig::from_json(dit_json);
+  VIDAX_CHECK(opt.diffusion_model_file.empty() || opt.weights_dtype.empty(),
+              "bench: --weights-dtype with --diffusion-model: the file's own types are computed on (make a file of "
+              "another type with `vidax convert --dtype`)");
+  VIDAX_CHECK(!opt.offload || opt.weights_dtype.empty(),
+              "bench: --offload with --weights-dtype: streaming is timed on float weights (convert a file with "
+              "`vidax convert --dtype` and pass it as --diffusion-model)");
+  VIDAX_CHECK(!opt.offload || opt.mesh.empty(), "bench: --offload runs on one rank (drop --mesh)");
+  VIDAX_CHECK(!opt.offload || opt.device == "cpu", "bench: --offload with --device pjrt: the PJRT path keeps the "
+                                                    "DiT's weights resident (drop --offload)");
   // The latent grid from the model's VAE (Wan 2.1: 16 channels, 4x8x8; Wan 2.2, TI2V-5B: 48, 4x16x16).
   const bool vae22 = preset.vae_version == "wan2.2";
   const Geometry geo = geometry_of(preset.dit, preset.vae, preset.vae_version);
@@ -201,8 +216,10 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   uint64_t seed = opt.seed;
 
   // Text encoder (UMT5): published as bf16 weights; runs in bf16.
-  if (opt.text_encoder) {
-    nlohmann::json t5json = preset.t5;
+  if (opt.text_encoder || !opt.text_encoder_file.empty()) {
+    const bool t5_file = !opt.text_encoder_file.empty();
+    nlohmann::json t5json =
+        t5_file ? single_file_config(opt.text_encoder_file, translate::t5::umt5_component(), "--text-encoder") : preset.t5;
     if (t5json.value("vocab", 0) == 0) t5json["vocab"] = 256;  // the tiny demo's vocabulary comes with its tokenizer
     const text::T5EncoderConfig tcfg = text::T5EncoderConfig::from_json(t5json);
     double t5_bytes = 0;
@@ -213,8 +230,19 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     }
     check_fits("the text encoder (" + std::to_string(static_cast<int64_t>(t5_bytes / 2)) + " parameters, bf16)",
                2.0 * t5_bytes, available);
-    log("text encoder: random bf16 weights (" + std::to_string(gb(t5_bytes)) + " GB)");
+    std::map<std::string, Tensor> t5_weights;
+    if (t5_file) {
+      log("text encoder: " + opt.text_encoder_file);
+      t5_weights = translate_part(opt.text_encoder_file, translate::t5::umt5_component(), t5json);
+    } else {
+      log("text encoder: random bf16 weights (" + std::to_string(gb(t5_bytes)) + " GB)");
+    }
     const text::T5Encoder enc(tcfg, [&](const std::string& name) {
+      if (t5_file) {
+        auto w = t5_weights.find(name);
+        VIDAX_CHECK(w != t5_weights.end(), opt.text_encoder_file << ": no parameter " << name);
+        return w->second.to(DType::BF16);
+      }
       auto it = shapes.find(name);
       VIDAX_CHECK(it != shapes.end(), "bench: no shape for text encoder parameter " << name);
       return random_param(name, it->second, DType::BF16, seed);
@@ -231,6 +259,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     r["text_encoder"] = stats(s);
     r["text_encoder"]["prompt_tokens"] = opt.prompt_tokens;
     r["text_encoder"]["batch_rows"] = L;
+    r["text_encoder"]["weights"] = t5_file ? opt.text_encoder_file : "random (real shapes)";
     r["text_encoder_seconds"] = r["text_encoder"]["wall_median"];
     log("text encoder: " + std::to_string(r["text_encoder_seconds"].get<double>()) + " s (wall, median)");
   }
@@ -257,18 +286,23 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     const double act_bytes = dit_activation_bytes(cfg, tokens);
     r["dit_memory_estimate_bytes"] = resident_factor * weight_bytes + act_bytes;
     r["weights_dtype"] = !narrow ? "fp32 drawn, cast to the precision" : wname;
-    check_fits(opt.model + " DiT in " + precision_name(precision), resident_factor * weight_bytes + act_bytes, available);
+    // Streamed, two blocks are in memory at once (the one running and the next).
+    if (opt.offload)
+      check_fits(opt.model + " DiT streamed in " + precision_name(precision),
+                 2.0 * resident_factor * weight_bytes / static_cast<double>(cfg.num_layers) + act_bytes, available);
+    else
+      check_fits(opt.model + " DiT in " + precision_name(precision), resident_factor * weight_bytes + act_bytes, available);
 
-    log("DiT: random weights of " + opt.model + " (" + std::to_string(gb(weight_bytes)) + " GB in " +
-        (!narrow ? std::string(precision_name(precision)) : wname) + ")");
-    nn::ParamSource src = nn::ParamSource::generated(
-        [&](const std::string& name, const Shape& shape) {
-          const bool q = narrow && wt.decision(name, shape, DType::F32).quantize;
-          if (q && wt.is_scaled())  // drawn in fp32 one matrix at a time, then quantized
-            return Tensor::quantize_scaled(random_param(name, shape, DType::F32, seed, QuantType::None), wt.scaled);
-          return random_param(name, shape, DType::F32, seed, q ? wq : QuantType::None);
-        },
-        "random weights");
+    const bool dit_file = !opt.diffusion_model_file.empty();
+    if (!dit_file)
+      log("DiT: random weights of " + opt.model + " (" + std::to_string(gb(weight_bytes)) + " GB in " +
+          (!narrow ? std::string(precision_name(precision)) : wname) + ")");
+    const auto draw = [&](const std::string& name, const Shape& shape) {
+      const bool q = narrow && wt.decision(name, shape, DType::F32).quantize;
+      if (q && wt.is_scaled())  // drawn in fp32 one matrix at a time, then quantized
+        return Tensor::quantize_scaled(random_param(name, shape, DType::F32, seed, QuantType::None), wt.scaled);
+      return random_param(name, shape, DType::F32, seed, q ? wq : QuantType::None);
+    };
     // Drawn in fp32 like the published 1.3B checkpoint; the model casts what it runs in bf16.
     // Under mpirun with --mesh the DiT is sharded like `vidax generate --mesh`: each rank keeps its shard.
     std::unique_ptr<dist::Mesh> mesh;
@@ -276,7 +310,53 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt", "bench: --device " << opt.device << ": cpu | pjrt");
     VIDAX_CHECK(opt.device == "pjrt" || opt.cpu_baseline, "bench: --no-cpu-baseline needs --device pjrt");
     VIDAX_CHECK(opt.device != "pjrt" || !mesh, "bench: --device pjrt with --mesh is not supported (docs/pjrt.md)");
-    const auto dit_ptr = std::make_shared<const WanDiT>(cfg, src, precision, mesh.get());
+    // --offload streams the blocks from a file: the --diffusion-model file, else the random weights
+    // written once into --scratch-dir (in the compute dtype, one tensor in memory at a time) and reused.
+    std::string stream_file = opt.diffusion_model_file;
+    if (opt.offload && !dit_file) {
+      namespace fs = std::filesystem;
+      const fs::path dir = opt.scratch_dir.empty() ? fs::temp_directory_path() : fs::path(opt.scratch_dir);
+      std::error_code ec;
+      VIDAX_CHECK(fs::is_directory(dir, ec), "bench --offload: --scratch-dir " << dir.string() << " is not a folder");
+      stream_file = (dir / ("vidax-bench-" + opt.model + "-seed" + std::to_string(seed) + "-" +
+                            dtype_name(compute) + ".safetensors"))
+                        .string();
+      if (!fs::is_regular_file(stream_file, ec)) {
+        const double file_bytes = dit_weight_bytes(cfg, compute);
+        const auto space = fs::space(dir, ec);
+        VIDAX_CHECK(ec || static_cast<double>(space.available) > 1.05 * file_bytes,
+                    "bench --offload: " << dir.string() << " has " << gb(static_cast<double>(space.available))
+                                        << " GB free, the weights file needs " << gb(file_bytes) << " GB (--scratch-dir)");
+        log("DiT: writing random weights for streaming to " + stream_file + " (" + std::to_string(gb(file_bytes)) + " GB)");
+        std::vector<io::TensorSpec> specs;
+        for (const auto& [name, shape] : wan_dit_param_shapes(cfg.to_json())) specs.push_back({name, compute, shape});
+        io::save_safetensors_streamed(
+            stream_file, specs, [&](const std::string& name) {
+              for (const auto& sp : specs)
+                if (sp.name == name) return draw(name, sp.shape).to(compute);
+              throw Error(msg() << "bench: no shape for DiT parameter " << name);
+            },
+            {{"vidax.note", "random bench weights"}});
+      } else {
+        log("DiT: streaming the random weights written before, " + stream_file);
+      }
+    }
+    std::shared_ptr<const WanDiT> dit_ptr;
+    if (opt.offload) {
+      log("DiT: blocks streamed from " + stream_file + (opt.prefetch ? " (next block prefetched)" : " (no prefetch)"));
+      dit_ptr = std::make_shared<const WanDiT>(load_streamed_dit(stream_file, dit_json, cfg, precision, nullptr, opt.prefetch));
+    } else if (dit_file) {
+      log("DiT: " + opt.diffusion_model_file);
+      nn::ParamSource fsrc = nn::ParamSource::from_map(
+          translate_part(opt.diffusion_model_file, translate::wan::dit_component(), dit_json), opt.diffusion_model_file);
+      dit_ptr = std::make_shared<const WanDiT>(cfg, fsrc, precision, mesh.get());
+      fsrc.expect_all_taken();
+    } else {
+      nn::ParamSource src = nn::ParamSource::generated(draw, "random weights");
+      dit_ptr = std::make_shared<const WanDiT>(cfg, src, precision, mesh.get());
+    }
+    r["dit_weights"] = dit_file ? opt.diffusion_model_file : "random (real shapes)";
+    r["offload"] = opt.offload;
     const WanDiT& dit = *dit_ptr;
     r["mesh"] = mesh ? mesh->shape().str() : dist::MeshShape{}.str();
     // The ledger counts the parameters as the source holds them (fp32 here); the GEMM weights
@@ -414,6 +494,43 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         " GFLOP per CPU second; GEMM at " + std::to_string(100 * peak.flops_per_cpu_second / mp.flops_per_cpu_second) +
         " % of it");
 
+    if (opt.offload) {
+      // The run's peak so far: the streamed phase (and the weights file's writing, one tensor at a time).
+      r["offload_streamed_peak_rss_bytes"] = peak_rss_bytes();
+      // The same steps on the same weights held resident: what streaming costs per step.
+      const double resident_need = 2.0 * dit_weight_bytes(cfg, compute) + act_bytes;
+      if (image || resident_need > available) {
+        r["offload_resident_baseline"] = image ? "skipped: text-to-video DiTs only" : "skipped: does not fit resident";
+        log("offload: no resident baseline (" + r["offload_resident_baseline"].get<std::string>() + ")");
+      } else {
+        log("offload: the same steps with the weights resident (baseline)");
+        nn::ParamSource rsrc = nn::ParamSource::from_map(
+            translate_part(stream_file, translate::wan::dit_component(), dit_json), stream_file);
+        const WanDiT resident_dit(cfg, rsrc, precision, nullptr);
+        rsrc.expect_all_taken();
+        const TextContext rtext = resident_dit.encode_context(context);
+        (void)resident_dit.forward(tiny, std::vector<double>{999.0}, rtext);  // packs the weights
+        std::vector<Sample> rs;
+        for (int rep = 0; rep < opt.repeats; ++rep)
+          for (int s2 = 0; s2 < opt.steps; ++s2) {
+            const double t = 999.0 * (1.0 - static_cast<double>(s2) / std::max(1, opt.steps));
+            Tensor y;
+            rs.push_back(timed([&] {
+              for (size_t c = 0; c < contexts.size(); ++c) y = resident_dit.forward(x, std::vector<double>{t}, rtext);
+            }));
+            VIDAX_CHECK(ops::all_finite(y), "bench: the resident DiT output is not finite");
+            log("resident DiT step " + std::to_string(rs.size()) + ": " + std::to_string(rs.back().wall) + " s wall, " +
+                std::to_string(rs.back().cpu) + " s CPU");
+          }
+        const json rst = stats(rs);
+        r["offload_resident_step"] = rst;
+        r["offload_step_ratio"] = st["wall_median"].get<double>() / rst["wall_median"].get<double>();
+        r["offload_step_ratio_cpu"] = st["cpu_median"].get<double>() / rst["cpu_median"].get<double>();
+        log("offload: streamed / resident step " + std::to_string(r["offload_step_ratio"].get<double>()) +
+            " (wall medians), " + std::to_string(r["offload_step_ratio_cpu"].get<double>()) + " (CPU)");
+      }
+    }
+
     if (r.contains("pjrt")) {
       const double ratio = r["pjrt"]["step_seconds_median"].get<double>() / st["wall_median"].get<double>();
       r["pjrt"]["vs_cpu_step_ratio"] = ratio;
@@ -433,35 +550,58 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   }
 
   // VAE decode of the video's latent (fp32, the reference's dtype).
-  if (opt.vae) {
+  if (opt.vae || !opt.vae_file.empty()) {
+    const bool vae_file = !opt.vae_file.empty();
+    const json vae_json = vae_file ? single_file_config(opt.vae_file, translate::wan::vae_component(), "--vae") : preset.vae;
+    VIDAX_CHECK(opt.vae_tile == 0 || !vae22, "bench: --vae-tile " << opt.vae_tile << ": the Wan 2.2 VAE decodes whole "
+                                                                     "frames only (tiling is implemented for the Wan 2.1 VAE)");
+    const std::optional<VaeTiling> tiling =
+        opt.vae_tile > 0 ? std::optional<VaeTiling>(VaeTiling::for_tile(opt.vae_tile)) : std::nullopt;
     std::map<std::string, Shape> shapes;
     double vae_bytes = 0;
-    const ParamShapes all_shapes = vae22 ? Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(preset.vae))
-                                         : wan_vae_param_shapes(preset.vae);
+    const ParamShapes all_shapes = vae22 ? Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(vae_json))
+                                         : wan_vae_param_shapes(vae_json);
     for (const auto& [name, shape] : all_shapes) {
       shapes[name] = shape;
       if (name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0)
         vae_bytes += 4.0 * static_cast<double>(shape_numel(shape));
     }
-    log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) +
-        " GB)");
+    std::map<std::string, Tensor> vae_weights;
+    if (vae_file) {
+      log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": " + opt.vae_file);
+      vae_weights = translate_part(opt.vae_file, translate::wan::vae_component(), vae_json);
+    } else {
+      log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) +
+          " GB)");
+    }
     const WeightLookup random_vae_param = [&](const std::string& name) {
+      if (vae_file) {
+        auto w = vae_weights.find(name);
+        VIDAX_CHECK(w != vae_weights.end(), opt.vae_file << ": no parameter " << name);
+        return w->second.to(DType::F32);
+      }
       auto it = shapes.find(name);
       VIDAX_CHECK(it != shapes.end(), "bench: no shape for VAE parameter " << name);
       return random_param(name, it->second, DType::F32, seed);
     };
     std::function<Tensor(const Tensor&)> decode;
     if (vae22) {
-      auto v = std::make_shared<Wan22VAE>(Wan22VAEConfig::from_json(preset.vae), random_vae_param,
+      auto v = std::make_shared<Wan22VAE>(Wan22VAEConfig::from_json(vae_json), random_vae_param,
                                           WanVAEParts{false, true}, DType::F32);
       decode = [v](const Tensor& z) { return v->decode(z); };
     } else {
-      auto v = std::make_shared<WanVAE>(WanVAEConfig::from_json(preset.vae), random_vae_param, WanVAEParts{false, true},
+      auto v = std::make_shared<WanVAE>(WanVAEConfig::from_json(vae_json), random_vae_param, WanVAEParts{false, true},
                                         DType::F32);
-      decode = [v](const Tensor& z) { return v->decode(z); };
+      if (tiling) decode = [v, t = *tiling](const Tensor& z) { return v->decode_tiled(z, t); };
+      else decode = [v](const Tensor& z) { return v->decode(z); };
     }
     const Tensor z = random_input({1, geo.z_dim, lat_f, lat_h, lat_w}, seed + 4);
+    vae_weights.clear();  // the model holds what it uses
     const int64_t rss_before = peak_rss_bytes();
+    // The decode's own peak: the process's peak reset to the current resident set first (where
+    // the kernel allows it), read after the decodes.
+    const bool peak_reset = reset_peak_rss();
+    const double rss_at_start = pipeline::proc_bytes_field("/proc/self/status", "VmRSS");
     std::vector<Sample> s;
     for (int rep = 0; rep < opt.repeats; ++rep) {
       Tensor video;
@@ -475,6 +615,12 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     r["vae_cpu_seconds"] = r["vae_decode"]["cpu_median"];
     r["vae_seconds_idle_estimate"] = r["vae_decode"]["cpu_min"].get<double>() / omp_get_max_threads();
     r["vae_peak_rss_before_bytes"] = rss_before;
+    r["vae_weights"] = vae_file ? opt.vae_file : "random (real shapes)";
+    r["vae_tile"] = opt.vae_tile;
+    if (peak_reset) {
+      r["vae_decode_peak_rss_bytes"] = peak_rss_bytes();  // the process's peak during the decodes
+      r["vae_decode_peak_rss_above_start_bytes"] = std::max(0.0, static_cast<double>(peak_rss_bytes()) - rss_at_start);
+    }
     if (opt.profile) {
       log("VAE: profiled decode");
       OpProfile prof;

@@ -67,6 +67,10 @@ class WanFamily final : public pipeline::Family {
     return resolve_preset(weights_dir, model, files).variant;
   }
 
+  pipeline::PartsChecked check_part_files(const pipeline::PartFiles& files) const override {
+    return check_wan_part_files(files);
+  }
+
   pipeline::Geometry geometry(const std::string& variant) const override {
     const Preset& p = preset(variant);
     return geometry_of(p.dit, p.vae, p.vae_version);

@@ -111,6 +111,18 @@ std::vector<Preset> make_presets() {
   tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
   v.push_back(tiny);
 
+  Preset wide = tiny;
+  wide.variant.name = kTinyWideDemoModel;
+  wide.variant.description =
+      "tiny random-weight Wan 2.1 with a 256-wide DiT (`vidax make-demo`): K-quant GGUF and single-file demos";
+  {
+    tw::DitConfig wdit = tdit;
+    wdit.dim = 256;
+    wdit.ffn_dim = 256;
+    wide.dit = dit_args(wdit);
+  }
+  v.push_back(wide);
+
   // Wan 2.2 T2V-A14B (Wan-Video/Wan2.2 wan/configs/wan_t2v_A14B.py, generate.py): two 14B experts
   // of Wan 2.1 14B's architecture, the Wan 2.1 VAE, 40 steps, shift 12, guide_scale (3.0, 4.0)
   // as (low noise, high noise), boundary 0.875; generate.py's default size 1280*720, 81 frames

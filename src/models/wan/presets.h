@@ -78,5 +78,9 @@ inline constexpr const char* kTinyFLF2VDemoModel = "wan2.1-flf2v-tiny-demo";
 inline constexpr const char* kTinyA14BDemoModel = "wan2.2-t2v-a14b-tiny-demo";
 inline constexpr const char* kTinyTI2VDemoModel = "wan2.2-ti2v-tiny-demo";
 inline constexpr const char* kTinyI2VA14BDemoModel = "wan2.2-i2v-a14b-tiny-demo";
+// The tiny demo with a DiT 256 wide (two heads of the published head_dim 128): its matrices' rows
+// take GGUF's K-quants (256-value blocks) and its DiT file, with no config stored, is read on its
+// own (--diffusion-model), as the published files are.
+inline constexpr const char* kTinyWideDemoModel = "wan2.1-tiny-wide-demo";
 
 }  // namespace vidax::wan

@@ -34,8 +34,6 @@ namespace vidax::wan {
 
 using nlohmann::json;
 
-namespace {
-
 // One part of the checkpoint through the translator: layout detected, config
 // given (read in any spelling the component knows), strict (every key used,
 // every parameter filled, shapes checked).
@@ -44,9 +42,11 @@ std::map<std::string, Tensor> translate_part(const std::string& path, const tran
   auto src = translate::CheckpointSource::open(path);
   translate::Match m = translate::match(*src, comp, config);
   translate::check(m.plan, {}, comp.name() + " from " + path);
-  *layout = m.layout;
+  if (layout) *layout = m.layout;
   return translate::materialize(*src, m.plan, {});
 }
+
+namespace {
 
 // The configs of the three parts: the weights' own files first (config.json,
 // diffusers' per-part config.json, the demo's vidax_model.json), else the preset.

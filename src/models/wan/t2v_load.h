@@ -4,6 +4,7 @@
 // every key consumed, every parameter filled).
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,11 @@ const Preset& resolve_preset(const std::string& weights_dir, const std::string& 
                              const pipeline::PartFiles& files);
 
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt);
+
+// One part of a checkpoint file through the translator, strictly (every key used, every
+// parameter filled, shapes checked): engine name -> tensor; *layout (when given) the layout found.
+std::map<std::string, Tensor> translate_part(const std::string& path, const translate::Component& comp,
+                                             const nlohmann::json& config, std::string* layout = nullptr);
 
 // The DiT of `path` with its blocks streamed (--offload): the rest materialized now, each block
 // from the mapped file per use (dit.h StreamedBlocks). Strict as a resident load.

@@ -320,6 +320,28 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   return f;
 }
 
+pipeline::PartsChecked check_wan_part_files(const pipeline::PartFiles& over) {
+  VIDAX_CHECK(!over.diffusion_model.empty() || !over.vae.empty() || !over.text_encoder.empty(),
+              "no part given as a file (--diffusion-model, --vae, --text-encoder)");
+  pipeline::PartsChecked out;
+  const std::pair<const std::string*, const char*> flags[] = {
+      {&over.diffusion_model, "--diffusion-model"}, {&over.vae, "--vae"}, {&over.text_encoder, "--text-encoder"}};
+  const translate::Component* comps[] = {&translate::wan::dit_component(), &translate::wan::vae_component(),
+                                         &translate::t5::umt5_component()};
+  for (size_t i = 0; i < 3; ++i) {
+    const std::string& path = *flags[i].first;
+    if (path.empty()) continue;
+    pipeline::PartChecked p;
+    p.flag = flags[i].second;
+    p.path = part_file(path, p.flag);
+    p.component = comps[i]->name();
+    p.config = single_file_config(path, *comps[i], p.flag);
+    out.parts.push_back(std::move(p));
+  }
+  if (!over.diffusion_model.empty()) out.variant = detect_model("", over);
+  return out;
+}
+
 std::string detect_model(const std::string& dir, const pipeline::PartFiles& over) {
   if (over.diffusion_model.empty()) return dir.empty() ? "" : detect_model(dir);
   const json c = single_file_config(over.diffusion_model, translate::wan::dit_component(), "--diffusion-model");

@@ -52,6 +52,11 @@ std::string detect_model(const std::string& dir, const pipeline::PartFiles& over
 // config, else what its shapes say. Throws naming the flag, the file and what it looks like.
 nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag);
 
+// The single files of `over` on their own, each checked by single_file_config (as find_weights
+// does) under its flag; the variant is detect_model("", over) (a --tokenizer is not a weights file
+// and is not checked here). Throws when no weights file is given.
+pipeline::PartsChecked check_wan_part_files(const pipeline::PartFiles& over);
+
 // Checks that the DiT config in the weights (when there is one) has the
 // preset's dimensions; throws naming both on a mismatch.
 void check_preset_matches(const WeightFiles& files, const Preset& preset);
