@@ -6,6 +6,8 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "core/error.h"
@@ -300,4 +302,48 @@ TEST(LoraExperts, PlainLoraOnTwoExpertsIsRefusedNamingTheExpertFlags) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--lora-high-noise"), std::string::npos) << e.what();
   }
+}
+
+// The CLI: generate on the tiny A14B weights with a LoRA per expert records them; the expert
+// flags on a one-DiT model are refused.
+namespace {
+std::string run_cli(const std::string& args, int* code) {
+  const std::string cmd = std::string(VIDAX_BINARY_DIR) + "/bin/vidax " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  const int st = pclose(p);
+  *code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return out;
+}
+}  // namespace
+
+TEST(LoraExperts, GenerateRecordsWhichLoraWentToWhichExpert) {
+  const std::string hi = expert_lora("cli_high.safetensors", 0.4f), lo = expert_lora("cli_low.safetensors", 2.4f);
+  const std::string o = (scratch() / "a14b.safetensors").string();
+  int code = -1;
+  std::string out = run_cli("generate --weights " + kA14B + " --prompt cat --steps 2 --seed 1 --precision fp32 "
+                            "--output-format latents -o " + o + " --lora-high-noise " + hi + ":0.5 --lora-low-noise " + lo,
+                            &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("LoRA " + hi + " (scale 0.500000) on the high-noise DiT"), std::string::npos) << out;
+  EXPECT_NE(out.find("LoRA " + lo + " (scale 1.000000) on the low-noise DiT"), std::string::npos) << out;
+  Json side;
+  std::ifstream(o + ".json") >> side;
+  ASSERT_EQ(side.at("loras_high_noise").size(), 1u) << side.dump();
+  EXPECT_EQ(side["loras_high_noise"][0]["path"].get<std::string>(), hi);
+  EXPECT_EQ(side["loras_high_noise"][0]["scale"].get<double>(), 0.5);
+  EXPECT_EQ(side.at("loras_low_noise")[0]["path"].get<std::string>(), lo);
+  EXPECT_TRUE(side.at("loras").empty());
+
+  const fs::path demo = scratch() / "demo";
+  out = run_cli("make-demo " + demo.string() + " --tokenizer " + std::string(VIDAX_TEST_DATA_DIR) +
+                    "/text/data/tiny_spiece.model", &code);
+  ASSERT_EQ(code, 0) << out;
+  out = run_cli("generate --weights " + demo.string() + " --prompt cat --steps 1 --output-format latents -o " +
+                    (scratch() / "refused.safetensors").string() + " --lora-high-noise " + hi, &code);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("has one DiT, not two experts; give its LoRAs with --lora"), std::string::npos) << out;
 }
