@@ -303,6 +303,12 @@ TEST_P(LoraGolden, TheEngineMergeMatchesTheFusedReference) {
   opt.loras = {lora + ":" + std::to_string(scale)};
   const parity::Report with = parity::run(golden, opt);
   EXPECT_TRUE(with.ok()) << GetParam() << ": rel_l2 " << (with.rows.empty() ? -1 : with.rows[0].rel_l2);
+  // Kept at run time (every Linear-weight target an adapter), the same reference passes.
+  opt.lora_mode = "runtime";
+  const parity::Report runtime = parity::run(golden, opt);
+  EXPECT_TRUE(runtime.ok()) << GetParam() << " (--lora-mode runtime): rel_l2 "
+                            << (runtime.rows.empty() ? -1 : runtime.rows[0].rel_l2);
+  opt.lora_mode = "auto";
   // The same LoRA dropped, or its alpha/scale ignored, must fail: the golden tells them apart.
   opt.loras.clear();
   EXPECT_FALSE(parity::run(golden, opt).ok()) << GetParam() << " passes without its LoRA";
