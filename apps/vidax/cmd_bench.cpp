@@ -77,6 +77,9 @@ Command add_bench(CLI::App& app) {
                   "keys per block of the lowered attention's online softmax (default 0: about 256 MiB of fp32 scores)")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--cfg", a->opt.cfg, "a step is two DiT forwards (prompt and negative prompt), as with guidance != 1");
+  sub->add_option("--lora", a->opt.loras,
+                  "FILE[:SCALE]: also time the DiT steps with this LoRA kept at run time (repeatable; reports the "
+                  "per-step overhead; docs/lora.md)");
   sub->add_flag("--json", a->json, "print the report as JSON on stdout");
   sub->add_option("--mesh", a->opt.mesh, "shard the DiT over the mpirun job, e.g. tp=2 (prints per-rank weight bytes)");
   return {sub, [a, parts, model_opt]() {

@@ -48,6 +48,8 @@ struct GenerateArgs {
   std::optional<double> guidance, shift, fps;
   int64_t threads = 0;
   std::vector<std::string> loras;  // FILE[:SCALE]
+  std::vector<std::string> loras_high_noise, loras_low_noise;  // Wan 2.2 A14B: each expert's own
+  std::string lora_mode = "auto";  // merge | runtime | auto (docs/lora.md)
   std::string preset;             // a sampling preset (pipeline/sampler.h)
   bool lora_allow_unmatched = false;
   pipeline::PartFiles files;      // --diffusion-model, --vae, --text-encoder, --tokenizer
@@ -274,12 +276,18 @@ int run_generate(const GenerateArgs& a) {
   // The record's folder is checked (and its hidden partial folder made) before any work too.
   std::unique_ptr<RecordWriter> recorder;
   if (!a.record.empty() && lead) recorder = std::make_unique<RecordWriter>(a.record);
-  std::vector<translate::LoraSpec> loras;
-  for (const auto& l : a.loras) {
-    loras.push_back(translate::parse_lora_spec(l));
-    VIDAX_CHECK(std::filesystem::is_regular_file(loras.back().path),
-                "--lora " << l << ": no file " << loras.back().path);
-  }
+  auto lora_specs = [](const std::vector<std::string>& args, const char* flag) {
+    std::vector<translate::LoraSpec> out;
+    for (const auto& l : args) {
+      out.push_back(translate::parse_lora_spec(l));
+      VIDAX_CHECK(std::filesystem::is_regular_file(out.back().path), flag << " " << l << ": no file " << out.back().path);
+    }
+    return out;
+  };
+  const std::vector<translate::LoraSpec> loras = lora_specs(a.loras, "--lora");
+  const std::vector<translate::LoraSpec> loras_high = lora_specs(a.loras_high_noise, "--lora-high-noise");
+  const std::vector<translate::LoraSpec> loras_low = lora_specs(a.loras_low_noise, "--lora-low-noise");
+  const translate::LoraMode lora_mode = translate::parse_lora_mode(a.lora_mode);
 
   // Load. A one-shot run frees the text encoder once the prompts are encoded and the DiT once
   // the steps are done, so the VAE decode has their memory.
@@ -298,6 +306,9 @@ int run_generate(const GenerateArgs& a) {
   lo.denoiser = Residency::FreeAfterUse;
   lo.loras = loras;
   lo.lora.allow_unmatched = a.lora_allow_unmatched;
+  lo.loras_high_noise = loras_high;
+  lo.loras_low_noise = loras_low;
+  lo.lora.mode = lora_mode;
   lo.device = a.device;
   lo.pjrt_plugin = a.pjrt_plugin;
   LoadedModel loaded = model.family->load(lo);
@@ -391,6 +402,9 @@ int run_generate(const GenerateArgs& a) {
                         {"denoiser_steps", res.denoiser_steps.size() > 1 ? nlohmann::json(res.denoiser_steps) : nlohmann::json()},
                         {"precision", loaded.precision},
                         {"loras", lora_json(loras)},
+                        {"loras_high_noise", loras_high.empty() ? nlohmann::json() : lora_json(loras_high)},
+                        {"loras_low_noise", loras_low.empty() ? nlohmann::json() : lora_json(loras_low)},
+                        {"lora_mode", translate::lora_mode_name(lora_mode)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
                         {"precision_reason", pc.reason},
                         {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
@@ -493,8 +507,17 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--fps", a->fps, "Frames per second of the video file, 1..240 (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads, 1..4x the logical CPUs (default 0: all)");
   sub->add_option("--lora", a->loras,
-                  "FILE[:SCALE]: a LoRA merged into the DiT at load (repeatable; the last :number is the scale, "
+                  "FILE[:SCALE]: a LoRA applied to the DiT at load (repeatable; the last :number is the scale, "
                   "default 1; docs/lora.md)");
+  sub->add_option("--lora-high-noise", a->loras_high_noise,
+                  "FILE[:SCALE]: a LoRA for the high-noise expert only (Wan 2.2 A14B; repeatable)");
+  sub->add_option("--lora-low-noise", a->loras_low_noise,
+                  "FILE[:SCALE]: a LoRA for the low-noise expert only (Wan 2.2 A14B; repeatable)");
+  sub->add_option("--lora-mode", a->lora_mode,
+                  "merge (into the weights, fp32 sum cast once) | runtime (kept beside them: each Linear adds "
+                  "scale*(alpha/rank)*up@(down@x) in fp32; the weights' bytes untouched) | auto (runtime for "
+                  "quantized GGUF/fp8/int8 weights, merge otherwise)")
+      ->capture_default_str();
   sub->add_option("--preset", a->preset,
                   "Sampling settings a distilled model's publisher specifies: lightx2v-4step (4 fixed steps, "
                   "shift 5, the lightx2v sampler, guidance 1); explicit options override (docs/lora.md)");

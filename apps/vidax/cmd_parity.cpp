@@ -31,6 +31,10 @@ Command add_parity(CLI::App& app) {
                   "FILE[:SCALE]: merge a LoRA into the golden's parameters first (repeatable; docs/lora.md)");
   sub->add_flag("--lora-allow-unmatched", a->opt.lora_allow_unmatched,
                 "apply a LoRA whose keys partly match no parameter (the keys are printed)");
+  sub->add_option("--lora-mode", a->opt.lora_mode,
+                  "merge (into the weights) | runtime (beside them, added in each Linear in fp32) | auto (runtime for "
+                  "quantized weights); docs/lora.md")
+      ->capture_default_str();
   sub->add_option("--quantize", a->opt.quantize,
                   "TYPE: quantize the golden's matrices (q8_0|q6_k|q5_k|q4_k|q5_0|q5_1|q4_0|q4_1|q3_k|q2_k, or "
                   "fp8|fp8_e5m2|int8 scaled weights) before the run, to measure the type's error (docs/quantization.md)")

@@ -37,7 +37,7 @@ namespace {
 
 struct ServeArgs {
   std::vector<std::string> weights, models;
-  std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file, lora_dir;
+  std::string host = "127.0.0.1", data = "vidax-data", api_key, api_key_file, lora_dir, lora_mode = "auto";
   int port = 8080;
   int max_queued = 100;
   double max_body_mb = 32;  // an input_reference image of a 720p video is a few MiB as PNG
@@ -98,7 +98,8 @@ int run_serve(const ServeArgs& a) {
   std::vector<serve::ServedModel> models;
   for (size_t i = 0; i < a.weights.size(); ++i) {
     note("loading " + a.weights[i]);
-    models.push_back(serve::load_served_model(a.weights[i], a.models.empty() ? "" : a.models[i], note));
+    models.push_back(serve::load_served_model(a.weights[i], a.models.empty() ? "" : a.models[i], note,
+                                              translate::parse_lora_mode(a.lora_mode)));
     note("loaded " + models.back().name + " (" + models.back().loaded->precision + ")");
   }
   serve::Server server(opt, std::move(models));
@@ -135,6 +136,10 @@ Command add_serve(CLI::App& app) {
   sub->add_option("--api-key-file", a->api_key_file, "Read the API key from this file's first line");
   sub->add_option("--lora-dir", a->lora_dir,
                   "Folder of LoRA files a request's `lora` may name (only inside it; default: none accepted)");
+  sub->add_option("--lora-mode", a->lora_mode,
+                  "How a job's LoRAs reach the DiT: merge | runtime (beside the weights, in each Linear) | auto "
+                  "(runtime for quantized weights); docs/lora.md")
+      ->capture_default_str();
   sub->add_option("--max-queue", a->max_queued, "Queued jobs before POST answers 429")->capture_default_str();
   sub->add_option("--max-body-mb", a->max_body_mb, "Largest request body in MiB (413 above)")->capture_default_str();
   sub->add_option("--job-timeout", a->job_timeout,

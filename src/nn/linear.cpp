@@ -35,6 +35,7 @@ Linear Linear::load(ParamSource& params, const std::string& prefix, int64_t in_f
   std::optional<Tensor> b;
   if (has_bias) b = params.take(prefix + ".bias", {out_features});
   Linear l = make(w, b, compute);
+  l.adapters = params.take_adapters(prefix + ".weight", out_features, in_features);
   // The tensors the ops read (bf16 compute: cast copies) keep the checkpoint names in a recorded step.
   set_param_name(l.weight, prefix + ".weight");
   if (l.bias) set_param_name(*l.bias, prefix + ".bias");
@@ -46,20 +47,32 @@ void Linear::check_input(const Tensor& x) const {
               "Linear: input " << x.str() << " does not end in " << in_features() << " features");
 }
 
+Tensor Linear::with_adapters(const Tensor& x) const {
+  VIDAX_CHECK(!reduce, "Linear: runtime LoRAs on a row-parallel Linear are not supported");
+  // The base GEMM as without adapters (fp32 accumulation, rounded to the compute dtype), widened
+  // exactly; each low-rank product in fp32 from the fp32 input; one rounding at the end.
+  Tensor y = to_dtype(ops::linear(to_dtype(x, compute), weight, bias), DType::F32);
+  const Tensor x32 = to_dtype(x, DType::F32);
+  for (const LowRankAdapter& a : adapters)
+    y = ops::add(y, a.down.defined() ? ops::linear(ops::linear(x32, a.down), a.up) : ops::linear(x32, a.up));
+  return to_dtype(y, compute);
+}
+
 Tensor Linear::operator()(const Tensor& x) const {
   check_input(x);
+  if (!adapters.empty()) return with_adapters(x);
   if (reduce) return row_parallel_linear(*this, x);
   return ops::linear(to_dtype(x, compute), weight, bias);
 }
 
 Tensor Linear::gelu(const Tensor& x, ops::GeluMode mode) const {
-  if (reduce) return ops::gelu((*this)(x), mode);
+  if (reduce || !adapters.empty()) return ops::gelu((*this)(x), mode);
   check_input(x);
   return ops::linear_gelu(to_dtype(x, compute), weight, bias, mode);
 }
 
 Tensor Linear::gated_residual(const Tensor& x, const Tensor& residual, const Tensor& gate) const {
-  if (reduce) return ops::gated_residual(residual, gate, (*this)(x));
+  if (reduce || !adapters.empty()) return ops::gated_residual(residual, gate, (*this)(x));
   check_input(x);
   return ops::linear_gated_residual(to_dtype(x, compute), weight, bias, residual, gate);
 }

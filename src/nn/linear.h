@@ -6,6 +6,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/ops.h"
 #include "dist/communicator.h"
@@ -20,11 +21,16 @@ struct Linear {
   // Row-parallel (Megatron TP, nn/parallel.h): the weight is this rank's slice of the input
   // features; the partial products are summed over `reduce` and the bias is added once, after.
   dist::Communicator* reduce = nullptr;
+  // Runtime LoRAs (docs/lora.md, --lora-mode runtime): the weight stays as stored (quantized or
+  // not) and each adapter adds x @ down^T @ up^T to the output in fp32, before the output is
+  // rounded to the compute dtype and before a fused GELU / gated residual.
+  std::vector<LowRankAdapter> adapters;
 
   // weight [out, in] (any float dtype, or block-quantized: kept as it is, the GEMM widens a
   // panel of its rows at a time to the compute dtype), bias [out] optional.
   static Linear make(const Tensor& weight, const std::optional<Tensor>& bias, DType compute);
-  // Takes "<prefix>.weight" [out, in] and, when has_bias, "<prefix>.bias" [out].
+  // Takes "<prefix>.weight" [out, in] and, when has_bias, "<prefix>.bias" [out], and the
+  // weight's runtime LoRAs (ParamSource::take_adapters).
   static Linear load(ParamSource& params, const std::string& prefix, int64_t in_features, int64_t out_features,
                      DType compute, bool has_bias = true);
 
@@ -41,6 +47,7 @@ struct Linear {
 
  private:
   void check_input(const Tensor& x) const;  // x ends in in_features()
+  Tensor with_adapters(const Tensor& x) const;  // the GEMM plus every adapter, in the compute dtype
 };
 
 }  // namespace vidax::nn

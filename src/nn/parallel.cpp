@@ -44,7 +44,13 @@ ParamSource shard_params(ParamSource& source, const TensorParallel& tp, ShardTab
     }
     return shard;
   };
-  return ParamSource({}, std::move(lookup), source.origin());
+  ParamSource out({}, std::move(lookup), source.origin());
+  // Runtime LoRAs (nn::LowRankAdapter) are whole-weight: a shard of one is not built.
+  VIDAX_CHECK(!source.has_adapters() || !tp.active(),
+              source.origin() << ": runtime LoRAs (--lora-mode runtime) with tensor parallelism are not supported; "
+                                 "use --lora-mode merge");
+  source.share_adapters_with(out);
+  return out;
 }
 
 Tensor row_parallel_linear(const Linear& l, const Tensor& x) {

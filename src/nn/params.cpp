@@ -73,7 +73,52 @@ std::vector<std::string> ParamSource::untaken() const {
   return out;
 }
 
+void ParamSource::attach_adapters(Adapters adapters) {
+  adapters_ = std::make_shared<AdapterStore>();
+  adapters_->by_weight = std::move(adapters);
+}
+
+std::vector<LowRankAdapter> ParamSource::take_adapters(const std::string& weight_name, int64_t out_features,
+                                                       int64_t in_features) {
+  if (!adapters_) return {};
+  auto it = adapters_->by_weight.find(weight_name);
+  if (it == adapters_->by_weight.end()) return {};
+  std::vector<LowRankAdapter> out;
+  for (const LowRankAdapter& a : it->second) {
+    LowRankAdapter r = a;
+    VIDAX_CHECK(a.up.dim() == 2 && a.up.size(0) == out_features && a.up.dtype() == DType::F32,
+                a.label << ": runtime LoRA on '" << weight_name << "': up " << a.up.str() << " does not fit the weight ["
+                        << out_features << ", " << in_features << "]");
+    if (a.down.defined()) {
+      VIDAX_CHECK(a.down.dim() >= 2 && a.down.numel() == a.down.size(0) * in_features && a.down.size(0) == a.up.size(1) &&
+                      a.down.dtype() == DType::F32,
+                  a.label << ": runtime LoRA on '" << weight_name << "': down " << a.down.str() << " and up "
+                          << a.up.str() << " do not fit the weight [" << out_features << ", " << in_features << "]");
+      r.down = a.down.contiguous().view({a.down.size(0), in_features});
+    } else {
+      VIDAX_CHECK(a.up.size(1) == in_features, a.label << ": runtime full difference on '" << weight_name << "' "
+                                                       << a.up.str() << " does not fit the weight [" << out_features
+                                                       << ", " << in_features << "]");
+    }
+    out.push_back(std::move(r));
+  }
+  adapters_->taken.insert(weight_name);
+  return out;
+}
+
 void ParamSource::expect_all_taken() const {
+  if (adapters_) {
+    std::vector<std::string> left;
+    for (const auto& [name, a] : adapters_->by_weight)
+      if (!adapters_->taken.count(name)) left.push_back(name);
+    if (!left.empty()) {
+      msg m;
+      m << origin_ << ": " << left.size() << " runtime LoRA target(s) are not a Linear's weight here "
+        << "(--lora-mode merge applies them):";
+      for (const auto& n : left) m << " " << n;
+      throw Error(m.str());
+    }
+  }
   std::vector<std::string> left = untaken();
   if (left.empty()) return;
   msg m;

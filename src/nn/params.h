@@ -5,6 +5,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -13,6 +14,16 @@
 #include "core/tensor.h"
 
 namespace vidax::nn {
+
+// A LoRA kept out of the weight it changes (`--lora-mode runtime`, docs/lora.md): the Linear
+// reading that weight adds x @ down^T @ up^T to its output, in fp32. `up` carries the LoRA's
+// scale * alpha / rank; a full difference has no `down` and `up` is scale * diff, [out, in].
+struct LowRankAdapter {
+  Tensor down;  // [rank, in] fp32 (a Conv3d's kernel flattened as the Linear's input), or undefined
+  Tensor up;    // [out, rank] fp32, or [out, in] for a full difference
+  std::string label;  // where it comes from (the LoRA file), for messages
+};
+using Adapters = std::map<std::string, std::vector<LowRankAdapter>>;  // by weight name
 
 class ParamSource {
  public:
@@ -46,6 +57,16 @@ class ParamSource {
   // Names taken so far, in the order they were taken.
   const std::vector<std::string>& taken_in_order() const { return order_; }
 
+  // Runtime LoRAs by the weight they apply to (nn::Linear::load takes them with its weight).
+  // expect_all_taken() also throws naming an adapter no Linear took.
+  void attach_adapters(Adapters adapters);
+  bool has_adapters() const { return adapters_ && !adapters_->by_weight.empty(); }
+  // The adapters of `weight_name`, checked against the Linear's [out, in] (a down's trailing
+  // dims are flattened to `in`); none when there are none.
+  std::vector<LowRankAdapter> take_adapters(const std::string& weight_name, int64_t out_features, int64_t in_features);
+  // `wrapper` (e.g. shard_params's view of this source) hands out this source's adapters.
+  void share_adapters_with(ParamSource& wrapper) const { wrapper.adapters_ = adapters_; }
+
  private:
   std::optional<Tensor> take_impl(const std::string& name, const Shape& expected, bool keep_quantized);
   std::vector<std::string> available_;
@@ -53,6 +74,11 @@ class ParamSource {
   std::string origin_;
   std::set<std::string> taken_;
   std::vector<std::string> order_;
+  struct AdapterStore {
+    Adapters by_weight;
+    std::set<std::string> taken;
+  };
+  std::shared_ptr<AdapterStore> adapters_;
 };
 
 }  // namespace vidax::nn

@@ -26,6 +26,7 @@ struct Options {
   // files. Kinds of models without LoRA support refuse a non-empty list.
   std::vector<std::string> loras;
   bool lora_allow_unmatched = false;
+  std::string lora_mode = "auto";  // --lora-mode merge | runtime | auto (docs/lora.md)
   // --quantize TYPE (q8_0, q4_k, ...; docs/quantization.md): the golden's matrices are
   // block-quantized in the engine (io::quant_decision picks which, as `vidax convert` does)
   // before the run, so that the comparison measures the type's error against the reference.

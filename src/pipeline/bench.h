@@ -58,6 +58,9 @@ struct BenchOptions {
   int64_t pjrt_attention_block = 0;  // keys per block of the lowered attention (0: ~256 MiB of scores)
   // --cfg: a step is two DiT forwards (the prompt and the negative prompt), as generate with guidance != 1.
   bool cfg = false;
+  // --lora FILE[:SCALE] (repeatable): the DiT steps are timed again with these LoRAs kept at run
+  // time (--lora-mode runtime), and the per-step overhead reported (`lora` in the report).
+  std::vector<std::string> loras;
 };
 
 // ---- clocks and machine facts ----

@@ -102,7 +102,10 @@ struct LoadOptions {
   int64_t vae_tile = 0;
   // LoRAs merged into the denoiser's weights at load, in order, each with its scale (docs/lora.md).
   std::vector<translate::LoraSpec> loras;
-  translate::LoraOptions lora;
+  // Two experts (Wan 2.2 A14B): each expert's own LoRAs (--lora-high-noise / --lora-low-noise),
+  // applied to that expert only; `loras` is then refused.
+  std::vector<translate::LoraSpec> loras_high_noise, loras_low_noise;
+  translate::LoraOptions lora;  // strictness and --lora-mode (merge | runtime | auto)
   // Where the denoiser's steps run (docs/pjrt.md): "cpu" (the CPU backend) or "pjrt" (recorded,
   // compiled once through the PJRT plugin at pjrt_plugin; the other parts stay on the CPU).
   std::string device = "cpu";

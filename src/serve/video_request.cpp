@@ -102,9 +102,10 @@ std::string format_seconds(double s) {
 }  // namespace
 
 ServedModel load_served_model(const std::string& weights, const std::string& model,
-                              const std::function<void(const std::string&)>& on_stage) {
+                              const std::function<void(const std::string&)>& on_stage, translate::LoraMode lora_mode) {
   const engine::Resolved r = engine::resolve(weights, model);
   pipeline::LoadOptions lo;
+  lo.lora.mode = lora_mode;
   lo.weights_dir = weights;
   lo.model = r.variant.name;
   lo.on_stage = on_stage;

@@ -26,8 +26,10 @@ struct ServedModel {
 };
 
 // engine::resolve + the family's loader, as `vidax generate` does, but resident.
+// lora_mode: how the per-job LoRAs reach the DiT (--lora-mode, docs/lora.md).
 ServedModel load_served_model(const std::string& weights, const std::string& model,
-                              const std::function<void(const std::string&)>& on_stage);
+                              const std::function<void(const std::string&)>& on_stage,
+                              translate::LoraMode lora_mode = translate::LoraMode::Auto);
 
 // One LoRA of a request: a file inside the server's LoRA folder (--lora-dir) and its scale.
 struct LoraUse {

@@ -229,6 +229,22 @@ LoraSpec parse_lora_spec(const std::string& arg) {
   return s;
 }
 
+LoraMode parse_lora_mode(const std::string& s) {
+  if (s == "merge") return LoraMode::Merge;
+  if (s == "runtime") return LoraMode::Runtime;
+  if (s == "auto") return LoraMode::Auto;
+  throw Error(msg() << "--lora-mode " << s << ": choose merge, runtime or auto");
+}
+
+const char* lora_mode_name(LoraMode m) {
+  switch (m) {
+    case LoraMode::Merge: return "merge";
+    case LoraMode::Runtime: return "runtime";
+    case LoraMode::Auto: return "auto";
+  }
+  return "?";
+}
+
 bool looks_like_lora(const TensorSource& src) {
   for (const auto& n : src.names()) {
     KeyParts k;
@@ -454,7 +470,9 @@ void check_lora(const LoraPlan& p, const LoraOptions& opt) {
 
 std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const std::vector<LoraSpec>& loras,
                                   const Component& comp, const Json& config, const LoraOptions& opt,
-                                  const std::function<void(const std::string&)>& warn) {
+                                  const std::function<void(const std::string&)>& warn, LoraDeltas* runtime) {
+  VIDAX_CHECK(opt.mode == LoraMode::Merge || runtime,
+              "apply_loras: --lora-mode " << lora_mode_name(opt.mode) << " needs a place for the runtime LoRAs");
   // Every file planned and checked first: a bad second LoRA stops the load before anything merges.
   std::vector<std::shared_ptr<CheckpointSource>> sources;
   std::vector<LoraPlan> plans;
@@ -486,6 +504,36 @@ std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const s
   for (const auto& [name, updates] : by_param) {
     Tensor& p = params.at(name);
     const Shape shape = p.shape();
+    // Kept at run time: a Linear's weight (named *.weight, 2-D or a Conv3d kernel) the mode
+    // asks for; its stored bytes are not touched. Everything else merges.
+    const bool quantized = p.is_weight_only_quantized() || p.dtype() == DType::F8_E4M3 ||
+                           p.dtype() == DType::F8_E5M2 || p.dtype() == DType::I8;
+    const bool linear_weight = shape.size() >= 2 && name.size() > 7 && name.compare(name.size() - 7, 7, ".weight") == 0;
+    const bool keep = linear_weight && (opt.mode == LoraMode::Runtime || (opt.mode == LoraMode::Auto && quantized));
+    if (keep) {
+      std::vector<LoraDelta>& out = (*runtime)[name];
+      for (const auto& u : updates) {
+        const LoraTarget& t = *u.target;
+        const TensorSource& src = *sources[u.lora];
+        const double s = loras[u.lora].scale * t.factor();
+        LoraDelta d;
+        d.label = loras[u.lora].path;
+        if (t.kind == LoraTarget::Kind::LowRank) {
+          d.up = ops::scale(src.get(t.up_key).to(DType::F32).reshape({shape[0], t.rank}), s);
+          d.down = src.get(t.down_key).to(DType::F32).reshape({t.rank, -1}).contiguous();
+        } else {
+          d.up = ops::scale(src.get(t.diff_key).to(DType::F32).reshape({shape[0], -1}), s);
+        }
+        out.push_back(std::move(d));
+        ++plans[u.lora].kept_runtime;
+      }
+      continue;
+    }
+    VIDAX_CHECK(!quantized, loras[updates.front().lora].path
+                                << ": " << name << " is stored quantized ("
+                                << (p.is_quantized() ? "block-quantized" : dtype_name(p.dtype()))
+                                << "); merging would rewrite it: use --lora-mode runtime or auto (docs/lora.md)");
+    for (const auto& u : updates) ++plans[u.lora].merged;
     Tensor sum = p.to(DType::F32).clone();
     for (const auto& u : updates) {
       const LoraTarget& t = *u.target;

@@ -68,6 +68,7 @@ struct LoraPlan {
   // Parameters of the model of their kind (2-D+ weights, 1-D biases/gains) and how many are targeted.
   size_t weight_params = 0, targeted_weights = 0;
   size_t other_params = 0, targeted_other = 0;
+  size_t merged = 0, kept_runtime = 0;  // apply_loras: targets merged / kept at run time
   std::string summary() const;  // format, ranks, alphas, coverage, one line each
 };
 
@@ -75,18 +76,40 @@ struct LoraPlan {
 // shapes, and alpha scalars). Throws when the keys are of no known format.
 LoraPlan plan_lora(const TensorSource& lora, const Component& comp, const Json& config);
 
+// --lora-mode: how a LoRA reaches a weight. merge: added into it (fp32 sum, one cast back);
+// runtime: kept beside it, the Linear adds scale * (alpha / rank) * up @ (down @ x) in fp32 and
+// the weight's bytes stay as stored (the way for GGUF / fp8 / int8 weights); auto: runtime for a
+// quantized weight, merge for the rest. Norm gains, biases and modulation tables (no Linear
+// reads them as a weight) are always merged.
+enum class LoraMode { Merge, Runtime, Auto };
+LoraMode parse_lora_mode(const std::string& s);  // merge | runtime | auto (throws otherwise)
+const char* lora_mode_name(LoraMode m);
+
 struct LoraOptions {
   bool allow_unmatched = false;  // --lora-allow-unmatched: proceed, reporting the keys
+  LoraMode mode = LoraMode::Merge;
 };
+
+// One LoRA kept at run time on one weight (nn::LowRankAdapter's fields; translate is below nn).
+struct LoraDelta {
+  Tensor down;  // [rank, in...] fp32, or undefined for a full difference
+  Tensor up;    // [out, rank] fp32 with scale * factor folded in, or scale * diff as [out, in]
+  std::string label;  // the file
+};
+using LoraDeltas = std::map<std::string, std::vector<LoraDelta>>;  // engine weight name -> its LoRAs, in order
 // Throws naming every problem, and every unmatched key unless allowed.
 void check_lora(const LoraPlan& p, const LoraOptions& opt);
 
 // Plans, checks and merges each LoRA into `params` (engine name -> tensor; untouched
 // tensors are left as they are, touched ones are replaced by new buffers). warn: told
 // the unmatched keys of an allowed file. Returns the plans, in order.
+// With opt.mode runtime / auto, the targets kept at run time go to `runtime` (required then)
+// and their parameters are left untouched; each plan's `merged` / `kept_runtime` count them.
+// A quantized parameter (GGUF blocks, fp8, int8) is never merged: merge mode refuses it.
 std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const std::vector<LoraSpec>& loras,
                                   const Component& comp, const Json& config, const LoraOptions& opt = {},
-                                  const std::function<void(const std::string&)>& warn = {});
+                                  const std::function<void(const std::string&)>& warn = {},
+                                  LoraDeltas* runtime = nullptr);
 
 // True when `src` holds LoRA keys (any key ending in a LoRA role suffix).
 bool looks_like_lora(const TensorSource& src);

@@ -303,6 +303,12 @@ TEST_P(LoraGolden, TheEngineMergeMatchesTheFusedReference) {
   opt.loras = {lora + ":" + std::to_string(scale)};
   const parity::Report with = parity::run(golden, opt);
   EXPECT_TRUE(with.ok()) << GetParam() << ": rel_l2 " << (with.rows.empty() ? -1 : with.rows[0].rel_l2);
+  // Kept at run time (every Linear-weight target an adapter), the same reference passes.
+  opt.lora_mode = "runtime";
+  const parity::Report runtime = parity::run(golden, opt);
+  EXPECT_TRUE(runtime.ok()) << GetParam() << " (--lora-mode runtime): rel_l2 "
+                            << (runtime.rows.empty() ? -1 : runtime.rows[0].rel_l2);
+  opt.lora_mode = "auto";
   // The same LoRA dropped, or its alpha/scale ignored, must fail: the golden tells them apart.
   opt.loras.clear();
   EXPECT_FALSE(parity::run(golden, opt).ok()) << GetParam() << " passes without its LoRA";
@@ -383,7 +389,9 @@ TEST(LoraCli, GenerateWithLorasOnTheDemo) {
   ASSERT_EQ(code, 0) << out;
   out = gen("--lora " + l1 + ":0.8 --lora " + l2, "lora.safetensors", &code);
   ASSERT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("merging the LoRA " + l1), std::string::npos) << out;
+  EXPECT_NE(out.find("LoRA " + l1 + " (scale 0.800000) on the DiT: 1 target(s) merged, 0 kept at run time (--lora-mode auto)"),
+            std::string::npos)
+      << out;
   const Tensor a = io::Checkpoint::open((scratch() / "plain.safetensors").string()).get("latents");
   const Tensor b = io::Checkpoint::open((scratch() / "lora.safetensors").string()).get("latents");
   EXPECT_GT(max_abs_diff(a, b), 1e-3) << "the LoRAs changed nothing";
@@ -391,6 +399,24 @@ TEST(LoraCli, GenerateWithLorasOnTheDemo) {
   std::ifstream(scratch() / "lora.safetensors.json") >> side;
   ASSERT_EQ(side.at("loras").size(), 2u) << side.dump();
   EXPECT_EQ(side["loras"][0]["scale"].get<double>(), 0.8);
+  EXPECT_EQ(side.at("lora_mode").get<std::string>(), "auto");
+  // Kept at run time instead (the weights untouched, each Linear adds its LoRA in fp32): the same
+  // latents as the merge within an fp32 bound, both at --precision fp32.
+  out = gen("--precision fp32 --lora " + l1 + ":0.8 --lora " + l2, "merged32.safetensors", &code);
+  ASSERT_EQ(code, 0) << out;
+  out = gen("--precision fp32 --lora-mode runtime --lora " + l1 + ":0.8 --lora " + l2, "runtime32.safetensors", &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("on the DiT: 0 target(s) merged, 1 kept at run time (--lora-mode runtime)"), std::string::npos) << out;
+  const Tensor m32 = io::Checkpoint::open((scratch() / "merged32.safetensors").string()).get("latents");
+  const Tensor r32 = io::Checkpoint::open((scratch() / "runtime32.safetensors").string()).get("latents");
+  double peak = 0;
+  for (float v : m32.to_f32_vector()) peak = std::max(peak, std::fabs(static_cast<double>(v)));
+  const double d32 = max_abs_diff(m32, r32);
+  std::printf("demo, generate --lora-mode runtime vs merge (fp32): max_abs %.3g of max |latent| %.3g\n", d32, peak);
+  EXPECT_LT(d32, 1e-4 * peak);
+  out = gen("--lora-mode lazy --lora " + l1, "badmode.safetensors", &code);
+  EXPECT_NE(code, 0) << out;
+  EXPECT_NE(out.find("--lora-mode lazy: choose merge, runtime or auto"), std::string::npos) << out;
   // An unmatched key stops the run, naming the key.
   out = gen("--lora " + bad, "bad.safetensors", &code);
   EXPECT_NE(code, 0) << out;

@@ -20,6 +20,7 @@
 #include "io/quant_policy.h"
 #include "models/wan/dit.h"
 #include "models/wan/dit_pjrt.h"
+#include "models/wan/lora_runtime.h"
 #include "models/wan/param_shapes.h"
 #include "models/wan/presets.h"
 #include "models/wan/vae.h"
@@ -310,6 +311,9 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     VIDAX_CHECK(opt.device == "cpu" || opt.device == "pjrt", "bench: --device " << opt.device << ": cpu | pjrt");
     VIDAX_CHECK(opt.device == "pjrt" || opt.cpu_baseline, "bench: --no-cpu-baseline needs --device pjrt");
     VIDAX_CHECK(opt.device != "pjrt" || !mesh, "bench: --device pjrt with --mesh is not supported (docs/pjrt.md)");
+    VIDAX_CHECK(opt.loras.empty() || (!image && !mesh && opt.device == "cpu" && !dit_file && !opt.offload),
+                "bench --lora: random text-to-video DiTs on the CPU backend, one rank, resident (runtime LoRAs are not "
+                "lowered, sharded or streamed)");
     // --offload streams the blocks from a file: the --diffusion-model file, else the random weights
     // written once into --scratch-dir (in the compute dtype, one tensor in memory at a time) and reused.
     std::string stream_file = opt.diffusion_model_file;
@@ -537,6 +541,83 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       log("PJRT step / CPU backend step (wall medians, this run): " + std::to_string(ratio));
     }
     }  // cpu_baseline
+
+    // --lora: the same random DiT again with the LoRAs kept at run time (adapters beside the
+    // weights, as --lora-mode runtime), its steps timed as above: the per-step cost of runtime LoRAs.
+    if (!opt.loras.empty()) {
+      check_fits(opt.model + " DiT twice (with and without the LoRAs)", 2 * resident_factor * weight_bytes + act_bytes,
+                 available);
+      std::vector<translate::LoraSpec> specs;
+      for (const auto& l : opt.loras) specs.push_back(translate::parse_lora_spec(l));
+      // Planned against the model's parameter shapes: the weights a LoRA keeps at run time are
+      // read for their shape only (Meta placeholders); a full difference on a gain or bias merges
+      // at load and costs nothing per step (merged into a throwaway zero here).
+      std::map<std::string, Tensor> shapes_only;
+      for (const auto& p : translate::wan::dit_params(translate::wan::DitConfig::from_json(preset.dit)).params) {
+        const bool linear_weight = p.shape.size() >= 2 && p.name.size() > 7 &&
+                                   p.name.compare(p.name.size() - 7, 7, ".weight") == 0;
+        shapes_only[p.name] = linear_weight ? Tensor::empty(p.shape, DType::F32, Device::Meta)
+                                            : Tensor::zeros(p.shape, DType::F32);
+      }
+      translate::LoraOptions lopt;
+      lopt.mode = translate::LoraMode::Runtime;
+      translate::LoraDeltas deltas;
+      const auto plans = translate::apply_loras(shapes_only, specs, translate::wan::dit_component(), preset.dit, lopt,
+                                                [&](const std::string& m) { log("warning: " + m); }, &deltas);
+      shapes_only.clear();
+      json files = json::array();
+      size_t kept = 0, merged = 0;
+      double adapter_params = 0;
+      for (size_t i = 0; i < plans.size(); ++i) {
+        files.push_back({{"path", specs[i].path}, {"scale", specs[i].scale}, {"kept_runtime", plans[i].kept_runtime},
+                         {"merged", plans[i].merged}});
+        kept += plans[i].kept_runtime;
+        merged += plans[i].merged;
+      }
+      for (const auto& [name, list] : deltas)
+        for (const auto& d : list)
+          adapter_params += static_cast<double>(d.up.numel() + (d.down.defined() ? d.down.numel() : 0));
+      log("DiT with LoRAs at run time: " + std::to_string(kept) + " target(s) on " + std::to_string(deltas.size()) +
+          " weight(s), " + std::to_string(adapter_params / 1e6) + " M fp32 adapter parameters (" +
+          std::to_string(merged) + " merged at load, untimed)");
+      nn::ParamSource lsrc = nn::ParamSource::generated(draw, "random weights");
+      lsrc.attach_adapters(to_adapters(std::move(deltas)));
+      const WanDiT ldit(cfg, lsrc, precision);
+      TextContext ltext = ldit.encode_context(context), lneg;
+      std::vector<const TextContext*> lcontexts{&ltext};
+      if (opt.cfg) {
+        lneg = ldit.encode_context(random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 7));
+        lcontexts.push_back(&lneg);
+      }
+      (void)ldit.forward(random_input({x_channels, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2),
+                         std::vector<double>{999.0}, ltext);  // warm-up (packing)
+      std::vector<Sample> lsteps;
+      for (int rep = 0; rep < opt.repeats; ++rep)
+        for (int s2 = 0; s2 < opt.steps; ++s2) {
+          const double t = 999.0 * (1.0 - static_cast<double>(s2) / std::max(1, opt.steps));
+          Tensor y;
+          lsteps.push_back(timed([&] {
+            for (const TextContext* c : lcontexts) y = ldit.forward(x, std::vector<double>{t}, *c);
+          }));
+          VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output with LoRAs is not finite");
+          log("DiT step with LoRAs " + std::to_string(lsteps.size()) + ": " + std::to_string(lsteps.back().wall) +
+              " s wall, " + std::to_string(lsteps.back().cpu) + " s CPU");
+        }
+      const json lst = stats(lsteps);
+      const double base_med = r["step_seconds_median"].get<double>(), lora_med = lst["wall_median"].get<double>();
+      r["lora"] = {{"mode", "runtime"},
+                   {"files", files},
+                   {"weights_with_adapters", kept},
+                   {"adapter_parameters", adapter_params},
+                   {"dit_step", lst},
+                   {"step_seconds_median", lora_med},
+                   {"step_seconds_median_without", base_med},
+                   {"step_overhead_fraction", lora_med / base_med - 1.0},
+                   {"step_cpu_overhead_fraction",
+                    lst["cpu_min"].get<double>() / r["step_cpu_seconds_min"].get<double>() - 1.0}};
+      log("runtime LoRA per step: " + std::to_string(lora_med) + " s vs " + std::to_string(base_med) +
+          " s without (wall medians; " + std::to_string(100.0 * (lora_med / base_med - 1.0)) + " %)");
+    }
 
     if (opt.profile && opt.cpu_baseline) {
       log("DiT: profiled step");

@@ -77,6 +77,7 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
   // Conv3d with kernel == stride is a linear map of each patch (features in (c, kt, kh, kw) order).
   patch_embedding_ = nn::Linear::make(conv_w.contiguous().view({d, cfg_.in_dim * cfg_.patch_volume()}), conv_b,
                                       compute_);
+  patch_embedding_.adapters = params.take_adapters("patch_embedding.weight", d, cfg_.in_dim * cfg_.patch_volume());
   text_embedding_0_ = nn::Linear::load(params, "text_embedding.0", cfg_.text_dim, d, compute_);
   text_embedding_2_ = nn::Linear::load(params, "text_embedding.2", d, d, compute_);
   // The reference runs the time embedding, the projection and the head under autocast(fp32).
@@ -127,8 +128,9 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
 }
 
 WanDiT WanDiT::from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
-                            const std::string& origin, const dist::Mesh* mesh) {
+                            const std::string& origin, const dist::Mesh* mesh, nn::Adapters adapters) {
   nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
+  if (!adapters.empty()) params.attach_adapters(std::move(adapters));
   WanDiT model(cfg, params, precision, mesh);
   params.expect_all_taken();
   return model;

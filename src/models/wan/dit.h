@@ -84,8 +84,10 @@ class WanDiT {
          StreamedBlocks streamed = {});
   // From an engine-name map (e.g. translate::load_component's result), strictly:
   // throws naming any missing, misshapen or unused tensor. `origin` names the source.
+  // `adapters`: runtime LoRAs by weight name (translate::apply_loras with --lora-mode runtime).
   static WanDiT from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
-                             const std::string& origin = "weights", const dist::Mesh* mesh = nullptr);
+                             const std::string& origin = "weights", const dist::Mesh* mesh = nullptr,
+                             nn::Adapters adapters = {});
   const dist::Mesh* mesh() const { return mesh_; }
   // Bytes of the parameters this rank holds (its shards and the replicated ones, stored dtype)
   // and of the same parameters unsplit.

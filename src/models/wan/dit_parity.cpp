@@ -1,4 +1,5 @@
 #include "models/wan/dit_parity.h"
+#include "models/wan/lora_runtime.h"
 
 #include <array>
 #include <cstdio>
@@ -87,10 +88,14 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   translate::MemorySource src(path);
   for (const auto& [name, t] : golden_params(file, path, quantize)) src.add(name, t);
   auto params = translate::load(src, translate::wan::dit_component(), config);
+  translate::LoraDeltas runtime;  // --lora-mode runtime / auto: kept beside the weights
   translate::apply_loras(params, loras, translate::wan::dit_component(), config, lora_opt,
-                         [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); });
-  // The model must use every parameter the translator produced.
-  const WanDiT model = WanDiT::from_weights(cfg, std::move(params), parse_precision(precision), path, mesh);
+                         [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); }, &runtime);
+  VIDAX_CHECK(runtime.empty() || pjrt_plugin.empty(),
+              path << ": --device pjrt with runtime LoRAs: the lowered step has no LoRA branch; use --lora-mode merge");
+  // The model must use every parameter the translator produced (and every runtime LoRA).
+  const WanDiT model =
+      WanDiT::from_weights(cfg, std::move(params), parse_precision(precision), path, mesh, to_adapters(std::move(runtime)));
 
   for (const char* name : {"input.x", "input.t", "input.context"})
     VIDAX_CHECK(file.contains(name), path << ": wan.dit golden file has no '" << name << "'");

@@ -20,7 +20,7 @@ inline void register_dit_parity_kinds() {
     for (const auto& a : opt.loras) loras.push_back(translate::parse_lora_spec(a));
     const io::QuantTarget quantize = io::QuantTarget::parse(opt.quantize);  // "" is none
     return run_dit_golden(g.file, g.config, opt.precision, g.path, mesh.get(), loras,
-                          translate::LoraOptions{opt.lora_allow_unmatched}, quantize,
+                          translate::LoraOptions{opt.lora_allow_unmatched, translate::parse_lora_mode(opt.lora_mode)}, quantize,
                           opt.device == "pjrt" ? opt.pjrt_plugin : "");
   }, /*takes_loras=*/true, /*takes_quantize=*/true, /*takes_pjrt=*/true);
 }

@@ -17,6 +17,7 @@
 #include "models/wan/dit.h"
 #include "models/wan/dit_pjrt.h"
 #include "models/wan/i2v_conditioning.h"
+#include "models/wan/lora_runtime.h"
 #include "models/wan/vae.h"
 #include "models/wan/vae22.h"
 #include "nn/params.h"
@@ -346,6 +347,32 @@ pipeline::Geometry geometry_of(const json& dit_json, const json& vae_json, const
   return g;
 }
 
+// The parameters of one DiT with its LoRAs (docs/lora.md): each merged into `weights` or kept
+// beside them as runtime adapters, as lora_opt.mode says. `which` names the DiT in messages
+// ("the DiT", "the high-noise DiT"); every LoRA's line says where it went and how.
+nn::ParamSource dit_params_with_loras(std::map<std::string, Tensor> weights, const std::vector<translate::LoraSpec>& loras,
+                                      const json& dit_json, const translate::LoraOptions& lora_opt,
+                                      const std::string& origin, const std::string& which, bool pjrt,
+                                      const std::function<void(const std::string&)>& on_stage) {
+  translate::LoraDeltas runtime;
+  const std::vector<translate::LoraPlan> plans =
+      translate::apply_loras(weights, loras, translate::wan::dit_component(), dit_json, lora_opt,
+                             [&](const std::string& m) {
+                               if (on_stage) on_stage("warning: " + m);
+                             },
+                             &runtime);
+  for (size_t i = 0; i < plans.size(); ++i)
+    if (on_stage)
+      on_stage("LoRA " + loras[i].path + " (scale " + std::to_string(loras[i].scale) + ") on " + which + ": " +
+               std::to_string(plans[i].merged) + " target(s) merged, " + std::to_string(plans[i].kept_runtime) +
+               " kept at run time (--lora-mode " + translate::lora_mode_name(lora_opt.mode) + ")");
+  VIDAX_CHECK(runtime.empty() || !pjrt, "--device pjrt with LoRAs kept at run time: the lowered step has no LoRA "
+                                        "branch; use --lora-mode merge (unquantized weights)");
+  nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
+  if (!runtime.empty()) params.attach_adapters(to_adapters(std::move(runtime)));
+  return params;
+}
+
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   auto stage = [&](const std::string& s) {
     if (opt.on_stage) opt.on_stage(s);
@@ -454,7 +481,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
               "--offload with --lora is not supported yet: a LoRA is merged into resident weights (docs/lora.md)");
   auto load_dit = [dit_path = f.dit, dit_json = dit_engine, dit_cfg, precision, mesh = opt.mesh,
                    label = out.precision, on_stage = opt.on_stage, dit_loras, keep_base, lora_opt = opt.lora,
-                   offload = opt.offload]() -> std::shared_ptr<WanDiT> {
+                   offload = opt.offload, pjrt = opt.device == "pjrt"]() -> std::shared_ptr<WanDiT> {
     std::lock_guard<std::mutex> lock(dit_loras->mu);
     if (offload) {
       VIDAX_CHECK(dit_loras->loras.empty(),
@@ -471,15 +498,10 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
       weights = translate_part(dit_path, translate::wan::dit_component(), dit_json, &lay);
       if (keep_base) dit_loras->base = std::make_shared<const std::map<std::string, Tensor>>(weights);
     }
-    // LoRAs: merged here, where the DiT's parameters have their engine names (fp32 sums, one
-    // cast back to each parameter's stored dtype; docs/lora.md).
-    for (const auto& l : dit_loras->loras)
-      if (on_stage) on_stage("merging the LoRA " + l.path + " (scale " + std::to_string(l.scale) + ")");
-    translate::apply_loras(weights, dit_loras->loras, translate::wan::dit_component(), dit_json, lora_opt,
-                           [&](const std::string& m) {
-                             if (on_stage) on_stage("warning: " + m);
-                           });
-    nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), dit_path);
+    // LoRAs: applied here, where the DiT's parameters have their engine names (merged: fp32 sums,
+    // one cast back to each parameter's stored dtype; runtime: adapters beside the weights).
+    nn::ParamSource params =
+        dit_params_with_loras(std::move(weights), dit_loras->loras, dit_json, lora_opt, dit_path, "the DiT", pjrt, on_stage);
     auto d = std::make_shared<WanDiT>(dit_cfg, params, precision, mesh);
     params.expect_all_taken();
     return d;
@@ -491,10 +513,16 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   const bool swap_experts = out.preset.experts && opt.offload;
   if (out.preset.experts) {
     VIDAX_CHECK(opt.loras.empty(), "--lora with " << out.preset.name()
-                                                  << " is not supported yet: its two experts take a LoRA each");
+                                                  << ": its two experts take their own LoRAs; give --lora-high-noise "
+                                                     "FILE[:SCALE] and / or --lora-low-noise FILE[:SCALE] (docs/lora.md)");
+    VIDAX_CHECK(!opt.offload || (opt.loras_high_noise.empty() && opt.loras_low_noise.empty()),
+                "--offload with --lora-high-noise / --lora-low-noise is not supported yet: a LoRA is applied to "
+                "resident weights (docs/lora.md)");
     const DiTConfig low_cfg = DiTConfig::from_json(dit_low_json);
     auto expert_loader = [precision, mesh = opt.mesh, label = out.precision, on_stage = opt.on_stage,
-                          offload = opt.offload](std::string path, json cfg_json, DiTConfig cfg, std::string which) {
+                          offload = opt.offload, lora_opt = opt.lora, pjrt = opt.device == "pjrt"](
+                             std::string path, json cfg_json, DiTConfig cfg, std::string which,
+                             std::vector<translate::LoraSpec> loras) {
       return [=]() -> std::shared_ptr<WanDiT> {
         if (offload) {
           if (on_stage) on_stage("mapping the " + which + " DiT " + path + " (" + label + ", blocks streamed: --offload)");
@@ -502,8 +530,10 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
         }
         if (on_stage) on_stage("loading the " + which + " DiT " + path + " (" + label + ")");
         std::string lay;
+        // This expert's LoRAs only (--lora-high-noise / --lora-low-noise), checked against its own config.
         nn::ParamSource params =
-            nn::ParamSource::from_map(translate_part(path, translate::wan::dit_component(), cfg_json, &lay), path);
+            dit_params_with_loras(translate_part(path, translate::wan::dit_component(), cfg_json, &lay), loras,
+                                  cfg_json, lora_opt, path, "the " + which + " DiT", pjrt, on_stage);
         auto d = std::make_shared<WanDiT>(cfg, params, precision, mesh);
         params.expect_all_taken();
         return d;
@@ -511,9 +541,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     };
     experts.resize(2);
     experts[kLowNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
-        "the low-noise DiT", opt.denoiser, expert_loader(f.dit_low_noise, dit_low_json, low_cfg, "low-noise"));
+        "the low-noise DiT", opt.denoiser,
+        expert_loader(f.dit_low_noise, dit_low_json, low_cfg, "low-noise", opt.loras_low_noise));
     experts[kHighNoiseExpert] = std::make_shared<pipeline::ResidentPart<WanDiT>>(
-        "the high-noise DiT", opt.denoiser, expert_loader(f.dit, dit_engine, dit_cfg, "high-noise"));
+        "the high-noise DiT", opt.denoiser,
+        expert_loader(f.dit, dit_engine, dit_cfg, "high-noise", opt.loras_high_noise));
     (void)experts[kHighNoiseExpert]->acquire();  // the first steps' expert
     if (!swap_experts) {
       (void)experts[kLowNoiseExpert]->acquire();
@@ -528,6 +560,9 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
                                                 << ") does not fit the high-noise one (in_dim " << dit_cfg.in_dim
                                                 << ", text_dim " << dit_cfg.text_dim << ")");
   }
+  VIDAX_CHECK(out.preset.experts || (opt.loras_high_noise.empty() && opt.loras_low_noise.empty()),
+              "--lora-high-noise / --lora-low-noise: " << out.preset.name()
+                                                       << " has one DiT, not two experts; give its LoRAs with --lora");
   auto dit = std::make_shared<pipeline::ResidentPart<WanDiT>>("the DiT", opt.denoiser, load_dit);
   if (!out.preset.experts) (void)dit->acquire();
 
