@@ -244,6 +244,33 @@ std::vector<double> ti2v_token_timesteps(const Tensor& x, int64_t fixed, double 
   return ts;
 }
 
+// The note a run prints when its image set the video's size (out.width x out.height).
+void note_image_size(const pipeline::ImageInputs& in, pipeline::ImageConditioning& out) {
+  if (out.height != in.height || out.width != in.width)
+    out.notes.push_back(msg() << "the video is " << out.width << "x" << out.height << ": the image's aspect ratio ("
+                              << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
+                              << in.width << "x" << in.height << " pixels, as the reference sizes it");
+}
+
+// The Wan 2.1 VAE conditioning of I2V / FLF2V and Wan 2.2 I2V-A14B (image2video.py, first_last_frame2video.py):
+// the video's size from the image at the requested area, then y [4 + 16, F', h, w] = the mask and the
+// VAE latent of the image (and the last frame, when `last` is defined) followed by zeros. Sets out's
+// size, its note and the taps inter.z, inter.y.
+Tensor i2v_y(const pipeline::ImageInputs& in, const Tensor& last, const WanVAE& vae, const pipeline::Geometry& g,
+             pipeline::ImageConditioning& out) {
+  const auto [lat_h, lat_w] =
+      i2v_latent_size(in.image.size(1), in.image.size(2), in.height * in.width, g.vae_stride_s, g.patch_h);
+  out.height = lat_h * g.vae_stride_s;
+  out.width = lat_w * g.vae_stride_s;
+  note_image_size(in, out);
+  const Tensor video = i2v_video(in.image, last, in.frames, out.height, out.width);
+  const Tensor z = vae.encode_normalized(video, LatentScale::wan21()).squeeze(0);  // [16, F', lat_h, lat_w]
+  const Tensor y = ops::concat({i2v_mask(in.frames, lat_h, lat_w, last.defined()), z}, 0);
+  out.taps["inter.z"] = z;
+  out.taps["inter.y"] = y;
+  return y;
+}
+
 }  // namespace
 
 WanDiT load_streamed_dit(const std::string& path, const json& config, const DiTConfig& cfg, Precision precision,
@@ -693,20 +720,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     p.min_images = p.max_images = 1;
     p.condition_on_images = [vae, g = p.geometry](const pipeline::ImageInputs& in) {
       pipeline::ImageConditioning out;
-      const auto [lat_h, lat_w] =
-          i2v_latent_size(in.image.size(1), in.image.size(2), in.height * in.width, g.vae_stride_s, g.patch_h);
-      out.height = lat_h * g.vae_stride_s;
-      out.width = lat_w * g.vae_stride_s;
-      if (out.height != in.height || out.width != in.width)
-        out.notes.push_back(msg() << "the video is " << out.width << "x" << out.height << ": the image's aspect ratio ("
-                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
-                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
-      const Tensor video = i2v_video(in.image, Tensor(), in.frames, out.height, out.width);
-      const Tensor z = vae->encode_normalized(video, LatentScale::wan21()).squeeze(0);  // [16, F', lat_h, lat_w]
       auto cond = std::make_shared<InputChannels>();
-      cond->y = ops::concat({i2v_mask(in.frames, lat_h, lat_w, false), z}, 0);
-      out.taps["inter.z"] = z;
-      out.taps["inter.y"] = cond->y;
+      cond->y = i2v_y(in, Tensor(), *vae, g, out);
       out.data = cond;
       return out;
     };
@@ -721,25 +736,13 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
         last = flf2v_last_frame(in.image, in.last_image, &note);
         if (!note.empty()) out.notes.push_back(note);
       }
-      const auto [lat_h, lat_w] =
-          i2v_latent_size(in.image.size(1), in.image.size(2), in.height * in.width, g.vae_stride_s, g.patch_h);
-      out.height = lat_h * g.vae_stride_s;
-      out.width = lat_w * g.vae_stride_s;
-      if (out.height != in.height || out.width != in.width)
-        out.notes.push_back(msg() << "the video is " << out.width << "x" << out.height << ": the image's aspect ratio ("
-                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
-                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
       // CLIPModel.visual of each image at its own size, then the VAE encoding of the frames.
       Tensor fea = clip->acquire()->encode(in.image.unsqueeze(0));
       if (flf) fea = ops::concat({fea, clip->acquire()->encode(last.unsqueeze(0))}, 0);
-      const Tensor video = i2v_video(in.image, last, in.frames, out.height, out.width);
-      const Tensor z = vae->encode_normalized(video, LatentScale::wan21()).squeeze(0);  // [16, F', lat_h, lat_w]
-      const Tensor y = ops::concat({i2v_mask(in.frames, lat_h, lat_w, flf), z}, 0);
+      const Tensor y = i2v_y(in, last, *vae, g, out);
       auto cond = std::make_shared<DiTImageConditioning>();
       cond->images = dit->acquire()->encode_images(fea, y);
       out.data = cond;
-      out.taps["inter.z"] = z;
-      out.taps["inter.y"] = y;
       return out;
     };
     p.after_images = [clip] { clip->release(); };
@@ -753,10 +756,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
       const auto [ow, oh] = ti2v_output_size(in.image.size(2), in.image.size(1), dw, dh, in.height * in.width);
       out.height = oh;
       out.width = ow;
-      if (oh != in.height || ow != in.width)
-        out.notes.push_back(msg() << "the video is " << ow << "x" << oh << ": the image's aspect ratio ("
-                                  << in.image.size(2) << "x" << in.image.size(1) << ") at the requested area of "
-                                  << in.width << "x" << in.height << " pixels, as the reference sizes it");
+      note_image_size(in, out);
       if (in.image.size(1) * ow != in.image.size(2) * oh)
         out.notes.push_back(msg() << "the image is resized (Lanczos) and centre-cropped to " << ow << "x" << oh
                                   << ", as the reference does");
