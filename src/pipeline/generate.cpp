@@ -198,16 +198,21 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   const Shape shape = latent_shape(parts.geometry, req);
   SeededNoise noise(req, shape);
   Tensor x = noise.x;
-  // Image-fixed latent frames (ImageConditioning::fixed_frames): put in place of x's first frames.
-  auto fix_frames = [&](const Tensor& lat) {
-    if (!images || !images->fixed_frames.defined()) return lat;
+  // Image-fixed latent frames (ImageConditioning::fixed_frames): put in place of x's first frames,
+  // after the noise is drawn and after every step. Checked and widened once; the latent keeps its shape.
+  Tensor fixed;
+  if (images && images->fixed_frames.defined()) {
     const Tensor& z = images->fixed_frames;
-    const int64_t n = z.size(1);
-    VIDAX_CHECK(z.dim() == 4 && z.size(0) == lat.size(0) && n <= lat.size(1) && z.size(2) == lat.size(2) &&
-                    z.size(3) == lat.size(3),
-                "the image's fixed latent frames " << z.str() << " do not fit the latent " << lat.str());
-    if (n == lat.size(1)) return z.to(DType::F32);
-    return ops::concat({z.to(DType::F32), lat.slice(1, n, lat.size(1))}, 1).contiguous();
+    VIDAX_CHECK(z.dim() == 4 && x.dim() == 4 && z.size(0) == x.size(0) && z.size(1) <= x.size(1) &&
+                    z.size(2) == x.size(2) && z.size(3) == x.size(3),
+                "the image's fixed latent frames " << z.str() << " do not fit the latent " << x.str());
+    fixed = z.to(DType::F32);
+  }
+  auto fix_frames = [&](const Tensor& lat) {
+    if (!fixed.defined()) return lat;
+    const int64_t n = fixed.size(1);
+    if (n == lat.size(1)) return fixed;
+    return ops::concat({fixed, lat.slice(1, n, lat.size(1))}, 1).contiguous();
   };
   if (ev.on_noise) ev.on_noise(0, x);
   x = fix_frames(x);
