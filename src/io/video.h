@@ -79,6 +79,11 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
 // image (a video or an animated file with several frames is refused).
 Tensor read_image(const std::string& path, const std::string& what = "image");
 
+// A picture's RGB bytes as the image-to-video references take them: torchvision's to_tensor
+// (v / 255) and .sub_(0.5).div_(0.5), in fp32. [H, W, 3] bytes -> [3, H, W] F32 in [-1, 1].
+Tensor picture_to_tensor(const uint8_t* rgb, int64_t height, int64_t width);
+Tensor picture_to_tensor(const Tensor& rgb);  // [H, W, 3] U8, any strides (a crop's view)
+
 // A file or directory built under a temporary name in the target's directory
 // and renamed into place by commit(); removed by the destructor otherwise.
 // Both the constructor and commit() refuse a target that exists and is a link or

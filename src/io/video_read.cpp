@@ -125,15 +125,26 @@ Tensor read_image(const std::string& path, const std::string& what) {
   VIDAX_CHECK(rgb.frames >= 1, "the " << what << " " << path << " holds no decodable picture");
   VIDAX_CHECK(rgb.frames == 1, "the " << what << " " << path << " holds " << rgb.frames
                                       << " frames (a video or an animation); give a still image");
-  Tensor t = Tensor::empty({3, rgb.height, rgb.width}, DType::F32);
-  float* out = t.data<float>();
-  const int64_t n = rgb.height * rgb.width;
+  return picture_to_tensor(rgb.rgb.data(), rgb.height, rgb.width);
+}
+
+Tensor picture_to_tensor(const uint8_t* rgb, int64_t height, int64_t width) {
+  Tensor t = Tensor::empty({3, height, width}, DType::F32);
+  float* out = t.data<float>();  // view-write-ok: fills the tensor made above
+  const int64_t n = height * width;
   for (int64_t i = 0; i < n; ++i)
     for (int64_t c = 0; c < 3; ++c) {
-      const float v = static_cast<float>(rgb.rgb[static_cast<size_t>(i * 3 + c)]) / 255.0f;  // to_tensor
-      out[c * n + i] = (v - 0.5f) / 0.5f;                                                     // .sub_(0.5).div_(0.5)
+      const float v = static_cast<float>(rgb[i * 3 + c]) / 255.0f;  // to_tensor
+      out[c * n + i] = (v - 0.5f) / 0.5f;                           // .sub_(0.5).div_(0.5)
     }
   return t;
+}
+
+Tensor picture_to_tensor(const Tensor& rgb) {
+  VIDAX_CHECK(rgb.dtype() == DType::U8 && rgb.dim() == 3 && rgb.size(2) == 3,
+              "picture_to_tensor: expects an [H, W, 3] U8 picture, got " << rgb.str());
+  const Tensor c = rgb.contiguous();
+  return picture_to_tensor(c.data<uint8_t>(), c.size(0), c.size(1));  // view-write-ok: reads the picture
 }
 
 }  // namespace vidax::io

@@ -7,6 +7,7 @@
 #include <fstream>
 
 #include "io/checkpoint.h"
+#include "io/video.h"
 #include "models/wan/demo_weights.h"
 #include "models/wan/t2v_load.h"
 #include "models/wan/weights.h"
@@ -32,16 +33,6 @@ std::string error_of(const std::function<void()>& f) {
   return "";
 }
 
-Tensor image_of(const Tensor& bytes) {
-  const int64_t H = bytes.size(0), W = bytes.size(1);
-  const std::vector<float> b = bytes.to(DType::F32).to_f32_vector();
-  std::vector<float> v(static_cast<size_t>(3 * H * W));
-  for (int64_t c = 0; c < 3; ++c)
-    for (int64_t i = 0; i < H * W; ++i)
-      v[static_cast<size_t>(c * H * W + i)] = (b[static_cast<size_t>(i * 3 + c)] / 255.0f - 0.5f) / 0.5f;
-  return Tensor::from_f32(v, {3, H, W}, DType::F32);
-}
-
 Result run_golden(const io::Checkpoint& g, bool offload, LoadedT2V* model) {
   const auto cfg = nlohmann::json::parse(g.metadata().at("config"));
   LoadOptions lo;
@@ -50,7 +41,7 @@ Result run_golden(const io::Checkpoint& g, bool offload, LoadedT2V* model) {
   lo.offload = offload;
   *model = load_t2v(lo);
   Request r = request_from_json(cfg, model->preset.variant.defaults.negative_prompt);
-  r.image = image_of(g.get("input.image"));
+  r.image = io::picture_to_tensor(g.get("input.image"));
   return run_generation(model->parts, r);
 }
 
@@ -92,7 +83,7 @@ TEST(Wan22I2V, EachExpertTakesItsGuidance) {
   lo.precision = "fp32";
   LoadedT2V m = load_t2v(lo);
   Request r = request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
-  r.image = image_of(g.get("input.image"));
+  r.image = io::picture_to_tensor(g.get("input.image"));
   std::swap(r.guidance_scales[0], r.guidance_scales[1]);
   Result res = run_generation(m.parts, r, {}, /*decode=*/false);
   EXPECT_GT(vidax::test::rel_l2(g.get("output.latents"), res.latents), 1e-3);

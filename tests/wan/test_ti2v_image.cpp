@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "io/checkpoint.h"
+#include "io/video.h"
 #include "io/image_resize.h"
 #include "models/wan/demo_weights.h"
 #include "models/wan/i2v_conditioning.h"
@@ -31,17 +32,6 @@ std::string error_of(const std::function<void()>& f) {
     return e.what();
   }
   return "";
-}
-
-// The golden's [H, W, 3] picture as the pipeline's [3, H, W] F32 in [-1, 1] (to_tensor, sub, div).
-Tensor image_of(const Tensor& bytes) {
-  const int64_t H = bytes.size(0), W = bytes.size(1);
-  const std::vector<float> b = bytes.to(DType::F32).to_f32_vector();
-  std::vector<float> v(static_cast<size_t>(3 * H * W));
-  for (int64_t c = 0; c < 3; ++c)
-    for (int64_t i = 0; i < H * W; ++i)
-      v[static_cast<size_t>(c * H * W + i)] = (b[static_cast<size_t>(i * 3 + c)] / 255.0f - 0.5f) / 0.5f;
-  return Tensor::from_f32(v, {3, H, W}, DType::F32);
 }
 
 }  // namespace
@@ -96,7 +86,7 @@ TEST(Ti2vImage, MatchesOfficialGenerateWithImage) {
   EXPECT_EQ(m.parts.max_images, 1);
   EXPECT_EQ(m.parts.min_images, 0);
   Request r = request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
-  r.image = image_of(g.get("input.image"));
+  r.image = io::picture_to_tensor(g.get("input.image"));
   std::vector<std::string> warnings;
   Events ev;
   ev.warn = [&](const std::string& w) { warnings.push_back(w); };

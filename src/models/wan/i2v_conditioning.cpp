@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "io/image_resize.h"
+#include "io/video.h"
 
 namespace vidax::wan {
 
@@ -140,18 +141,8 @@ Tensor ti2v_image(const Tensor& image, int64_t oh, int64_t ow) {
   VIDAX_CHECK(rw >= ow && rh >= oh, "ti2v_image: the " << iw << "x" << ih << " image resized to " << rw << "x" << rh
                                                        << " does not cover " << ow << "x" << oh);
   const Tensor resized = (rw == iw && rh == ih) ? pic : io::resize_lanczos_pil(pic, rh, rw);  // PIL returns a copy
-  const int64_t x1 = (rw - ow) / 2, y1 = (rh - oh) / 2;
-  Tensor out = Tensor::empty({3, oh, ow}, DType::F32);
-  const Tensor rc = resized.contiguous();
-  const uint8_t* r = rc.data<uint8_t>();  // view-write-ok: reads the resized picture
-  float* o = out.data<float>();  // view-write-ok: fills the tensor made above
-  for (int64_t c = 0; c < 3; ++c)
-    for (int64_t y = 0; y < oh; ++y)
-      for (int64_t x = 0; x < ow; ++x) {
-        const float v = static_cast<float>(r[((y + y1) * rw + x + x1) * 3 + c]) / 255.0f;  // to_tensor
-        o[(c * oh + y) * ow + x] = (v - 0.5f) / 0.5f;
-      }
-  return out;
+  const int64_t x1 = (rw - ow) / 2, y1 = (rh - oh) / 2;  // the centre crop, then to_tensor().sub_(0.5).div_(0.5)
+  return io::picture_to_tensor(resized.slice(0, y1, y1 + oh).slice(1, x1, x1 + ow));
 }
 
 }  // namespace vidax::wan

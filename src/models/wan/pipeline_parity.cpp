@@ -23,13 +23,7 @@ Tensor golden_image(const parity::Golden& g, const std::filesystem::path& dir, c
     if (t.dtype() == DType::U8) {
       VIDAX_CHECK(t.dim() == 3 && t.size(2) == 3, g.path << ": input." << name << " " << t.str()
                                                          << ": picture bytes must be [H, W, 3]");
-      const int64_t H = t.size(0), W = t.size(1);
-      const uint8_t* b = t.data<uint8_t>();  // view-write-ok: reads the golden's bytes
-      std::vector<float> v(static_cast<size_t>(3 * H * W));
-      for (int64_t c = 0; c < 3; ++c)
-        for (int64_t i = 0; i < H * W; ++i)
-          v[static_cast<size_t>(c * H * W + i)] = (static_cast<float>(b[i * 3 + c]) / 255.0f - 0.5f) / 0.5f;
-      return Tensor::from_f32(v, {3, H, W}, DType::F32);
+      return io::picture_to_tensor(t);
     }
     VIDAX_CHECK(t.dim() == 3 && t.size(0) == 3, g.path << ": input." << name << " " << t.str()
                                                        << ": expected [3, H, W] in [-1, 1] or [H, W, 3] bytes");
