@@ -150,6 +150,26 @@ json bench_pjrt(const BenchOptions& opt, const std::shared_ptr<const WanDiT>& di
   return out;
 }
 
+// opt.repeats x opt.steps timed steps of `dit` on the CPU backend at t from 999 down, one forward
+// per context; each output checked finite and each step logged as "<what> step N: W s wall, C s CPU".
+std::vector<Sample> time_cpu_steps(const BenchOptions& opt, const WanDiT& dit, const Tensor& x,
+                                   const std::vector<const TextContext*>& contexts, const std::string& what,
+                                   const std::function<void(const std::string&)>& log) {
+  std::vector<Sample> steps;
+  for (int rep = 0; rep < opt.repeats; ++rep)
+    for (int s = 0; s < opt.steps; ++s) {
+      const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
+      Tensor y;
+      steps.push_back(timed([&] {
+        for (const TextContext* c : contexts) y = dit.forward(x, std::vector<double>{t}, *c);
+      }));
+      VIDAX_CHECK(ops::all_finite(y), "bench: the " << what << " output is not finite");
+      log(what + " step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
+          std::to_string(steps.back().cpu) + " s CPU");
+    }
+  return steps;
+}
+
 }  // namespace
 
 json run_bench(const BenchOptions& opt, const std::function<void(const std::string&)>& log) {
@@ -514,18 +534,10 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         rsrc.expect_all_taken();
         const TextContext rtext = resident_dit.encode_context(context);
         (void)resident_dit.forward(tiny, std::vector<double>{999.0}, rtext);  // packs the weights
-        std::vector<Sample> rs;
-        for (int rep = 0; rep < opt.repeats; ++rep)
-          for (int s2 = 0; s2 < opt.steps; ++s2) {
-            const double t = 999.0 * (1.0 - static_cast<double>(s2) / std::max(1, opt.steps));
-            Tensor y;
-            rs.push_back(timed([&] {
-              for (size_t c = 0; c < contexts.size(); ++c) y = resident_dit.forward(x, std::vector<double>{t}, rtext);
-            }));
-            VIDAX_CHECK(ops::all_finite(y), "bench: the resident DiT output is not finite");
-            log("resident DiT step " + std::to_string(rs.size()) + ": " + std::to_string(rs.back().wall) + " s wall, " +
-                std::to_string(rs.back().cpu) + " s CPU");
-          }
+        // As many forwards per step as the streamed run (the prompt's context for each: the cost is the same).
+        const std::vector<Sample> rs =
+            time_cpu_steps(opt, resident_dit, x, std::vector<const TextContext*>(contexts.size(), &rtext),
+                           "resident DiT", log);
         const json rst = stats(rs);
         r["offload_resident_step"] = rst;
         r["offload_step_ratio"] = st["wall_median"].get<double>() / rst["wall_median"].get<double>();
@@ -591,18 +603,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       }
       (void)ldit.forward(random_input({x_channels, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 2),
                          std::vector<double>{999.0}, ltext);  // warm-up (packing)
-      std::vector<Sample> lsteps;
-      for (int rep = 0; rep < opt.repeats; ++rep)
-        for (int s2 = 0; s2 < opt.steps; ++s2) {
-          const double t = 999.0 * (1.0 - static_cast<double>(s2) / std::max(1, opt.steps));
-          Tensor y;
-          lsteps.push_back(timed([&] {
-            for (const TextContext* c : lcontexts) y = ldit.forward(x, std::vector<double>{t}, *c);
-          }));
-          VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output with LoRAs is not finite");
-          log("DiT step with LoRAs " + std::to_string(lsteps.size()) + ": " + std::to_string(lsteps.back().wall) +
-              " s wall, " + std::to_string(lsteps.back().cpu) + " s CPU");
-        }
+      const std::vector<Sample> lsteps = time_cpu_steps(opt, ldit, x, lcontexts, "DiT with LoRAs", log);
       const json lst = stats(lsteps);
       const double base_med = r["step_seconds_median"].get<double>(), lora_med = lst["wall_median"].get<double>();
       r["lora"] = {{"mode", "runtime"},
