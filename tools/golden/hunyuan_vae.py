@@ -9,17 +9,18 @@ temporal halvings in levels 1 and 2: 8x spatial, 4x temporal), 16 latent channel
 attention with its frame-causal mask. Writes
 
   tests/golden/hunyuan_vae_decode.safetensors   decoder.* + post_quant_conv.*, input.z -> output
-  tests/golden/hunyuan_vae_encode.safetensors   encoder.* + quant_conv.*, input.video -> output
+  tests/golden/hunyuan_vae_encode.safetensors   encoder.* + quant_conv.*, input.x -> output, output.mean, output.logvar
   tests/golden/hunyuan_vae_tiled_decode.safetensors     TILED config, spatial + temporal tiling
   tests/golden/hunyuan_vae_tiled_encode.safetensors     TILED config, spatial + temporal tiling
   tests/hunyuan/data/vae_keys.json                      the published VAE's state_dict names and shapes
 
-decode (the pipeline's decode_latents, pipeline_hunyuan_video.py): input.z is the latent the DiT
-works on (scaled); z / scaling_factor, vae.decode, then (image / 2 + 0.5).clamp(0, 1): output is
-the video in [0, 1]. inter.decoder is the decoder's raw output (before the clamp), inter.<module>
-the outputs of the decoder's modules.
-encode: input.video in [-1, 1]; vae.encode(x).latent_dist.mode() * scaling_factor: output is the
-scaled latent mean (what the DiT is given); inter.quant_conv holds the moments [mean; logvar].
+The official forward, raw (the kinds are named after its arguments; the pipeline's latent scaling
+and [0, 1] mapping are not applied):
+decode: output = vae.decode(z).sample for input.z (an unscaled latent); inter.<module> the outputs
+of the decoder's modules (inter.decoder = output).
+encode: input.x in [-1, 1]; posterior = vae.encode(x).latent_dist: output = posterior.mode(),
+output.mean / output.logvar its DiagonalGaussianDistribution parameters (logvar clamped to
+[-30, 20] as the reference does); inter.quant_conv holds the moments [mean; logvar].
 
 3 latent frames decode to 9 video frames (the upsamplers' first frame is upsampled in space only);
 9 frames encode to 3 latent frames. Weights are random (seeded), norms' affine parameters and biases
@@ -93,7 +94,7 @@ class Recorder:
 def save(path, tensors, kind, config, **extra):
     meta = {**extra, "kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_vae.py",
             "torch": torch.__version__}
-    tensors = {k: v.detach().contiguous().to(torch.float32) for k, v in tensors.items()}
+    tensors = {k: v.detach().to(torch.float32).contiguous().clone() for k, v in tensors.items()}  # no shared storage
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors)")
 
@@ -118,18 +119,15 @@ def main():
     vae = mod.AutoencoderKLCausal3D(**CONFIG).eval().requires_grad_(False)
     randomize_(vae, seed=31)
     sd = vae.state_dict()
-    sf = vae.config.scaling_factor
 
     z = torch.randn(1, 16, 3, 3, 4, generator=torch.Generator().manual_seed(32))
     dec_points = ["post_quant_conv", "decoder.conv_in", "decoder.mid_block", "decoder.up_blocks.0",
                   "decoder.up_blocks.1", "decoder"]
     rec = Recorder(vae, dec_points)
     with torch.no_grad():
-        image = vae.decode(z / sf, return_dict=False)[0]
-        video = (image / 2 + 0.5).clamp(0, 1)
+        video = vae.decode(z).sample
     inter = rec.tensors()
-    clamped = ((image <= -1) | (image >= 1)).float().mean().item()
-    print(f"decode: {list(video.shape)} raw std {image.std().item():.4f} clamped fraction {clamped:.4f}")
+    print(f"decode: {list(video.shape)} std {video.std().item():.4f}")
     params = {k: v for k, v in sd.items() if k.startswith(("decoder.", "post_quant_conv."))}
     save(os.path.join(args.out, "hunyuan_vae_decode.safetensors"),
          {**params, "input.z": z, "output": video, **inter}, "hunyuan.vae.decode", CONFIG)
@@ -139,12 +137,13 @@ def main():
                   "encoder.down_blocks.3", "encoder.mid_block", "encoder", "quant_conv"]
     rec = Recorder(vae, enc_points)
     with torch.no_grad():
-        latent = vae.encode(x).latent_dist.mode() * sf
+        post = vae.encode(x).latent_dist
     inter = rec.tensors()
-    print(f"encode: {list(latent.shape)} std {latent.std().item():.4f}")
+    print(f"encode: {list(post.mode().shape)} std {post.mode().std().item():.4f}")
     params = {k: v for k, v in sd.items() if k.startswith(("encoder.", "quant_conv."))}
     save(os.path.join(args.out, "hunyuan_vae_encode.safetensors"),
-         {**params, "input.video": x, "output": latent, **inter}, "hunyuan.vae.encode", CONFIG)
+         {**params, "input.x": x, "output": post.mode(), "output.mean": post.mean, "output.logvar": post.logvar,
+          **inter}, "hunyuan.vae.encode", CONFIG)
 
     tiled(mod, args.out)
 
@@ -155,12 +154,11 @@ def tiled(mod, out):
     randomize_(vae, seed=41)
     vae.enable_tiling()
     sd = vae.state_dict()
-    sf = vae.config.scaling_factor
     z = torch.randn(1, 4, 6, 4, 5, generator=torch.Generator().manual_seed(42))
     with torch.no_grad():
-        video = (vae.decode(z / sf, return_dict=False)[0] / 2 + 0.5).clamp(0, 1)
+        video = vae.decode(z).sample
         vae.disable_tiling()
-        untiled = (vae.decode(z / sf, return_dict=False)[0] / 2 + 0.5).clamp(0, 1)
+        untiled = vae.decode(z).sample
         vae.enable_tiling()
     assert video.shape == untiled.shape == (1, 3, 21, 32, 40), video.shape
     print(f"tiled decode: {list(video.shape)}, max |tiled - untiled| {(video - untiled).abs().max().item():.4f}")
@@ -170,13 +168,14 @@ def tiled(mod, out):
 
     x = torch.rand(1, 3, 21, 32, 40, generator=torch.Generator().manual_seed(43)) * 2 - 1
     with torch.no_grad():
-        latent = vae.encode(x).latent_dist.mode() * sf
+        post = vae.encode(x).latent_dist
+        latent = post.mode()
         vae.disable_tiling()
-        untiled = vae.encode(x).latent_dist.mode() * sf
+        untiled = vae.encode(x).latent_dist.mode()
     assert latent.shape == untiled.shape == (1, 4, 6, 4, 5), latent.shape
     print(f"tiled encode: {list(latent.shape)}, max |tiled - untiled| {(latent - untiled).abs().max().item():.4f}")
     params = {k: v for k, v in sd.items() if k.startswith(("encoder.", "quant_conv."))}
-    save(os.path.join(out, "hunyuan_vae_tiled_encode.safetensors"), {**params, "input.video": x, "output": latent},
+    save(os.path.join(out, "hunyuan_vae_tiled_encode.safetensors"), {**params, "input.x": x, "output": latent, "output.mean": post.mean, "output.logvar": post.logvar},
          "hunyuan.vae.encode", TILED, tiling="spatial,temporal")
 
 

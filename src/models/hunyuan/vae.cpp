@@ -336,11 +336,17 @@ Tensor HunyuanVAE::encode_moments(const Tensor& video, const VAETap& tap) const 
   return run_encoder(video, tap);
 }
 
-// DiagonalGaussianDistribution.mode() = the mean half (chunk(2, dim=1)[0]); the logvar clamp and
-// std do not enter it.
+// DiagonalGaussianDistribution: torch.chunk(moments, 2, dim=1), logvar clamped to [-30, 20];
+// mode() = mean (the clamp and std do not enter it).
+VAEPosterior posterior_of(const Tensor& moments) {
+  VIDAX_CHECK(moments.dim() == 5 && moments.size(1) % 2 == 0,
+              "HunyuanVideo VAE: moments must be [B, 2C, F, H, W], found " << shape_str(moments.shape()));
+  const int64_t c = moments.size(1) / 2;
+  return {ops::copy(moments.slice(1, 0, c)), ops::clamp(ops::copy(moments.slice(1, c, 2 * c)), -30.0, 20.0)};
+}
+
 Tensor HunyuanVAE::mode_scaled(const Tensor& moments) const {
-  Tensor mean = ops::copy(moments.slice(1, 0, config_.latent_channels));
-  return ops::scale(mean, config_.scaling_factor);
+  return ops::scale(posterior_of(moments).mean, config_.scaling_factor);
 }
 
 Tensor HunyuanVAE::encode_scaled(const Tensor& video, const VAETap& tap) const {

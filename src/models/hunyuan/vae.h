@@ -14,10 +14,15 @@
 //
 // It runs the whole clip at once, as the reference does when tiling is off.
 //
-// Latent scaling (scaling_factor 0.476986, no shift): the DiT's latent is the VAE mean times the
-// factor. encode_scaled multiplies the posterior's mode by it (what HunyuanVideo-I2V gives the DiT);
-// decode_scaled divides by it before post_quant_conv, as the pipeline's decode_latents does
-// (pipeline_hunyuan_video.py: latents / scaling_factor, vae.decode, (image / 2 + 0.5).clamp(0, 1)).
+// Two layers, kept apart:
+// - the official forward (AutoencoderKLCausal3D): encode_moments (quant_conv's moments, whose
+//   DiagonalGaussianDistribution is posterior_of) and decode (decode(z).sample), raw: no latent
+//   scaling, no clamp. The parity kinds hunyuan.vae.decode / .encode run these.
+// - the pipeline's scaling around it (scaling_factor 0.476986, no shift), the step a HunyuanVideo
+//   pipeline calls: encode_scaled multiplies the posterior's mode by the factor (the latent the
+//   DiT works on, as HunyuanVideo-I2V gives it); decode_scaled divides by it before the decode and
+//   maps the image to [0, 1], as the pipeline's decode_latents does (pipeline_hunyuan_video.py:
+//   latents / scaling_factor, vae.decode, (image / 2 + 0.5).clamp(0, 1)).
 //
 // Parameters are taken by the official state_dict names (encoder.down_blocks.0.resnets.0.conv1.conv.weight,
 // decoder.mid_block.attentions.0.to_q.weight, quant_conv.weight, ...).
@@ -88,6 +93,14 @@ struct VAETiling {
   static constexpr double kOverlap = 0.25;  // tile_overlap_factor, fixed in the reference
 };
 
+// The reference's DiagonalGaussianDistribution(moments): mean = the first latent_channels channels
+// of the moments (= mode()), logvar = the rest clamped to [-30, 20].
+struct VAEPosterior {
+  Tensor mean;
+  Tensor logvar;
+};
+VAEPosterior posterior_of(const Tensor& moments);
+
 // Observes intermediate activations: called with an official module path ("decoder.up_blocks.1",
 // "encoder", "quant_conv") and that module's output.
 using VAETap = std::function<void(const std::string& module, const Tensor& output)>;
@@ -110,7 +123,7 @@ class HunyuanVAE {
   // video [B, in_channels, F, H, W], F = 4k+1, H and W multiples of spatial_factor() ->
   // moments [B, 2 latent_channels, k+1, H/8, W/8] (quant_conv's output: mean then logvar).
   Tensor encode_moments(const Tensor& video, const VAETap& tap = {}) const;
-  // The posterior's mode (the mean half of the moments) times scaling_factor.
+  // The pipeline's encode: the posterior's mode (the mean half of the moments) times scaling_factor.
   Tensor encode_scaled(const Tensor& video, const VAETap& tap = {}) const;
   // latent [B, latent_channels, F', h, w] (unscaled) -> video [B, out_channels, 1 + 4 (F'-1), 8h, 8w],
   // not clamped (vae.decode).

@@ -1,9 +1,13 @@
 // Parity kinds hunyuan.vae.decode / hunyuan.vae.encode (docs/parity.md): the HunyuanVideo VAE half a
 // golden file holds (the whole VAE when it holds both), loaded from the file's parameters through
-// the translator, strictly; run as the pipeline runs it (decode_scaled / encode_scaled, tiled when
-// the file's __metadata__.tiling says so); output and inter.<official module path> tensors.
+// the translator, strictly; run as the official forward (AutoencoderKLCausal3D.decode(z).sample and
+// .encode(x).latent_dist), raw: no latent scaling, no clamp (the pipeline's scaling is
+// HunyuanVAE::decode_scaled / encode_scaled, not checked here); tiled when the file's
+// __metadata__.tiling says so; output (+ output.mean / output.logvar) and inter.<official module
+// path> tensors.
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <sstream>
 
 #include "backend/ops.h"
@@ -45,28 +49,37 @@ parity::Produced run_vae(const parity::Golden& g, const parity::Options& opt, bo
                        compute_of(opt));
   params.expect_all_taken();
 
-  const char* input = decode ? "input.z" : "input.video";
-  VIDAX_CHECK(g.file.contains(input), g.path << ": a " << g.kind << " golden file needs '" << input << "'");
+  // decode(z): input.z; encode(x): input.x, or input.video (the older name) when there is no input.x.
+  const char* input = decode ? "input.z" : g.file.contains("input.x") ? "input.x" : "input.video";
+  VIDAX_CHECK(g.file.contains(input), g.path << ": a " << g.kind << " golden file needs "
+                                             << (decode ? "'input.z'" : "'input.x' (or its alias 'input.video')"));
+  VIDAX_CHECK(decode || !(g.file.contains("input.x") && g.file.contains("input.video")),
+              g.path << ": both 'input.x' and 'input.video' given; a " << g.kind << " file takes one");
   parity::Produced out;
-  const VAETap tap = [&out](const std::string& module, const Tensor& t) {
-    out["inter." + module] = t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32);
-  };
+  const auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32); };
+  const VAETap tap = [&out, &f32](const std::string& module, const Tensor& t) { out["inter." + module] = f32(t); };
   // __metadata__.tiling: "spatial", "temporal" or "spatial,temporal": the reference's tiled run
   // (enable_spatial_tiling / enable_temporal_tiling), whose tiles have no single module output.
-  Tensor y;
+  std::optional<VAETiling> tiling;
   if (auto it = g.file.metadata().find("tiling"); it != g.file.metadata().end()) {
-    VAETiling tiling;
+    tiling.emplace();
     std::stringstream list(it->second);
     for (std::string w; std::getline(list, w, ',');) {
       VIDAX_CHECK(w == "spatial" || w == "temporal",
                   g.path << ": __metadata__.tiling entry '" << w << "' (spatial, temporal)");
-      (w == "spatial" ? tiling.spatial : tiling.temporal) = true;
+      (w == "spatial" ? tiling->spatial : tiling->temporal) = true;
     }
-    y = decode ? vae.decode_scaled_tiled(g.file.get(input), tiling) : vae.encode_scaled_tiled(g.file.get(input), tiling);
-  } else {
-    y = decode ? vae.decode_scaled(g.file.get(input), tap) : vae.encode_scaled(g.file.get(input), tap);
   }
-  out["output"] = y.dtype() == DType::F32 ? y : ops::cast(y, DType::F32);
+  const Tensor x = g.file.get(input);
+  if (decode) {
+    out["output"] = f32(tiling ? vae.decode_tiled(x, *tiling) : vae.decode(x, tap));  // decode(z).sample
+    return out;
+  }
+  // encode(x).latent_dist: output = mode(); the distribution's parameters when the file has them.
+  const VAEPosterior post = posterior_of(tiling ? vae.encode_moments_tiled(x, *tiling) : vae.encode_moments(x, tap));
+  out["output"] = f32(post.mean);
+  if (g.file.contains("output.mean")) out["output.mean"] = f32(post.mean);
+  if (g.file.contains("output.logvar")) out["output.logvar"] = f32(post.logvar);
   return out;
 }
 
