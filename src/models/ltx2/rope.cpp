@@ -100,6 +100,7 @@ RopeTables rope_tables(const Positions& p, const RopeSpec& spec) {
               "LTX-2 rope_tables: malformed positions (" << n << " axes, " << T << " tokens)");
   VIDAX_CHECK(static_cast<int64_t>(spec.max_pos.size()) == n,
               "LTX-2 rope_tables: " << spec.max_pos.size() << " max positions for " << n << " position axes");
+  VIDAX_CHECK(n <= 8, "LTX-2 rope_tables: at most 8 position axes, got " << n);
   for (int64_t m : spec.max_pos) VIDAX_CHECK(m > 0, "LTX-2 rope_tables: max positions must be positive, got " << m);
   VIDAX_CHECK(spec.theta > 1.0, "LTX-2 rope_tables: theta must be > 1, got " << spec.theta);
   const int64_t dim = spec.dim, F = dim / (2 * n);
@@ -114,8 +115,7 @@ RopeTables rope_tables(const Positions& p, const RopeSpec& spec) {
   const int64_t half = dim / 2, pad = half - n * F;  // identity pairs in front (split: to dim/2; interleaved: dim % 2n / 2)
   std::vector<float> c(static_cast<size_t>(T * half), 1.0f), s(c.size(), 0.0f);
   for (int64_t t = 0; t < T; ++t) {
-    float u[8];
-    VIDAX_CHECK(n <= 8, "LTX-2 rope_tables: at most 8 position axes, got " << n);
+    float u[8];  // 2 u_a - 1 per axis
     for (int64_t a = 0; a < n; ++a) {
       const size_t i = static_cast<size_t>(a * T + t);
       const float mid = (p.start[i] + p.end[i]) / 2.0f;  // use_middle_indices_grid
