@@ -1,0 +1,2 @@
+# The LTX-2 golden tests at every CPU tier the host has (tests/CMakeLists.txt, docs/cpu.md).
+vidax_add_tier_tests(ltx2)
