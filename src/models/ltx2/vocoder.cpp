@@ -3,6 +3,8 @@
 // into dilation phases, a transposed conv as a conv over the zero-stuffed input).
 #include "models/ltx2/vocoder.h"
 
+#include <algorithm>
+
 #include "backend/ops.h"
 #include "core/error.h"
 #include "translate/config_fields.h"

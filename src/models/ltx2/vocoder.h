@@ -6,11 +6,12 @@
 // (conv_pre.weight, ups.0.weight, resblocks.3.convs1.2.bias, conv_post.weight, ...).
 // Not yet: resblock "AMP1" (the LTX-2.3 BigVGAN v2 generator) and VocoderWithBWE.
 #pragma once
+#include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
-#include "nlohmann/json.hpp"
 #include "nn/params.h"
 
 namespace vidax::ltx2 {
