@@ -112,7 +112,9 @@ TEST(Ltx2Vocoder, BadConfigAndInputAreErrors) {
   const ltx2::Vocoder v(l.cfg, src);
   EXPECT_THROW(v.forward(ops::cast(l.file.get("input.x"), DType::BF16)), Error);
   EXPECT_THROW(v.forward(l.file.get("input.x").slice(3, 0, 32)), Error);   // 32 mel bins
-  EXPECT_THROW(v.forward(l.file.get("input.x").select(1, 0)), Error);      // mono needs 128 bins
+  EXPECT_THROW(v.forward(l.file.get("input.x").select(1, 0)), Error);      // 3-D (mono): fails in the reference too
+  EXPECT_THROW(v.forward(ops::concat({l.file.get("input.x").select(1, 0), l.file.get("input.x").select(1, 0)}, 2)),
+               Error);  // [B, 2T, 64] is 3-D even with 128 = 2 x 64 values per frame
   // A missing parameter is an error naming it.
   auto params = l.params;
   params.erase("conv_post.bias");

@@ -158,16 +158,12 @@ Vocoder::Vocoder(VocoderConfig cfg, nn::ParamSource& p, const std::string& prefi
 
 Tensor Vocoder::forward(const Tensor& mel) const {
   VIDAX_CHECK(mel.dtype() == DType::F32, "ltx2 vocoder: the mel input must be F32, found " << dtype_name(mel.dtype()));
-  Tensor x;
-  if (mel.dim() == 4) {  // [B, 2, T, mel_bins] -> [B, 2 * mel_bins, T] (channel = stereo side * mel_bins + bin)
-    VIDAX_CHECK(mel.size(1) == 2 && mel.size(3) * 2 == 128,
-                "ltx2 vocoder: a 4-D input must be [B, 2, T, 64] (stereo mel), found " << shape_str(mel.shape()));
-    x = mel.transpose(2, 3).contiguous().view({mel.size(0), 128, mel.size(2)});
-  } else {
-    VIDAX_CHECK(mel.dim() == 3 && mel.size(2) == 128,
-                "ltx2 vocoder: the input must be [B, 2, T, 64] or [B, T, 128], found " << shape_str(mel.shape()));
-    x = mel.transpose(1, 2).contiguous();
-  }
+  // The docstring also names a mono [B, T, mel_bins] input, but the reference's forward fails on it
+  // (x.transpose(2, 3) of a 3-D tensor) and conv_pre takes 128 channels: stereo only.
+  VIDAX_CHECK(mel.dim() == 4 && mel.size(1) == 2 && mel.size(3) * 2 == 128,
+              "ltx2 vocoder: the input must be a stereo mel [B, 2, T, 64], found " << shape_str(mel.shape()));
+  // [B, 2, T, 64] -> [B, 2 * 64, T] (channel = stereo side * 64 + mel bin)
+  Tensor x = mel.transpose(2, 3).contiguous().view({mel.size(0), 128, mel.size(2)});
   VIDAX_CHECK(x.size(2) >= 1, "ltx2 vocoder: the input has no frames");
   auto run = [](const Tensor& t, const Conv& c) {  // padding "same" (torch: the odd sample on the right)
     const int64_t total = c.dilation * (c.weight.size(2) - 1);

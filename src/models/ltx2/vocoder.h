@@ -1,5 +1,5 @@
 // The LTX-2 vocoder (ltx_core.model.audio_vae.vocoder.Vocoder, HiFi-GAN style, resblock "1"):
-// a stereo log-mel spectrogram [B, 2, T, 64] (or mono [B, T, 128]) -> waveform [B, 2, T * prod(upsample_rates)].
+// a stereo log-mel spectrogram [B, 2, T, 64] -> waveform [B, 2, T * prod(upsample_rates)].
 // conv_pre (128 -> upsample_initial_channel, k7) -> per stage: leaky_relu(0.1), ConvTranspose1d
 // (stride r, padding (k - r) / 2), the mean of the stage's ResBlock1s -> leaky_relu(0.01) -> conv_post
 // (-> 2 channels, k7) -> tanh (or clamp to [-1, 1]). Parameters by the official state dict names
@@ -40,7 +40,8 @@ class Vocoder {
  public:
   // Takes every parameter (fp32 compute) from params under prefix + official name.
   Vocoder(VocoderConfig cfg, nn::ParamSource& params, const std::string& prefix = "");
-  // x: [B, 2, T, 64] (stereo) or [B, T, 128] (mono), F32 -> [B, 2, T * prod(upsample_rates)] F32.
+  // x: [B, 2, T, 64] (stereo), F32 -> [B, 2, T * prod(upsample_rates)] F32. The reference's mono
+  // form [B, T, mel_bins] fails in the reference itself (x.transpose(2, 3)) and is refused here.
   Tensor forward(const Tensor& x) const;
   const VocoderConfig& config() const { return cfg_; }
 
