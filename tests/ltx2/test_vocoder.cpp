@@ -1,7 +1,7 @@
 // The LTX-2 vocoder against the official ltx_core Vocoder (tests/golden/ltx2/ltx2_vocoder_*.safetensors,
 // tools/golden/ltx2_vocoder.py): the waveform at fp32 through kind ltx2.vocoder; the bundled
 // checkpoint's `vocoder.` prefix; controls that must fail (a changed resblock weight, a changed
-// upsample bias); bad config, input and parameters.
+// upsample bias; for AMP1 a Snake parameter, an anti-aliasing filter); bad config, input and parameters.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -72,6 +72,28 @@ TEST(Ltx2VocoderGolden, ClampNoBiasBatch2MatchesTheReferenceFp32) {
   expect_golden("ltx2_vocoder_clamp_b2.safetensors");
 }
 
+// AMP1 (BigVGAN v2, the LTX-2.3 generator): anti-aliased Snake / SnakeBeta, filters from the state dict.
+TEST(Ltx2VocoderGolden, AmpSnakeBetaMatchesTheReferenceFp32) {
+  expect_golden("ltx2_vocoder_amp_snakebeta.safetensors");
+}
+TEST(Ltx2VocoderGolden, AmpSnakeNoFinalActivationBatch2MatchesTheReferenceFp32) {
+  expect_golden("ltx2_vocoder_amp_snake.safetensors");
+}
+
+// A changed Snake parameter and a changed anti-aliasing filter must move the AMP1 output.
+TEST(Ltx2Vocoder, AmpControlsFail) {
+  const Loaded l = load("ltx2_vocoder_amp_snakebeta.safetensors");
+  const Tensor want = l.file.get("output");
+  EXPECT_LE(max_abs_diff(run(l, l.params), want), 1e-5);
+  for (const char* key : {"resblocks.2.acts1.1.act.beta", "act_post.act.alpha", "resblocks.0.acts2.0.upsample.filter",
+                          "act_post.downsample.lowpass.filter"}) {
+    auto params = l.params;
+    ASSERT_TRUE(params.count(key)) << key;
+    params[key] = ops::add_scalar(params[key], 0.05);
+    EXPECT_GT(max_abs_diff(run(l, params), want), 1e-4) << key;
+  }
+}
+
 TEST(Ltx2Vocoder, OutputShapeAndBundledPrefix) {
   const Loaded l = load("ltx2_vocoder_tiny.safetensors");
   const Tensor want = l.file.get("output");
@@ -98,7 +120,8 @@ TEST(Ltx2Vocoder, ControlsFail) {
 
 TEST(Ltx2Vocoder, BadConfigAndInputAreErrors) {
   using nlohmann::json;
-  EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"resblock", "AMP1"}}), Error);
+  EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"resblock", "2"}}), Error);
+  EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"resblock", "AMP1"}, {"activation", "relu"}}), Error);
   EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"upsample_rates", {2, 2}}}), Error);  // 5 kernel sizes
   EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"no_such_arg", 1}}), Error);
   EXPECT_THROW(ltx2::VocoderConfig::from_json(json{{"resblock_dilation_sizes", {{1, 3}, {1, 3}, {1, 3}}}}), Error);

@@ -10,6 +10,11 @@ __metadata__.config (the Vocoder init args).
 
   ltx2_vocoder_tiny.safetensors     resblock "1", tanh at the end, bias in conv_post, B = 1
   ltx2_vocoder_clamp_b2.safetensors resblock "1", clamp at the end, no conv_post bias, B = 2
+  ltx2_vocoder_amp_snakebeta.safetensors  resblock "AMP1" (BigVGAN v2, LTX-2.3), activation snakebeta
+  ltx2_vocoder_amp_snake.safetensors      resblock "AMP1", activation snake, apply_final_activation false
+
+The AMP1 files also hold the kaiser-sinc filter buffers (persistent in the state dict); the Snake
+log-scale alpha / beta are drawn N(0, 0.5) (their init is 0).
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_vocoder.py [--out tests/golden/ltx2]
 """
@@ -40,8 +45,11 @@ def make(path, config, batch, frames, seed):
     model = Vocoder(**config).eval()
     # Scale the default (small) init up so the residual branches and the final tanh are not trivial.
     with torch.no_grad():
-        for p in model.parameters():
-            p.mul_(1.5)
+        for name, p in model.named_parameters():
+            if name.endswith(".alpha") or name.endswith(".beta"):
+                p.copy_(0.5 * torch.randn_like(p))
+            else:
+                p.mul_(1.5)
     x = torch.randn(batch, 2, frames, 64)
     with torch.no_grad():
         y = model(x)
@@ -63,6 +71,10 @@ def main():
     make(os.path.join(args.out, "ltx2_vocoder_tiny.safetensors"), BASE, 1, 6, 0)
     make(os.path.join(args.out, "ltx2_vocoder_clamp_b2.safetensors"),
          {**BASE, "use_tanh_at_final": False, "use_bias_at_final": False}, 2, 5, 1)
+    amp = {**BASE, "resblock": "AMP1", "activation": "snakebeta"}
+    make(os.path.join(args.out, "ltx2_vocoder_amp_snakebeta.safetensors"), amp, 1, 6, 2)
+    make(os.path.join(args.out, "ltx2_vocoder_amp_snake.safetensors"),
+         {**amp, "activation": "snake", "apply_final_activation": False}, 2, 4, 3)
 
 
 if __name__ == "__main__":

@@ -24,18 +24,19 @@ Tensor leaky_relu(const Tensor& x, double slope) {  // max(x, 0) + slope * min(x
   return ops::axpby(1.0, ops::relu(x), -slope, ops::relu(ops::scale(x, -1.0)));
 }
 
-// x [N, C, L], w [O, C, k]: zero padding lo / hi, then a stride-1 conv with the given dilation.
+// x [N, C, L], w [O, C, k]: zero padding lo / hi, then a conv with the given dilation (or stride).
 Tensor conv1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, int64_t dilation, int64_t lo,
-              int64_t hi) {
+              int64_t hi, int64_t stride = 1) {
   const int64_t n = x.size(0), c = x.size(1), k = w.size(2);
   const int64_t padded = x.size(2) + lo + hi;
   const int64_t out_len = padded - dilation * (k - 1);
   VIDAX_CHECK(out_len >= 1, "ltx2 vocoder: a conv of kernel " << k << " dilation " << dilation << " over "
                                                              << x.size(2) << " samples (+" << lo + hi
                                                              << " padding) has no output");
+  VIDAX_CHECK(stride == 1 || dilation == 1, "ltx2 vocoder: a conv with both stride and dilation");
   if (dilation == 1) {
     const Tensor xp = ops::pad(x, {lo, hi}).view({n, c, 1, padded});
-    const Tensor y = ops::conv2d(xp, w.reshape({w.size(0), c, 1, k}), bias, {1, 1}, {0, 0});
+    const Tensor y = ops::conv2d(xp, w.reshape({w.size(0), c, 1, k}), bias, {1, stride}, {0, 0});
     return y.squeeze(2);
   }
   // y[m * d + r] = sum_j w[j] x[(m + j) * d + r]: a conv along the rows of x viewed as [M, d].
@@ -43,6 +44,23 @@ Tensor conv1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bia
   const Tensor xp = ops::pad(x, {lo, hi + rows * dilation - padded}).view({n, c, rows, dilation});
   const Tensor y = ops::conv2d(xp, w.reshape({w.size(0), c, k, 1}), bias, {1, 1}, {0, 0});
   return y.contiguous().view({n, w.size(0), (rows - k + 1) * dilation}).slice(2, 0, out_len);
+}
+
+// ConvTranspose1d(stride s, padding p) with `w` already the equivalent conv's weight (transposed,
+// taps reversed): s - 1 zeros after each sample (the last's dropped), k - 1 - p zeros on both sides,
+// a conv: length (T - 1) s - 2p + k.
+Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, int64_t s, int64_t p) {
+  const int64_t n = x.size(0), c = x.size(1), t = x.size(2), k = w.size(2);
+  const Tensor stuffed = ops::pad(x.unsqueeze(3), {0, s - 1}).view({n, c, t * s});
+  return conv1d(stuffed.slice(2, 0, (t - 1) * s + 1), w, bias, 1, k - 1 - p, k - 1 - p);
+}
+
+// [C_in, C_out, k] (ConvTranspose1d) -> [C_out, C_in, k], taps reversed.
+Tensor as_conv_weight(const Tensor& wt) {
+  const Tensor w = wt.to(DType::F32).transpose(0, 1);
+  std::vector<Tensor> taps;
+  for (int64_t j = w.size(2) - 1; j >= 0; --j) taps.push_back(w.slice(2, j, j + 1));
+  return ops::concat(taps, 2).contiguous();
 }
 
 Tensor take_conv_weight(nn::ParamSource& p, const std::string& name, int64_t o, int64_t c, int64_t k) {
@@ -73,9 +91,12 @@ VocoderConfig VocoderConfig::from_json(const Json& j) {
   c.apply_final_activation = value_or(j, "apply_final_activation", c.apply_final_activation);
   c.use_bias_at_final = value_or(j, "use_bias_at_final", c.use_bias_at_final);
 
-  VIDAX_CHECK(c.resblock == "1", "LTX-2 vocoder config: resblock '"
-                                     << c.resblock << "' is not supported (only \"1\", the LTX-2 vocoder; \"AMP1\" "
-                                                      "is the LTX-2.3 BigVGAN v2 generator, not ported yet)");
+  VIDAX_CHECK(c.resblock == "1" || c.resblock == "AMP1",
+              "LTX-2 vocoder config: resblock '" << c.resblock
+                                                 << "' is not supported (\"1\": LTX-2's HiFi-GAN, \"AMP1\": LTX-2.3's BigVGAN v2; "
+                                                    "the reference's ResBlock2 path is not a published vocoder)");
+  VIDAX_CHECK(c.activation == "snake" || c.activation == "snakebeta",
+              "LTX-2 vocoder config: activation '" << c.activation << "' (snake or snakebeta)");
   VIDAX_CHECK(!c.upsample_rates.empty() && c.upsample_rates.size() == c.upsample_kernel_sizes.size(),
               "LTX-2 vocoder config: upsample_rates (" << c.upsample_rates.size() << ") and upsample_kernel_sizes ("
                                                        << c.upsample_kernel_sizes.size()
@@ -132,11 +153,8 @@ Vocoder::Vocoder(VocoderConfig cfg, nn::ParamSource& p, const std::string& prefi
     const int64_t cin = ch0 >> i, cout = ch0 >> (i + 1);
     const int64_t k = cfg_.upsample_kernel_sizes[i], s = cfg_.upsample_rates[i];
     const std::string name = prefix + "ups." + std::to_string(i) + ".";
-    // ConvTranspose1d's [C_in, C_out, k] -> the equivalent conv's [C_out, C_in, k], taps reversed.
-    const Tensor w = p.take(name + "weight", {cin, cout, k}).to(DType::F32).transpose(0, 1);
-    std::vector<Tensor> taps;
-    for (int64_t j = k - 1; j >= 0; --j) taps.push_back(w.slice(2, j, j + 1));
-    ups_.push_back({ops::concat(taps, 2).contiguous(), p.take(name + "bias", {cout}).to(DType::F32), s, (k - s) / 2});
+    ups_.push_back({as_conv_weight(p.take(name + "weight", {cin, cout, k})),
+                    p.take(name + "bias", {cout}).to(DType::F32), s, (k - s) / 2});
     for (size_t r = 0; r < cfg_.resblock_kernel_sizes.size(); ++r) {
       const std::string rb = prefix + "resblocks." + std::to_string(resblocks_.size()) + ".";
       const int64_t rk = cfg_.resblock_kernel_sizes[r];
@@ -147,13 +165,50 @@ Vocoder::Vocoder(VocoderConfig cfg, nn::ParamSource& p, const std::string& prefi
                                 p.take(c1 + "bias", {cout}).to(DType::F32), cfg_.resblock_dilation_sizes[r][j]});
         block.convs2.push_back(
             {take_conv_weight(p, c2 + "weight", cout, cout, rk), p.take(c2 + "bias", {cout}).to(DType::F32), 1});
+        if (amp()) {
+          const bool beta = cfg_.activation == "snakebeta";
+          block.acts1.push_back(take_act(p, rb + "acts1." + std::to_string(j) + ".", cout, beta));
+          block.acts2.push_back(take_act(p, rb + "acts2." + std::to_string(j) + ".", cout, beta));
+        }
       }
       resblocks_.push_back(std::move(block));
     }
   }
   const int64_t fin = cfg_.final_channels();
+  if (amp()) act_post_ = take_act(p, prefix + "act_post.", fin, true);
   conv_post_ = {take_conv_weight(p, prefix + "conv_post.weight", 2, fin, 7), std::nullopt, 1};
   if (cfg_.use_bias_at_final) conv_post_.bias = p.take(prefix + "conv_post.bias", {2}).to(DType::F32);
+}
+
+Vocoder::AntiAliasedSnake Vocoder::take_act(nn::ParamSource& p, const std::string& name, int64_t channels,
+                                             bool beta) const {
+  // alpha_logscale (the only form Vocoder builds): the parameters are logs.
+  const Tensor alpha = ops::exp(p.take(name + "act.alpha", {channels}).to(DType::F32)).view({1, channels, 1});
+  const Tensor denom = beta ? ops::exp(p.take(name + "act.beta", {channels}).to(DType::F32)).view({1, channels, 1})
+                            : alpha;
+  AntiAliasedSnake a;
+  a.alpha = alpha;
+  a.inv_scale = ops::div(Tensor::from_f32({1.0f}, {1}), ops::add_scalar(denom, 1e-9));
+  // The filters are buffers of the state dict (persistent): taken, not recomputed.
+  a.up_filter = as_conv_weight(p.take(name + "upsample.filter", {1, 1, 12}));
+  a.down_filter = p.take(name + "downsample.lowpass.filter", {1, 1, 12}).to(DType::F32).contiguous();
+  return a;
+}
+
+// Activation1d(Snake[Beta]) with its defaults (ratio 2, kernels 12), one filter for every channel:
+// the channels run as a batch of one-channel signals.
+Tensor Vocoder::act(const Tensor& x, const AntiAliasedSnake& a) const {
+  const int64_t n = x.size(0), c = x.size(1), t = x.size(2);
+  // UpSample1d: replicate pad 12 / 2 - 1 = 5, 2 x conv_transpose1d(stride 2), crop 15 on both sides.
+  Tensor u = ops::pad(x.reshape({n * c, 1, t}), {5, 5}, ops::PadMode::Replicate);
+  u = conv_transpose1d(u, a.up_filter, std::nullopt, 2, 0).slice(2, 15, 15 + 2 * t);
+  u = ops::scale(u, 2.0).contiguous().view({n, c, 2 * t});
+  // Snake: x + inv_scale * sin(alpha x)^2.
+  const Tensor s = ops::sin(ops::mul(u, a.alpha));
+  u = ops::add(u, ops::mul(a.inv_scale, ops::mul(s, s)));
+  // DownSample1d: replicate pad (5, 6), conv stride 2.
+  const Tensor d = ops::pad(u.view({n * c, 1, 2 * t}), {5, 6}, ops::PadMode::Replicate);
+  return conv1d(d, a.down_filter, std::nullopt, 1, 0, 0, 2).contiguous().view({n, c, t});
 }
 
 Tensor Vocoder::forward(const Tensor& mel) const {
@@ -165,36 +220,35 @@ Tensor Vocoder::forward(const Tensor& mel) const {
   // [B, 2, T, 64] -> [B, 2 * 64, T] (channel = stereo side * 64 + mel bin)
   Tensor x = mel.transpose(2, 3).contiguous().view({mel.size(0), 128, mel.size(2)});
   VIDAX_CHECK(x.size(2) >= 1, "ltx2 vocoder: the input has no frames");
-  auto run = [](const Tensor& t, const Conv& c) {  // padding "same" (torch: the odd sample on the right)
+  // ResBlock1: padding "same" (torch: the odd sample on the right); AMPBlock1 and conv_pre / post:
+  // get_padding(k, d) = d (k - 1) / 2 on both sides (the same for the odd kernels).
+  const bool amp_pad = amp();
+  auto run = [amp_pad](const Tensor& t, const Conv& c) {
     const int64_t total = c.dilation * (c.weight.size(2) - 1);
-    return conv1d(t, c.weight, c.bias, c.dilation, total / 2, total - total / 2);
+    return conv1d(t, c.weight, c.bias, c.dilation, total / 2, amp_pad ? total / 2 : total - total / 2);
   };
   x = run(x, conv_pre_);
   const size_t per_stage = cfg_.resblock_kernel_sizes.size();
   for (size_t i = 0; i < ups_.size(); ++i) {
     const Up& up = ups_[i];
-    x = leaky_relu(x, kLreluSlope);
-    // ConvTranspose1d(stride s, padding p): s - 1 zeros after each sample (the last's dropped),
-    // k - 1 - p zeros on both sides, a conv with the reversed taps: length (T - 1) s - 2p + k.
-    const int64_t n = x.size(0), c = x.size(1), t = x.size(2), k = up.weight.size(2);
-    const Tensor stuffed = ops::pad(x.unsqueeze(3), {0, up.stride - 1}).view({n, c, t * up.stride});
-    const Tensor trimmed = stuffed.slice(2, 0, (t - 1) * up.stride + 1);
-    x = conv1d(trimmed, up.weight, up.bias, 1, k - 1 - up.padding, k - 1 - up.padding);
+    if (!amp()) x = leaky_relu(x, kLreluSlope);
+    x = conv_transpose1d(x, up.weight, up.bias, up.stride, up.padding);
     // The stage's resblocks all read x; their outputs are averaged.
     Tensor acc;
     for (size_t r = 0; r < per_stage; ++r) {
       const ResBlock& block = resblocks_[i * per_stage + r];
       Tensor h = x;
       for (size_t j = 0; j < block.convs1.size(); ++j) {
-        Tensor xt = run(leaky_relu(h, kLreluSlope), block.convs1[j]);
-        xt = run(leaky_relu(xt, kLreluSlope), block.convs2[j]);
+        Tensor xt = amp() ? run(act(h, block.acts1[j]), block.convs1[j])
+                          : run(leaky_relu(h, kLreluSlope), block.convs1[j]);
+        xt = amp() ? run(act(xt, block.acts2[j]), block.convs2[j]) : run(leaky_relu(xt, kLreluSlope), block.convs2[j]);
         h = ops::add(xt, h);
       }
       acc = r == 0 ? h : ops::add(acc, h);
     }
     x = ops::scale(acc, 1.0 / static_cast<double>(per_stage));
   }
-  x = run(leaky_relu(x, kPostSlope), conv_post_);
+  x = run(amp() ? act(x, *act_post_) : leaky_relu(x, kPostSlope), conv_post_);
   if (cfg_.apply_final_activation) x = cfg_.use_tanh_at_final ? ops::tanh(x) : ops::clamp(x, -1.0, 1.0);
   return x;
 }

@@ -4,7 +4,9 @@
 // (stride r, padding (k - r) / 2), the mean of the stage's ResBlock1s -> leaky_relu(0.01) -> conv_post
 // (-> 2 channels, k7) -> tanh (or clamp to [-1, 1]). Parameters by the official state dict names
 // (conv_pre.weight, ups.0.weight, resblocks.3.convs1.2.bias, conv_post.weight, ...).
-// Not yet: resblock "AMP1" (the LTX-2.3 BigVGAN v2 generator) and VocoderWithBWE.
+// resblock "AMP1" (BigVGAN v2, the LTX-2.3 generator): no leaky_relu before the upsamples, AMPBlock1s
+// whose activations are anti-aliased Snake / SnakeBeta (`activation`), act_post an anti-aliased
+// SnakeBeta. Not yet: VocoderWithBWE (the LTX-2.3 bandwidth extension around two AMP1 generators).
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -56,13 +58,25 @@ class Vocoder {
     Tensor bias;
     int64_t stride = 1, padding = 0;
   };
+  // Activation1d (AMP1): x2 kaiser-sinc upsample, Snake / SnakeBeta, x2 lowpass downsample.
+  struct AntiAliasedSnake {
+    Tensor alpha;      // exp(alpha) [1, C, 1]
+    Tensor inv_scale;  // 1 / (exp(beta or alpha) + 1e-9) [1, C, 1]
+    Tensor up_filter;  // [1, 1, 12], taps reversed (the transposed conv as a conv)
+    Tensor down_filter;  // [1, 1, 12]
+  };
   struct ResBlock {
     std::vector<Conv> convs1, convs2;
+    std::vector<AntiAliasedSnake> acts1, acts2;  // AMP1 only
   };
+  AntiAliasedSnake take_act(nn::ParamSource& p, const std::string& name, int64_t channels, bool beta) const;
+  Tensor act(const Tensor& x, const AntiAliasedSnake& a) const;
+  bool amp() const { return cfg_.resblock == "AMP1"; }
   VocoderConfig cfg_;
   Conv conv_pre_, conv_post_;
   std::vector<Up> ups_;
   std::vector<ResBlock> resblocks_;  // stage-major, resblock_kernel_sizes.size() per stage
+  std::optional<AntiAliasedSnake> act_post_;  // AMP1: always SnakeBeta
 };
 
 // Kind ltx2.vocoder (docs/parity.md): a golden's Vocoder (config = init args, params by official
