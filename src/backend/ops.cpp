@@ -237,6 +237,12 @@ Tensor sigmoid(const Tensor& x) {
 Tensor tanh(const Tensor& x) {
   return unary_op("tanh", x, [&](Backend& be, Tensor& o) { be.tanh(x, o); });
 }
+Tensor sin(const Tensor& x) {
+  return unary_op("sin", x, [&](Backend& be, Tensor& o) { be.sin(x, o); });
+}
+Tensor exp(const Tensor& x) {
+  return unary_op("exp", x, [&](Backend& be, Tensor& o) { be.exp(x, o); });
+}
 Tensor relu(const Tensor& x) {
   return unary_op("relu", x, [&](Backend& be, Tensor& o) { be.relu(x, o); });
 }

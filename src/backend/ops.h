@@ -47,6 +47,8 @@ Tensor gelu(const Tensor& x, GeluMode mode);
 Tensor silu(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
+Tensor sin(const Tensor& x);  // std::sin per element (the LTX-2.3 vocoder's Snake activations)
+Tensor exp(const Tensor& x);  // std::exp per element
 Tensor relu(const Tensor& x);
 // x * (1 + scale) + shift, scale/shift broadcast against x (DiT adaLN).
 Tensor modulate(const Tensor& x, const Tensor& shift, const Tensor& scale);

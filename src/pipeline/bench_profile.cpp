@@ -114,6 +114,14 @@ class TimingBackend final : public Backend {
     Timer t(p_, "tanh");
     cpu_.tanh(x, out);
   }
+  void sin(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "sin");
+    cpu_.sin(x, out);
+  }
+  void exp(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "exp");
+    cpu_.exp(x, out);
+  }
   void relu(const Tensor& x, Tensor& out) override {
     Timer t(p_, "relu");
     cpu_.relu(x, out);

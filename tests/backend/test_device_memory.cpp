@@ -114,6 +114,8 @@ class CountingBackend final : public Backend {
   void silu(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void sigmoid(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void tanh(const Tensor&, Tensor&) override VIDAX_NOT_USED()
+  void sin(const Tensor&, Tensor&) override VIDAX_NOT_USED()
+  void exp(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void relu(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void layer_norm(const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, double,
                   Tensor&) override VIDAX_NOT_USED()

@@ -88,6 +88,8 @@ TEST(Elementwise, UnaryOpsMatchDoubleReference) {
     expect_close(ops::sigmoid(x), ref_map(s, {&x}, [](auto& v) { return 1 / (1 + std::exp(-v[0])); }), 1e-6, tol,
                  "sigmoid");
     expect_close(ops::tanh(x), ref_map(s, {&x}, [](auto& v) { return std::tanh(v[0]); }), 1e-6, tol, "tanh");
+    expect_close(ops::sin(x), ref_map(s, {&x}, [](auto& v) { return std::sin(v[0]); }), 1e-6, tol, "sin");
+    expect_close(ops::exp(x), ref_map(s, {&x}, [](auto& v) { return std::exp(v[0]); }), 1e-6, tol, "exp");
     expect_close(ops::relu(x), ref_map(s, {&x}, [](auto& v) { return v[0] > 0 ? v[0] : 0.0; }), 0, 0, "relu");
     expect_close(ops::clamp(x, -1.0, 0.5), ref_map(s, {&x}, [](auto& v) { return std::clamp(v[0], -1.0, 0.5); }), 0,
                  tol, "clamp");
