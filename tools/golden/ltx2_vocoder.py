@@ -1,4 +1,4 @@
-"""Golden files for the LTX-2 vocoder (kind ltx2.vocoder, docs/models/ltx2-vocoder.md).
+"""Golden files for the LTX-2 vocoder (kind ltx2.vocoder, docs/models/ltx2.md).
 
 Runs the OFFICIAL ltx_core.model.audio_vae.vocoder.Vocoder (Lightricks/LTX-2, imported from
 $LTX2_CORE, default /work/ref/ltx2/packages/ltx-core/src) in float32 on the CPU with a tiny
