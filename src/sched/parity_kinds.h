@@ -6,7 +6,8 @@ namespace vidax {
 void register_rng_parity_kinds();
 namespace sched {
 // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp; sched.torch_scalar_math
-// (torch's float32 log/exp/expm1 the samplers' coefficients use).
+// (torch's float32 log/exp/expm1 the samplers' coefficients use); sched.ltx2 and
+// sched.ltx2_euler (LTX-2's sigma schedule and Euler step).
 void register_parity_kinds();
 }  // namespace sched
 }  // namespace vidax

@@ -12,5 +12,11 @@ namespace sched {
 parity::Produced run_flow_sampler(const parity::Golden& g, const parity::Options& opt);
 // sched.torch_scalar_math: output.<fn> = torch's float32 <fn>(input.<fn>) for log, exp, expm1.
 parity::Produced run_torch_scalar_math(const parity::Golden& g, const parity::Options& opt);
+// sched.ltx2: output.sigmas.<i> = LTX2Scheduler.execute(**config.cases[i]) (ltx2_schedule.h);
+// a case's keys are execute()'s arguments plus tokens (the latent's token count).
+parity::Produced run_ltx2_schedule(const parity::Golden& g, const parity::Options& opt);
+// sched.ltx2_euler: output.sigmas of config.schedule and output.sample.<i>, EulerDiffusionStep
+// from input.sample with the model's denoised predictions input.denoised.<i>.
+parity::Produced run_ltx2_euler(const parity::Golden& g, const parity::Options& opt);
 }  // namespace sched
 }  // namespace vidax

@@ -109,9 +109,11 @@ std::vector<float> torch_linspace_f32(float start, float end, int64_t steps) {
   if (steps <= 1) return v;
   const float step = (end - start) / static_cast<float>(steps - 1);
   const int64_t halfway = steps / 2;
+  // torch's kernel is built with FMA contraction: start + step * i and end - step * k are each
+  // one fused multiply-add (one rounding), which the unfused forms miss by an ulp on some entries.
   for (int64_t i = 0; i < steps; ++i) {
-    const float a = step * static_cast<float>(i < halfway ? i : steps - i - 1);
-    v[static_cast<size_t>(i)] = i < halfway ? start + a : end - a;
+    v[static_cast<size_t>(i)] = i < halfway ? std::fmaf(step, static_cast<float>(i), start)
+                                            : std::fmaf(-step, static_cast<float>(steps - i - 1), end);
   }
   return v;
 }

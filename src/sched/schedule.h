@@ -52,7 +52,9 @@ FlowSchedule diffusers_euler_schedule(int64_t steps, double shift, int64_t num_t
 FlowSchedule step_distill_schedule(int64_t steps, double shift, int64_t num_train_timesteps,
                                    const std::vector<int64_t>& denoising_step_list = {});
 // torch.linspace(start, end, steps) for float32 on the CPU: the first half counts up from
-// start, the second half down from end, step = (end - start) / (steps - 1) in float32.
+// start, the second half down from end, step = (end - start) / (steps - 1) in float32, each
+// entry one fused multiply-add (fma(step, i, start), fma(-step, steps - 1 - i, end)) as torch's
+// FMA-contracted kernel computes it (checked against torch 2.15 for steps 2..299, 1001, 4097).
 std::vector<float> torch_linspace_f32(float start, float end, int64_t steps);
 
 }  // namespace vidax::sched
