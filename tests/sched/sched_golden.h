@@ -2,12 +2,25 @@
 #pragma once
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "io/checkpoint.h"
+#include "parity/parity.h"
+
 #include "rng/golden_reader.h"
 
 namespace vidax::testing {
 
 inline GoldenFile load_sched_golden(const std::string& file) {
   return GoldenFile::load(std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + file);
+}
+
+// A tests/golden/ file opened as the parity runners take it (its kind and config from the metadata).
+inline parity::Golden open_parity_golden(const std::string& file) {
+  const std::string path = std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + file;
+  auto ck = io::Checkpoint::open(path);
+  const auto& meta = ck.metadata();
+  return parity::Golden{path, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
 }
 
 // Every sched golden file and its kind.

@@ -14,13 +14,6 @@
 namespace vidax::sched {
 namespace {
 
-parity::Golden open_golden(const std::string& file) {
-  const std::string path = std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + file;
-  auto ck = io::Checkpoint::open(path);
-  const auto& meta = ck.metadata();
-  return parity::Golden{path, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
-}
-
 // Number of elements whose float32 bits differ (-1 on a shape mismatch).
 int64_t differing_bits(const Tensor& want, const Tensor& got) {
   if (want.shape() != got.shape()) return -1;
@@ -31,7 +24,7 @@ int64_t differing_bits(const Tensor& want, const Tensor& got) {
 }
 
 TEST(Ltx2Schedule, SigmasEqualReferenceBitForBit) {
-  auto g = open_golden("sched_ltx2_schedules.safetensors");
+  auto g = testing::open_parity_golden("sched_ltx2_schedules.safetensors");
   ASSERT_EQ(g.kind, "sched.ltx2");
   auto produced = run_ltx2_schedule(g, {});
   const auto& cases = g.config.at("cases");
@@ -70,7 +63,7 @@ TEST(Ltx2Schedule, RejectsBadArguments) {
   EXPECT_THROW(ltx2_sigmas({10, 4096, 2.05, 0.95, true, -0.1}), Error);
   EXPECT_THROW(ltx2_sigmas({10, 4096, NAN, 0.95}), Error);
   EXPECT_THROW(ltx2_sigmas({10, 1 << 20, 2.05, 0.95}), Error);  // exp(mu) overflows float32
-  auto g = open_golden("sched_ltx2_schedules.safetensors");
+  auto g = testing::open_parity_golden("sched_ltx2_schedules.safetensors");
   g.config["cases"][0]["shfit"] = 1.0;  // misspelt key
   EXPECT_THROW(run_ltx2_schedule(g, {}), Error);
 }
@@ -90,7 +83,7 @@ TEST(Ltx2Schedule, DistilledTables) {
 }
 
 TEST(Ltx2Euler, StepsEqualReferenceBitForBit) {
-  auto g = open_golden("sched_ltx2_euler.safetensors");
+  auto g = testing::open_parity_golden("sched_ltx2_euler.safetensors");
   ASSERT_EQ(g.kind, "sched.ltx2_euler");
   auto produced = run_ltx2_euler(g, {});
   int compared = 0;

@@ -12,13 +12,6 @@
 namespace vidax {
 namespace {
 
-parity::Golden open_golden(const std::string& file) {
-  const std::string path = std::string(VIDAX_TEST_DATA_DIR) + "/golden/" + file;
-  auto ck = io::Checkpoint::open(path);
-  const auto& meta = ck.metadata();
-  return parity::Golden{path, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
-}
-
 // Same values (as doubles) and shape; returns the number of differing elements.
 int64_t differing(const Tensor& want, const Tensor& got) {
   EXPECT_EQ(want.shape(), got.shape());
@@ -31,7 +24,7 @@ int64_t differing(const Tensor& want, const Tensor& got) {
 
 void check_file(const std::string& file, parity::Produced (*runner)(const parity::Golden&, const parity::Options&)) {
   SCOPED_TRACE(file);
-  auto g = open_golden(file);
+  auto g = testing::open_parity_golden(file);
   auto produced = runner(g, parity::Options{});
   int compared = 0;
   for (const auto& name : g.file.names()) {
@@ -53,7 +46,7 @@ TEST(ParityRunners, FlowSamplers) {
 }
 
 TEST(ParityRunners, TorchScalarMathWithinOneUlp) {
-  auto g = open_golden("sched_torch_scalar_math.safetensors");
+  auto g = testing::open_parity_golden("sched_torch_scalar_math.safetensors");
   auto produced = sched::run_torch_scalar_math(g, {});
   ASSERT_EQ(produced.size(), 3u);
   for (const auto& [name, got] : produced) {
@@ -64,10 +57,10 @@ TEST(ParityRunners, TorchScalarMathWithinOneUlp) {
 }
 
 TEST(ParityRunners, RejectMalformedNames) {
-  auto g = open_golden("rng_torch_cpu.safetensors");
+  auto g = testing::open_parity_golden("rng_torch_cpu.safetensors");
   g.config["torch_version"] = "2.3";
   EXPECT_THROW(run_rng_torch_cpu(g, {}), Error);  // unverified torch version
-  auto s = open_golden("sched_flow_unipc_n5_s3.safetensors");
+  auto s = testing::open_parity_golden("sched_flow_unipc_n5_s3.safetensors");
   s.config["num_inference_steps"] = 6;  // one more step than the file has model outputs for
   EXPECT_THROW(sched::run_flow_sampler(s, {}), Error);
 }
