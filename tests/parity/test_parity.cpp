@@ -142,7 +142,7 @@ TEST(Parity, EveryRegisteredKindHasAGolden) {
 // The parity core knows no kind by itself (it sits below every family): the error says so.
 TEST(Parity, NoKindsBeforeTheyAreRegistered) {
   if (!parity::registered_kinds().empty()) GTEST_SKIP() << "another test registered the kinds first";
-  const std::string p = (fs::temp_directory_path() / "vidax_no_kinds_yet.safetensors").string();
+  const std::string p = (fs::temp_directory_path() / ("vidax_no_kinds_yet_" + std::to_string(::getpid()) + ".safetensors")).string();
   io::save_safetensors(p, {{"output", Tensor::from_f32({1}, {1})}}, {{"kind", "wan.dit"}});
   try {
     parity::run(p, {});
@@ -168,7 +168,7 @@ TEST(Parity, CompareMeasures) {
 }
 
 TEST(Parity, UnknownKindAndNotGoldenAreErrors) {
-  const std::string p = (fs::temp_directory_path() / "vidax_not_golden.safetensors").string();
+  const std::string p = (fs::temp_directory_path() / ("vidax_not_golden_" + std::to_string(::getpid()) + ".safetensors")).string();
   io::save_safetensors(p, {{"output", Tensor::from_f32({1}, {1})}}, {});
   engine::register_builtin_kinds();
   EXPECT_THROW(parity::run(p, {}), Error);
