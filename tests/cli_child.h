@@ -123,6 +123,7 @@ struct CmdResult {
   int code;
   std::string err;  // stderr
   std::string out;  // stdout, when captured
+  std::string all() const { return out + err; }  // what a `2>&1` capture held (stdout first)
 };
 
 inline CmdResult run(const std::vector<std::string>& args, const ChildOptions& opt = {}) {
@@ -139,6 +140,19 @@ inline CmdResult run(const std::vector<std::string>& args, const ChildOptions& o
     std::filesystem::remove(c.stdout_path, ec);
   }
   return r;
+}
+
+// A command line split at spaces, for tests whose arguments hold none (temporary paths, flags).
+inline std::vector<std::string> words(const std::string& line) {
+  std::vector<std::string> w;
+  std::istringstream in(line);
+  for (std::string t; in >> t;) w.push_back(t);
+  return w;
+}
+// run() on a command line with stdout captured: `run_line("inspect --json f").all()`.
+inline CmdResult run_line(const std::string& line, ChildOptions opt = {}) {
+  opt.capture_stdout = true;
+  return run(words(line), opt);
 }
 
 // Whether `dir` holds a writer's temporary (`.NAME.partial-PID`).

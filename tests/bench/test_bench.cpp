@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "cli_child.h"
 #include "core/error.h"
 #include "pipeline/bench.h"
 #include "engine/families.h"
@@ -108,18 +109,11 @@ TEST(Bench, RejectsBadShapes) {
 }
 
 TEST(Bench, CliPrintsJson) {
-  const std::string vidax = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
-  if (!std::filesystem::exists(vidax)) GTEST_SKIP() << vidax << " is not built";
-  const std::string cmd = vidax +
-                          " bench --model wan2.1-tiny-demo --random-weights --frames 5 --height 64 --width 96"
-                          " --steps 1 --threads 1 --json 2>/dev/null";
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  ASSERT_EQ(pclose(p), 0) << out;
+  if (!std::filesystem::exists(vidax::test::cli::vidax_binary())) GTEST_SKIP() << vidax::test::cli::vidax_binary() << " is not built";
+  const auto run = vidax::test::cli::run_line(
+      "bench --model wan2.1-tiny-demo --random-weights --frames 5 --height 64 --width 96 --steps 1 --threads 1 --json");
+  ASSERT_EQ(run.code, 0) << run.all();
+  const std::string& out = run.out;
   const json r = json::parse(out);
   EXPECT_EQ(r.at("threads").get<int>(), 1);
   for (const char* k : {"step_seconds_median", "step_flops", "mfu", "peak_rss_bytes"})
@@ -127,12 +121,10 @@ TEST(Bench, CliPrintsJson) {
   EXPECT_FALSE(r.contains("vae_seconds"));  // not asked for
 
   // Random weights are the only mode, so the flag is optional: without it the same report.
-  FILE* q = popen((vidax + " bench --model wan2.1-tiny-demo --frames 5 --height 64 --width 96 --steps 1 --threads 1"
-                           " --json 2>/dev/null").c_str(), "r");
-  ASSERT_NE(q, nullptr);
-  std::string out2;
-  while ((n = fread(buf, 1, sizeof buf, q)) > 0) out2.append(buf, n);
-  ASSERT_EQ(pclose(q), 0) << out2;
+  const auto run2 = vidax::test::cli::run_line(
+      "bench --model wan2.1-tiny-demo --frames 5 --height 64 --width 96 --steps 1 --threads 1 --json");
+  ASSERT_EQ(run2.code, 0) << run2.all();
+  const std::string& out2 = run2.out;
   EXPECT_EQ(json::parse(out2).at("weights").get<std::string>(), "random (real shapes)");
 }
 

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cli_child.h"
 #include "core/error.h"
 #include "engine/builtin_kinds.h"
 #include "io/checkpoint.h"
@@ -24,7 +25,6 @@ namespace fs = std::filesystem;
 namespace {
 
 const fs::path kGolden = fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "lora";
-const std::string kVidax = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
 
 fs::path scratch() {
   static const fs::path p = [] {
@@ -93,15 +93,9 @@ std::vector<double> merged(const Tensor& w, const Tensor& up, const Tensor& down
 }
 
 std::string run_cli(const std::string& args, int* code) {
-  const std::string cmd = kVidax + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  *code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
+  const auto r = vidax::test::cli::run_line(args);
+  *code = r.code;
+  return r.all();
 }
 
 }  // namespace

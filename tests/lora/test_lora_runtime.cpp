@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "cli_child.h"
 #include "core/error.h"
 #include "io/checkpoint.h"
 #include "io/quant_policy.h"
@@ -308,15 +309,9 @@ TEST(LoraExperts, PlainLoraOnTwoExpertsIsRefusedNamingTheExpertFlags) {
 // flags on a one-DiT model are refused.
 namespace {
 std::string run_cli(const std::string& args, int* code) {
-  const std::string cmd = std::string(VIDAX_BINARY_DIR) + "/bin/vidax " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
-  const int st = pclose(p);
-  *code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return out;
+  const auto r = vidax::test::cli::run_line(args);
+  *code = r.code;
+  return r.all();
 }
 }  // namespace
 

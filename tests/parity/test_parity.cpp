@@ -8,6 +8,7 @@
 #include <fstream>
 #include <unistd.h>
 
+#include "cli_child.h"
 #include "engine/builtin_kinds.h"
 #include "io/checkpoint.h"
 #include "parity/parity.h"
@@ -185,20 +186,15 @@ TEST(Parity, UnknownKindAndNotGoldenAreErrors) {
 TEST(Parity, CliPrintsRowsAndExitStatus) {
   auto files = golden_files();
   ASSERT_FALSE(files.empty());
-  const std::string bin = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
-  const std::string cmd = bin + " parity " + files.front() + " 2>&1";
-  FILE* f = popen(cmd.c_str(), "r");
-  ASSERT_NE(f, nullptr);
-  std::string out;
-  char buf[4096];
-  while (size_t n = fread(buf, 1, sizeof buf, f)) out.append(buf, n);
-  int rc = pclose(f);
-  EXPECT_EQ(rc, 0) << out;
+  vidax::test::cli::ChildOptions captured;
+  captured.capture_stdout = true;
+  const auto r = vidax::test::cli::run({"parity", files.front()}, captured);
+  std::string out = r.all();
+  EXPECT_EQ(r.code, 0) << out;
   EXPECT_NE(out.find("PASS "), std::string::npos) << out;
   EXPECT_NE(out.find(" rel_l2="), std::string::npos) << out;
   std::vector<std::string> victims;
   const std::string p = perturbed_copy(files.front(), 0.05, &victims);
-  rc = system((bin + " parity " + p + " >/dev/null 2>&1").c_str());
-  EXPECT_NE(rc, 0);
+  EXPECT_NE(vidax::test::cli::run({"parity", p}).code, 0);
   fs::remove(p);
 }

@@ -4,6 +4,7 @@
 // and the `vidax` CLI itself.
 #include <gtest/gtest.h>
 
+#include "cli_child.h"
 #include "engine/builtin_kinds.h"
 #include <sys/stat.h>
 
@@ -42,15 +43,10 @@ void write_text(const std::string& path, const std::string& text) {
 
 // Runs the vidax binary; returns (exit code, stdout).
 std::pair<int, std::string> run_vidax(const std::string& args) {
-  std::string bin = std::string(VIDAX_BINARY_DIR) + "/bin/vidax";
-  EXPECT_TRUE(std::filesystem::exists(bin)) << bin << " is not built (cmake --build build --target vidax_app)";
-  std::string cmd = bin + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (p && std::fgets(buf, sizeof buf, p)) out += buf;
-  int rc = p ? pclose(p) : -1;
-  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+  EXPECT_TRUE(std::filesystem::exists(vidax::test::cli::vidax_binary()))
+      << vidax::test::cli::vidax_binary() << " is not built (cmake --build build --target vidax_app)";
+  const auto r = vidax::test::cli::run_line(args);
+  return {r.code, r.all()};
 }
 
 const Unit* find_unit(const InspectReport& r, const std::string& comp) {
