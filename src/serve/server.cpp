@@ -669,6 +669,15 @@ struct Server::Impl {
     on("GET", "/v1/videos/{video_id}/events",
        [this](const httplib::Request& req, httplib::Response& res) { events(req.matches[1], res); });
     on("GET", "/v1/models", [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
+    on("GET", "/v1/loras", [this](const httplib::Request&, httplib::Response& res) {
+      json data = json::array();
+      for (const auto& f : list_lora_files(opt.lora_dir)) {
+        json e = {{"object", "lora"}, {"path", f.path}, {"bytes", f.bytes}};
+        if (!f.name.empty()) e["name"] = f.name;
+        data.push_back(e);
+      }
+      send_json(res, 200, {{"object", "list"}, {"configured", !opt.lora_dir.empty()}, {"data", data}});
+    });
     on("GET", "/health", [this](const httplib::Request&, httplib::Response& res) {
       json names = json::array();
       for (const auto& m : models) names.push_back(m.name);

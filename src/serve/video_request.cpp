@@ -372,6 +372,42 @@ std::string resolve_lora_file(const std::string& lora_dir, const json& entry, co
   return rel;
 }
 
+std::vector<LoraFile> list_lora_files(const std::string& lora_dir, size_t limit) {
+  namespace fs = std::filesystem;
+  std::vector<LoraFile> out;
+  if (lora_dir.empty()) return out;
+  std::error_code ec;
+  const fs::path root = fs::canonical(lora_dir, ec);
+  if (ec) throw ApiError(500, "the LoRA folder is unreadable: " + ec.message(), "", "internal_error");
+  static const std::regex name_re(R"([A-Za-z0-9][A-Za-z0-9._+-]{0,127})");
+  fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
+  for (; !ec && it != end; it.increment(ec)) {
+    const std::string base = it->path().filename().string();
+    if (!base.empty() && base.front() == '.') {  // hidden: neither listed nor descended into
+      if (it->is_directory(ec)) it.disable_recursion_pending();
+      continue;
+    }
+    if (it->is_directory(ec)) continue;
+    const std::string rel = fs::relative(it->path(), root, ec).generic_string();
+    if (ec) continue;
+    try {  // the same rules a request's `path` meets
+      if (resolve_lora_file(root.string(), json{{"path", rel}}, "lora") != rel) continue;
+    } catch (const ApiError&) {
+      continue;
+    }
+    LoraFile f;
+    f.path = rel;
+    const std::string stem = rel.substr(0, rel.size() - 12);
+    if (rel.find('/') == std::string::npos && std::regex_match(stem, name_re) && stem.find("..") == std::string::npos)
+      f.name = stem;
+    f.bytes = static_cast<int64_t>(fs::file_size(fs::canonical(it->path(), ec), ec));
+    out.push_back(std::move(f));
+  }
+  std::sort(out.begin(), out.end(), [](const LoraFile& a, const LoraFile& b) { return a.path < b.path; });
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
 std::vector<translate::LoraSpec> lora_specs(const VideoSpec& s, const std::string& lora_dir) {
   std::vector<translate::LoraSpec> out;
   for (const auto& l : s.loras) out.push_back({(std::filesystem::path(lora_dir) / l.path).string(), l.scale});

@@ -77,6 +77,15 @@ VideoSpec parse_video_request(const nlohmann::json& body, bool from_form, const 
 // `path` (relative, in a subfolder perhaps); absolute paths, `..`, and links leading out of the
 // folder are refused. Returns the path relative to the folder. `field` names the entry in errors.
 std::string resolve_lora_file(const std::string& lora_dir, const nlohmann::json& entry, const std::string& field);
+// The LoRAs a request may name (GET /v1/loras, the page's picker): every .safetensors file in
+// `lora_dir` and its subfolders that resolve_lora_file accepts as a `path` (hidden entries, other
+// files and links leading out are left out), sorted by path, at most `limit`.
+struct LoraFile {
+  std::string path;  // relative to the folder, '/'-separated: what `lora[i].path` takes
+  std::string name;  // what `lora[i].name` takes ("" for a file in a subfolder)
+  int64_t bytes = 0;
+};
+std::vector<LoraFile> list_lora_files(const std::string& lora_dir, size_t limit = 1000);
 // The LoRA files of a spec as the loader takes them (paths inside `lora_dir`).
 std::vector<translate::LoraSpec> lora_specs(const VideoSpec& s, const std::string& lora_dir);
 

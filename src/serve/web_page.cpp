@@ -1,4 +1,5 @@
-// The page at `/`: a prompt form (with image upload for the models that take images), the queue
+// The page at `/`: a prompt form (with image upload for the models that take images, and a LoRA
+// picker over GET /v1/loras for those that switch LoRAs), the queue
 // with live progress (the events stream) and the finished videos playing. Plain HTML, CSS and JS
 // in one string: no build step, nothing fetched from elsewhere. With --api-key the page asks for
 // the key and sends it as a Bearer header on every call (videos are fetched as blobs, the events
@@ -41,6 +42,13 @@ progress{width:100%}video{max-width:100%;display:block;margin-top:.4em;backgroun
     <div id="last_frame_row" hidden><label id="last_frame_label">Last frame (first-last-frame)</label>
     <input id="last_frame" type="file" accept="image/png,image/jpeg,image/webp"></div>
   </div>
+  <div id="loras" hidden>
+    <label>LoRAs (from the server's LoRA folder, applied to this job only)</label>
+    <div id="lora_rows"></div>
+    <div class="row"><div><select id="lora_pick"></select></div>
+    <div style="flex:0 0 5em"><input id="lora_scale" type="number" step="any" value="1" title="scale"></div>
+    <div style="flex:0 0 auto"><button type="button" id="lora_add" style="margin-top:0">add</button></div></div>
+  </div>
   <button type="submit">Generate</button>
   <div id="formerr" class="err"></div>
 </form>
@@ -56,19 +64,34 @@ async function api(path, opts = {}) {
   if (!r.ok) { let m = r.status + ''; try { m = (await r.json()).error.message; } catch (e) {} throw new Error(m); }
   return r;
 }
-let models = {};
+let models = {}, loraFiles = [], chosen = [];
 async function loadModels() {
   const j = await (await api('/v1/models')).json();
   $('model').innerHTML = '';
   for (const m of j.data) { models[m.id] = m; $('model').add(new Option(m.id, m.id)); }
+  try {  // the LoRA picker: the files GET /v1/loras lists, for the models that switch LoRAs
+    loraFiles = (await (await api('/v1/loras')).json()).data;
+  } catch (e) { loraFiles = []; }
+  $('lora_pick').innerHTML = '';
+  for (const f of loraFiles) $('lora_pick').add(new Option(f.name || f.path, f.path));
   fillDefaults();
 }
+function showLoras() {
+  $('lora_rows').innerHTML = chosen.map((l, i) => '<div class="meta lora">' + esc(l.path) + ' × ' + l.scale +
+    ' <button type="button" data-unlora="' + i + '" style="margin:0;padding:0 .4em">remove</button></div>').join('');
+}
+$('lora_add').onclick = () => {
+  const scale = parseFloat($('lora_scale').value);
+  if (!$('lora_pick').value || !isFinite(scale)) return;
+  chosen.push({path: $('lora_pick').value, scale}); showLoras();
+};
 function fillDefaults() {
   const m = models[$('model').value] || {}, d = m.defaults; if (!d) return;
   // The image fields show for the models that take them (their tasks, as GET /v1/models lists them).
   const tasks = m.tasks || [], takes = t => tasks.includes(t);
   $('images').hidden = !(takes('i2v') || takes('flf2v') || takes('ti2v'));
   $('last_frame_row').hidden = !takes('flf2v');
+  $('loras').hidden = !(m.loras && loraFiles.length);
   // Required as the API requires them: the first frame on a model without text-to-video, the
   // last one on a first-last-frame model without plain image-to-video.
   $('input_reference').required = !$('images').hidden && !takes('t2v') && !takes('ti2v');
@@ -84,6 +107,7 @@ $('f').onsubmit = async ev => {
   for (const k of ['negative_prompt', 'size']) if ($(k).value) body[k] = $(k).value;
   for (const k of ['frames', 'steps', 'seed']) if ($(k).value !== '') body[k] = parseInt($(k).value, 10);
   for (const k of ['guidance', 'shift']) if ($(k).value !== '') body[k] = parseFloat($(k).value);
+  if (!$('loras').hidden && chosen.length) body.lora = chosen.map(l => ({path: l.path, scale: l.scale}));
   // With an image the request is a multipart form (the only way the API takes images): the same
   // fields as text, the images as files.
   const files = [];
@@ -92,7 +116,7 @@ $('f').onsubmit = async ev => {
   let opts;
   if (files.length) {
     const form = new FormData();
-    for (const [k, v] of Object.entries(body)) form.append(k, String(v));
+    for (const [k, v] of Object.entries(body)) form.append(k, typeof v === 'object' ? JSON.stringify(v) : String(v));
     for (const [k, f] of files) form.append(k, f, f.name);
     opts = {method: 'POST', body: form};
   } else {
@@ -129,6 +153,7 @@ function render(v) {
   const size = v.result ? v.result.size + (v.result.size_from === 'input_reference' ? ' (from the image)' : '') : v.size;
   let html = '<div><b>' + esc(v.prompt) + '</b></div><div class="meta">' + v.id + ' · ' + esc(v.model) + ' · <span class="size">' + size + '</span>' +
     ' · ' + v.frames + ' frames · ' + v.steps + ' steps · seed ' + v.seed + ' · <span class="status">' + v.status + '</span>' +
+    (v.lora && v.lora.length ? ' · LoRA ' + v.lora.map(l => esc(l.path) + ' × ' + l.scale).join(', ') : '') +
     (v.step ? ' (step ' + v.step + '/' + v.steps + eta + ')' : '') + '</div>';
   if (v.status === 'queued' || v.status === 'in_progress')
     html += '<progress max="100" value="' + v.progress + '"></progress> <button data-del="' + v.id + '">cancel</button>';
@@ -149,6 +174,8 @@ async function loadVideo(id) {
   } catch (e) { delete shown[id]; }
 }
 document.addEventListener('click', async ev => {
+  const un = ev.target.dataset && ev.target.dataset.unlora;
+  if (un !== undefined) { chosen.splice(parseInt(un, 10), 1); showLoras(); return; }
   const id = ev.target.dataset && ev.target.dataset.del; if (!id) return;
   try { await api('/v1/videos/' + id, {method: 'DELETE'}); } catch (e) { alert(e.message); }
   const el = document.getElementById('job-' + id); if (el && ev.target.textContent === 'delete') el.remove();

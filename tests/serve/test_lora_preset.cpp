@@ -217,3 +217,32 @@ TEST(ServePreset, ReplacesTheDefaultsAndExplicitFieldsWin) {
   EXPECT_EQ(r->status, 400);
   EXPECT_EQ(json::parse(r->body)["error"]["param"], "lora");
 }
+
+// GET /v1/loras (the page's picker): the folder's LoRA files as a request names them; the link
+// leading out, the text file and hidden entries are not listed; every listed one is accepted.
+TEST(ServeLora, ListsTheFolderAsRequestsNameIt) {
+  fs::create_directories(lora_folder() / ".cache");
+  write_demo_lora(lora_folder() / ".cache" / "hidden.safetensors", 0.5f);
+  serve::ServeOptions opt;
+  opt.lora_dir = lora_folder().string();
+  TestServer s(fresh_dir("lora_list"), opt);
+  auto r = s.get("/v1/loras");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const json l = json::parse(r->body);
+  EXPECT_EQ(l["configured"], true);
+  std::vector<std::string> paths;
+  for (const auto& e : l["data"]) paths.push_back(e["path"]);
+  EXPECT_EQ(paths, (std::vector<std::string>{"bad.safetensors", "style.safetensors", "sub/strong.safetensors"})) << r->body;
+  EXPECT_EQ(l["data"][1]["name"], "style");
+  EXPECT_FALSE(l["data"][2].contains("name"));  // in a subfolder: only `path` reaches it
+  EXPECT_EQ(l["data"][1]["bytes"].get<int64_t>(), static_cast<int64_t>(fs::file_size(lora_folder() / "style.safetensors")));
+  for (const auto& e : l["data"])
+    EXPECT_EQ(serve::resolve_lora_file(opt.lora_dir, {{"path", e["path"]}}, "lora"), e["path"].get<std::string>());
+
+  // Without a folder: an empty list that says so.
+  TestServer none(fresh_dir("lora_list_none"));
+  r = none.get("/v1/loras");
+  ASSERT_TRUE(r && r->status == 200);
+  EXPECT_EQ(json::parse(r->body), (json{{"object", "list"}, {"configured", false}, {"data", json::array()}}));
+}

@@ -125,12 +125,14 @@ TEST(OpenApi, EveryDocumentedStatusAnswersWithItsShape) {
   seen.answer("GET", "/v1/videos/{video_id}/content", c.Get(("/v1/videos/" + absent + "/content").c_str()), 401);
   seen.answer("GET", "/v1/videos/{video_id}/events", c.Get(("/v1/videos/" + absent + "/events").c_str()), 401);
   seen.answer("GET", "/v1/models", c.Get("/v1/models"), 401);
+  seen.answer("GET", "/v1/loras", c.Get("/v1/loras"), 401);
   seen.answer("GET", "/metrics", c.Get("/metrics"), 401);
   // Open routes.
   seen.answer("GET", "/health", c.Get("/health"), 200);
   seen.answer("GET", "/", c.Get("/"), 200);
   seen.answer("GET", "/openapi.json", c.Get("/openapi.json"), 200);
   seen.answer("GET", "/v1/models", s.get("/v1/models"), 200);
+  seen.answer("GET", "/v1/loras", s.get("/v1/loras"), 200);
 
   // A long job with a LoRA and a preset runs; one more waits; the next is refused (max_queued 1).
   json long_job = small_job(1000);

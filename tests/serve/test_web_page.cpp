@@ -221,3 +221,37 @@ TEST(ServeWebPage, ChromiumUploadsTheFirstAndLastFramesForImageToVideo) {
   EXPECT_EQ(e.value("width", 0), 32) << e.dump();
   save_screenshot(b, page, "serve_web_page_flf2v.png");
 }
+
+// The LoRA picker: the folder's files as GET /v1/loras lists them; one added with its scale (and one
+// added and removed again) goes up in the job's `lora`, and the finished entry says so.
+TEST(ServeWebPage, ChromiumPicksALoraForTheJob) {
+  const std::string exe = chromium_or_empty();
+  if (exe.empty()) GTEST_SKIP() << "chromium is not installed (scripts/install-deps.sh installs it): no browser to test the page in";
+  const fs::path loras = fresh_dir("web_page_loras");
+  write_demo_lora(loras / "style.safetensors", 0.5f);
+  write_demo_lora(loras / "sub" / "strong.safetensors", 1.0f);
+  serve::ServeOptions opt;
+  opt.lora_dir = loras.string();
+  TestServer s(fresh_dir("web_page_lora"), opt);
+  HeadlessChromium b(exe, serve_scratch() / "chromium-lora");
+  const std::string page = open_served_page(b, s.port);
+  ASSERT_TRUE(b.wait_until(page, "document.getElementById('lora_pick').options.length === 2", 30));
+  EXPECT_EQ(b.eval(page, "document.getElementById('loras').hidden"), false) << "the demo switches LoRAs per job";
+  EXPECT_EQ(b.eval(page, "[...document.getElementById('lora_pick').options].map(o => o.text).join(',')"), "style,sub/strong.safetensors");
+
+  fill_form(b, page, "a red panda with a style", "48x32");
+  b.eval(page, "(() => { const $ = id => document.getElementById(id);"
+               " $('lora_pick').value = 'sub/strong.safetensors'; $('lora_add').click();"
+               " $('lora_pick').value = 'style.safetensors'; $('lora_scale').value = '0.75'; $('lora_add').click();"
+               " document.querySelector('[data-unlora=\"0\"]').click(); })()");
+  EXPECT_EQ(b.eval(page, "document.querySelectorAll('#lora_rows .lora').length"), 1);
+  b.eval(page, "document.querySelector('#f button[type=submit]').click()");
+  const std::string id = only_job(s);
+  ASSERT_FALSE(id.empty());
+  const json v = s.wait_for(id, "completed", 120);
+  ASSERT_EQ(v["status"], "completed") << v.dump();
+  EXPECT_EQ(v["lora"], json::array({{{"path", "style.safetensors"}, {"scale", 0.75}}})) << v.dump();
+  const json e = finished_entry(b, page, id);
+  EXPECT_NE(e.value("text", "").find("LoRA style.safetensors × 0.75"), std::string::npos) << e.dump();
+  save_screenshot(b, page, "serve_web_page_lora.png");
+}
