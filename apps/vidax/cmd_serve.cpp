@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "core/error.h"
 #ifdef VIDAX_HAVE_SERVE
+#include "pipeline/memory_plan.h"
 #include "serve/server.h"
 #endif
 
@@ -42,6 +43,7 @@ struct ServeArgs {
   int max_queued = 100;
   double max_body_mb = 32;  // an input_reference image of a 720p video is a few MiB as PNG
   double job_timeout = 0;
+  std::string max_memory;  // "" = every model loaded at start, for good
 };
 
 void note(const std::string& s) { std::fprintf(stderr, "vidax serve: %s\n", s.c_str()); }
@@ -89,6 +91,7 @@ int run_serve(const ServeArgs& a) {
   VIDAX_CHECK(a.job_timeout >= 0 && std::isfinite(a.job_timeout),
               "--job-timeout " << a.job_timeout << ": must be a number of seconds >= 0 (0: none)");
   opt.job_timeout_seconds = a.job_timeout;
+  if (!a.max_memory.empty()) opt.memory_budget_bytes = pipeline::parse_memory_size(a.max_memory, "--max-memory");
   opt.log = note;
   if (opt.host != "127.0.0.1" && opt.host != "localhost" && opt.host != "::1")
     note("warning: listening on " + opt.host + ", reachable from other machines" +
@@ -96,12 +99,10 @@ int run_serve(const ServeArgs& a) {
 
   install_stop_handlers();
   std::vector<serve::ServedModel> models;
-  for (size_t i = 0; i < a.weights.size(); ++i) {
-    note("loading " + a.weights[i]);
+  // Resolved here (weights checked, nothing loaded); the server loads what is to be resident.
+  for (size_t i = 0; i < a.weights.size(); ++i)
     models.push_back(serve::load_served_model(a.weights[i], a.models.empty() ? "" : a.models[i], note,
-                                              translate::parse_lora_mode(a.lora_mode)));
-    note("loaded " + models.back().name + " (" + models.back().loaded->precision + ")");
-  }
+                                              translate::parse_lora_mode(a.lora_mode), /*load_now=*/false));
   serve::Server server(opt, std::move(models));
   const int port = server.bind();
   std::printf("vidax serve: http://%s:%d/\n", opt.host.c_str(), port);
@@ -145,6 +146,10 @@ Command add_serve(CLI::App& app) {
   sub->add_option("--job-timeout", a->job_timeout,
                   "Seconds a job may run before it fails with code job_timeout (checked at each step; 0: none)")
       ->capture_default_str();
+  sub->add_option("--max-memory", a->max_memory,
+                  "Memory the served models' weights may take together (e.g. 20G): the models that fit load at "
+                  "start, another loads when a job needs it, the least recently used unloaded first (default: all "
+                  "loaded at start)");
   return {sub, [a]() -> int { return run_serve(*a); }};
 }
 

@@ -135,6 +135,40 @@ struct Server::Impl {
   fs::path thumb_dir(const std::string& id) const { return videos_dir / (id + ".thumb"); }
   fs::path thumb_path(const std::string& id) const { return thumb_dir(id) / "frame_00000.png"; }
 
+  // --- residency (ServeOptions::memory_budget_bytes) ---
+  uint64_t jobs_started = 0;  // the worker's job counter: a model's last_used
+
+  double resident_bytes() const {
+    double b = 0;
+    for (const auto& m : models)
+      if (m.resident()) b += m.weight_bytes();
+    return b;
+  }
+  static std::string gb(double b) {
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
+    return buf;
+  }
+  // The worker, before a job: `m` resident, the least recently used others unloaded until it fits.
+  std::shared_ptr<pipeline::LoadedModel> make_resident(const ServedModel& m) {
+    m.residence->last_used = ++jobs_started;
+    if (auto l = m.loaded()) return l;
+    while (opt.memory_budget_bytes > 0 && resident_bytes() + m.weight_bytes() > opt.memory_budget_bytes) {
+      const ServedModel* lru = nullptr;
+      for (const auto& o : models)
+        if (o.resident() && o.residence != m.residence && (!lru || o.residence->last_used < lru->residence->last_used))
+          lru = &o;
+      if (!lru) break;  // nothing left to unload (the start-up check keeps every model within the budget)
+      log("unloading " + lru->name + " (" + gb(lru->weight_bytes()) + ", the least recently used) to make room for " +
+          m.name + " (" + gb(m.weight_bytes()) + "; --max-memory " + gb(opt.memory_budget_bytes) + ")");
+      lru->unload();
+    }
+    log("loading " + m.name + " from " + m.weights);
+    auto l = m.load();
+    log("loaded " + m.name + " (" + l->precision + ")");
+    return l;
+  }
+
   const ServedModel* find_model(const std::string& name) const {
     for (const auto& m : models)
       if (m.name == name) return &m;
@@ -237,10 +271,11 @@ struct Server::Impl {
       const ServedModel* m = find_model(spec.model);
       if (!m) throw Error("model " + spec.model + " is not served by this server (it was when the job was queued)");
       const pipeline::Request req = to_pipeline_request(spec, m->variant().defaults);
+      const std::shared_ptr<pipeline::LoadedModel> loaded = make_resident(*m);  // held to the job's end
       // This job's LoRAs, none included: each job sets its own, so none outlives its job.
       const auto loras = lora_specs(spec, opt.lora_dir);
-      if (m->loaded->parts.use_loras)
-        m->loaded->parts.use_loras(loras);
+      if (loaded->parts.use_loras)
+        loaded->parts.use_loras(loras);
       else if (!loras.empty())
         throw Error("model " + spec.model + " cannot switch LoRAs");
       {
@@ -277,7 +312,7 @@ struct Server::Impl {
       };
       pipeline::Result res;
       try {
-        res = pipeline::run_generation(m->loaded->parts, req, ev, true);
+        res = pipeline::run_generation(loaded->parts, req, ev, true);
       } catch (const pipeline::Cancelled& e) {
         if (!timed_out) throw;
         throw JobTimeout(msg() << "the job ran past --job-timeout " << opt.job_timeout_seconds << " s (" << e.what()
@@ -295,7 +330,7 @@ struct Server::Impl {
                   {"requested_size", spec.size()}, {"result", result},
                   {"steps", spec.steps},         {"sampler", spec.sampler},
                   {"shift", spec.shift},         {"guidance", spec.guidance},
-                  {"precision", m->loaded->precision}, {"fps", spec.fps},
+                  {"precision", loaded->precision}, {"fps", spec.fps},
                   {"loras", spec_to_json(spec).at("lora")},
                   {"preset", spec.preset.empty() ? json() : json(spec.preset)},
                   {"seconds", {{"text", res.seconds_text}, {"denoise", res.seconds_denoise}, {"decode", res.seconds_decode}}}};
@@ -551,10 +586,10 @@ struct Server::Impl {
                       {"object", "model"},
                       {"created", 0},
                       {"owned_by", m.family->name()},
-                      {"loaded", true},
+                      {"loaded", m.resident()},
                       {"description", m.variant().description},
                       {"tasks", m.variant().tasks},
-                      {"precision", m.loaded->precision},
+                      {"precision", m.precision()},
                       {"defaults",
                        {{"size", std::to_string(d.width) + "x" + std::to_string(d.height)},
                         {"frames", d.frames},
@@ -564,7 +599,7 @@ struct Server::Impl {
                         {"shift", d.shift},
                         {"sampler", d.sampler}}},
                       {"presets", presets},
-                      {"loras", static_cast<bool>(m.loaded->parts.use_loras) && !opt.lora_dir.empty()}});
+                      {"loras", m.switches_loras() && !opt.lora_dir.empty()}});
     }
     return {{"object", "list"}, {"data", data}};
   }
@@ -584,6 +619,13 @@ struct Server::Impl {
     }
     rusage ru{};
     getrusage(RUSAGE_SELF, &ru);
+    s += "# HELP vidax_model_resident Whether a served model's weights are loaded (--max-memory).\n"
+         "# TYPE vidax_model_resident gauge\n";
+    for (const auto& m : models) s += "vidax_model_resident{model=\"" + m.name + "\"} " + (m.resident() ? "1" : "0") + "\n";
+    s += "# HELP vidax_model_loads_total Loads of a served model's weights, at start included.\n"
+         "# TYPE vidax_model_loads_total counter\n";
+    for (const auto& m : models)
+      s += "vidax_model_loads_total{model=\"" + m.name + "\"} " + std::to_string(m.residence->loads) + "\n";
     s += "# HELP vidax_peak_rss_bytes Peak resident memory of the server.\n# TYPE vidax_peak_rss_bytes gauge\n";
     s += "vidax_peak_rss_bytes " + std::to_string(static_cast<int64_t>(ru.ru_maxrss) * 1024) + "\n";
     return s;
@@ -710,6 +752,28 @@ Server::Server(ServeOptions opt, std::vector<ServedModel> models) : impl_(std::m
       VIDAX_CHECK(s.models[i].name != s.models[k].name,
                   "model " << s.models[i].name << " is given twice (" << s.models[k].weights << " and "
                            << s.models[i].weights << ")");
+  // Resident at start: every model without a budget; with one, those that fit, in the order given.
+  const double budget = s.opt.memory_budget_bytes;
+  VIDAX_CHECK(budget >= 0, "--max-memory must be positive");
+  double held = 0;
+  for (const auto& m : s.models) {
+    if (budget > 0) {
+      VIDAX_CHECK(m.weight_bytes() <= budget, "model " << m.name << ": its weights (" << Impl::gb(m.weight_bytes())
+                                                       << ") exceed --max-memory " << Impl::gb(budget)
+                                                       << ": it could never be loaded");
+      if (held + m.weight_bytes() > budget) {
+        if (m.resident()) m.unload();
+        s.log("model " + m.name + " (" + Impl::gb(m.weight_bytes()) + ") stays unloaded until a job needs it (--max-memory " +
+              Impl::gb(budget) + ")");
+        continue;
+      }
+    }
+    if (!m.resident()) {
+      s.log("loading " + m.name + " from " + m.weights);
+      m.load();
+    }
+    held += m.weight_bytes();
+  }
   std::error_code ec;
   s.videos_dir = fs::path(s.opt.data_dir) / "videos";
   fs::create_directories(s.videos_dir, ec);

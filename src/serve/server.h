@@ -1,10 +1,11 @@
 // `vidax serve`: OpenAI's Videos API over HTTP (docs/serve.md) on models held
-// loaded. One worker thread runs the queued jobs in order; the jobs live in
-// SQLite in the data folder (job_store.h), the videos under <data>/videos/.
+// loaded (all of them, or those a memory budget allows, the others loaded when a
+// job needs them). One worker thread runs the queued jobs in order; the jobs live
+// in SQLite in the data folder (job_store.h), the videos under <data>/videos/.
 //
 // Routes: POST/GET /v1/videos, GET/DELETE /v1/videos/{id},
 // GET /v1/videos/{id}/content[?variant=thumbnail], GET /v1/videos/{id}/events
-// (server-sent events), GET /v1/models, GET /health, GET /metrics, GET / (the page),
+// (server-sent events), GET /v1/models, GET /v1/loras, GET /health, GET /metrics, GET / (the page),
 // GET /openapi.json (docs/openapi.json, the API's description).
 #pragma once
 #include <functional>
@@ -25,12 +26,18 @@ struct ServeOptions {
   double job_timeout_seconds = 0;    // > 0: a job running longer fails (code job_timeout) at its next step
   int max_queued = 100;             // more queued jobs get 429 with Retry-After
   std::string lora_dir;             // the folder `lora` entries resolve in ("" = no LoRAs accepted)
+  // > 0 (`--max-memory`): the served models' weights together stay within this many bytes. The
+  // models that fit are loaded at start, in order; a job for another one loads it, first unloading
+  // the least recently used models until it fits. 0: every model loaded at start, for good.
+  double memory_budget_bytes = 0;
   std::function<void(const std::string&)> log;  // one line per event (nullptr: quiet)
 };
 
 class Server {
  public:
   // Opens the database and recovers it: jobs left in_progress by a dead server become failed.
+  // Loads the models that are to be resident at start (all of them without a memory budget);
+  // throws naming a model whose weights alone exceed the budget.
   Server(ServeOptions opt, std::vector<ServedModel> models);
   ~Server();  // stop()
   Server(const Server&) = delete;

@@ -101,8 +101,46 @@ std::string format_seconds(double s) {
 
 }  // namespace
 
+std::shared_ptr<pipeline::LoadedModel> ServedModel::loaded() const {
+  std::lock_guard<std::mutex> lock(residence->mu);
+  return residence->loaded;
+}
+
+std::shared_ptr<pipeline::LoadedModel> ServedModel::load() const {
+  if (auto m = loaded()) return m;
+  // Loaded outside the lock (minutes for a large model), so requests checked meanwhile do not
+  // wait; one thread loads (the worker, or the start-up before it runs).
+  auto m = std::make_shared<pipeline::LoadedModel>(residence->load());
+  std::lock_guard<std::mutex> lock(residence->mu);
+  residence->precision = m->precision;
+  residence->switches_loras = static_cast<bool>(m->parts.use_loras);
+  ++residence->loads;
+  residence->loaded = m;
+  return m;
+}
+
+void ServedModel::unload() const {
+  std::shared_ptr<pipeline::LoadedModel> dropped;
+  {
+    std::lock_guard<std::mutex> lock(residence->mu);
+    dropped.swap(residence->loaded);
+  }
+  // freed here, outside the lock, when nothing else holds it
+}
+
+std::string ServedModel::precision() const {
+  std::lock_guard<std::mutex> lock(residence->mu);
+  return residence->precision;
+}
+
+bool ServedModel::switches_loras() const {
+  std::lock_guard<std::mutex> lock(residence->mu);
+  return residence->switches_loras;
+}
+
 ServedModel load_served_model(const std::string& weights, const std::string& model,
-                              const std::function<void(const std::string&)>& on_stage, translate::LoraMode lora_mode) {
+                              const std::function<void(const std::string&)>& on_stage, translate::LoraMode lora_mode,
+                              bool load_now) {
   const engine::Resolved r = engine::resolve(weights, model);
   pipeline::LoadOptions lo;
   lo.lora.mode = lora_mode;
@@ -113,8 +151,22 @@ ServedModel load_served_model(const std::string& weights, const std::string& mod
   ServedModel m;
   m.weights = weights;
   m.family = r.family;
-  m.loaded = std::make_shared<pipeline::LoadedModel>(r.family->load(lo));
-  m.name = m.loaded->variant.name;
+  m.name = r.variant.name;
+  ServedModel::Residence& res = *m.residence;
+  res.load = [family = r.family, lo] { return family->load(lo); };
+  res.variant = r.variant;
+  res.geometry = r.family->geometry(r.variant.name);
+  res.precision = r.variant.defaults.precision;
+  // Its weights as the server holds them: every part resident (keep_loaded), at the defaults.
+  pipeline::Request at_defaults;
+  at_defaults.frames = r.variant.defaults.frames;
+  at_defaults.height = r.variant.defaults.height;
+  at_defaults.width = r.variant.defaults.width;
+  at_defaults.steps = r.variant.defaults.steps;
+  at_defaults.keep_loaded = true;
+  for (const auto& item : r.family->memory_plan(r.variant.name, at_defaults, "").items)
+    if (item.kind == pipeline::MemoryKind::WeightsResident) res.weight_bytes += item.bytes;
+  if (load_now) m.load();
   return m;
 }
 
@@ -195,7 +247,7 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     if (lora_dir.empty())
       throw bad_field("lora", "this server has no LoRA folder (vidax serve --lora-dir DIR); lora is not accepted",
                       "unsupported_value");
-    if (!model->loaded->parts.use_loras)
+    if (!model->switches_loras())
       throw bad_field("lora", "model " + s.model + " cannot switch LoRAs per request", "unsupported_value");
     json list = body.at("lora");
     if (from_form && list.is_string()) {  // a form sends the list as its JSON text
@@ -228,7 +280,8 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     }
     // The files against the model (keys, shapes) now, so a bad LoRA is a 400, not a failed job.
     try {
-      model->loaded->parts.check_loras(lora_specs(s, lora_dir));
+      // A model not resident now has its LoRAs checked when its job loads it (the job fails then).
+      if (const auto loaded = model->loaded()) loaded->parts.check_loras(lora_specs(s, lora_dir));
     } catch (const Error& e) {
       throw bad_field("lora", std::string("a LoRA does not fit model ") + s.model + ": " + e.what());
     }
@@ -308,7 +361,7 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     throw bad_field(field_of_message(e.what(), gave_seconds), e.what());
   }
   try {
-    pipeline::check_memory(model->family->memory_plan(s.model, req, model->loaded->precision), -1,
+    pipeline::check_memory(model->family->memory_plan(s.model, req, model->precision()), -1,
                            static_cast<double>(pipeline::mem_total_bytes()), [](const std::string&) {});
   } catch (const Error& e) {
     throw bad_field("size", std::string("the request does not fit this machine: ") + e.what(), "too_large");

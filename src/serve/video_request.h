@@ -6,6 +6,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -15,21 +16,49 @@
 
 namespace vidax::serve {
 
-// A model the server holds loaded (weights resident, the text encoder kept: Residency::Resident).
+// A model the server serves: resolved at start (variant, geometry: what checking a request needs),
+// its weights loaded or not. With a memory budget (ServeOptions::memory_budget_bytes) the server
+// loads a model when a job needs it and unloads the least recently used ones to make room; without
+// one every model is loaded at start and stays. Copies share one residence.
 struct ServedModel {
   std::string name;     // the variant name, what `model` takes
-  std::string weights;  // the directory it was loaded from
+  std::string weights;  // the directory it is loaded from
   const pipeline::Family* family = nullptr;
-  std::shared_ptr<pipeline::LoadedModel> loaded;
-  const pipeline::Variant& variant() const { return loaded->variant; }
-  const pipeline::Geometry& geometry() const { return loaded->parts.geometry; }
+
+  struct Residence {
+    mutable std::mutex mu;
+    std::shared_ptr<pipeline::LoadedModel> loaded;    // null: not resident
+    std::function<pipeline::LoadedModel()> load;      // the family's loader with this model's options
+    pipeline::Variant variant;
+    pipeline::Geometry geometry;  // the family's, for the variant (what the loaded parts carry)
+    std::string precision;       // the last load's; the variant's default before the first
+    bool switches_loras = true;  // Parts::use_loras was set at the last load (assumed before the first)
+    double weight_bytes = 0;     // its weights, resident (the family's memory plan at the defaults)
+    uint64_t last_used = 0;      // the server's job counter at its last job
+    int loads = 0;               // how often it was loaded (one at start for a model loaded then)
+  };
+  std::shared_ptr<Residence> residence = std::make_shared<Residence>();
+
+  std::shared_ptr<pipeline::LoadedModel> loaded() const;  // the loaded parts now, or null
+  bool resident() const { return loaded() != nullptr; }
+  // Loads it when it is not resident (the family's loader; throws its error); returns the parts.
+  // One thread at a time loads (the server's worker).
+  std::shared_ptr<pipeline::LoadedModel> load() const;
+  // Drops the server's hold on the weights (a job running on them keeps its own until it ends).
+  void unload() const;
+  const pipeline::Variant& variant() const { return residence->variant; }
+  const pipeline::Geometry& geometry() const { return residence->geometry; }
+  std::string precision() const;
+  bool switches_loras() const;
+  double weight_bytes() const { return residence->weight_bytes; }
 };
 
-// engine::resolve + the family's loader, as `vidax generate` does, but resident.
-// lora_mode: how the per-job LoRAs reach the DiT (--lora-mode, docs/lora.md).
+// engine::resolve + the family's loader, as `vidax generate` does, but resident (load_now) or
+// resolved only, to be loaded when a job needs it. lora_mode: how the per-job LoRAs reach the DiT
+// (--lora-mode, docs/lora.md).
 ServedModel load_served_model(const std::string& weights, const std::string& model,
                               const std::function<void(const std::string&)>& on_stage,
-                              translate::LoraMode lora_mode = translate::LoraMode::Auto);
+                              translate::LoraMode lora_mode = translate::LoraMode::Auto, bool load_now = true);
 
 // One LoRA of a request: a file inside the server's LoRA folder (--lora-dir) and its scale.
 struct LoraUse {

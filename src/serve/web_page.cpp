@@ -67,13 +67,14 @@ async function api(path, opts = {}) {
 let models = {}, loraFiles = [], chosen = [];
 async function loadModels() {
   const j = await (await api('/v1/models')).json();
-  $('model').innerHTML = '';
-  for (const m of j.data) { models[m.id] = m; $('model').add(new Option(m.id, m.id)); }
   try {  // the LoRA picker: the files GET /v1/loras lists, for the models that switch LoRAs
     loraFiles = (await (await api('/v1/loras')).json()).data;
   } catch (e) { loraFiles = []; }
   $('lora_pick').innerHTML = '';
   for (const f of loraFiles) $('lora_pick').add(new Option(f.name || f.path, f.path));
+  // The model list last, then its defaults at once: a filled list means a filled form.
+  $('model').innerHTML = '';
+  for (const m of j.data) { models[m.id] = m; $('model').add(new Option(m.id, m.id)); }
   fillDefaults();
 }
 function showLoras() {

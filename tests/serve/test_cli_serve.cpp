@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 
 #include "serve/job_store.h"
+#include "cli_child.h"
 #include "serve_fixture.h"
 
 extern char** environ;
@@ -131,4 +132,19 @@ TEST(CliServe, SigkillThenRestartFailsTheRunningJobAndRunsTheQueued) {
   auto v = c.Get(("/v1/videos/" + running).c_str());
   ASSERT_TRUE(v);
   EXPECT_EQ(json::parse(v->body)["error"]["code"], "server_restarted");
+}
+
+// --max-memory below the model's weights: refused at start, naming the model and the flag.
+TEST(CliServe, MaxMemoryBelowAModelsWeightsIsRefusedAtStart) {
+  const auto r = vidax::test::cli::run({"serve", "--weights", demo_weights_dir(), "--data",
+                                        fresh_dir("cli_max_memory").string(), "--port", "0", "--max-memory", "1K"},
+                                       {});
+  EXPECT_EQ(r.code, 1) << r.err;
+  EXPECT_NE(r.err.find("exceed --max-memory"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("wan2.1-tiny-demo"), std::string::npos) << r.err;
+  const auto bad = vidax::test::cli::run({"serve", "--weights", demo_weights_dir(), "--data",
+                                          fresh_dir("cli_max_memory_bad").string(), "--max-memory", "lots"},
+                                         {});
+  EXPECT_EQ(bad.code, 1) << bad.err;
+  EXPECT_NE(bad.err.find("--max-memory"), std::string::npos) << bad.err;
 }

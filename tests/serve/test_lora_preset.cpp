@@ -79,7 +79,7 @@ TEST(ServeLora, SwitchesPerJobRestoresTheBaseAndMatchesAMergeAtLoad) {
   const pipeline::Request req =
       serve::to_pipeline_request(serve::parse_video_request(base, false, {demo_model()}), r.variant.defaults);
   const std::vector<float> want = pipeline::run_generation(merged.parts, req, {}, false).latents.to_f32_vector();
-  const pipeline::Parts& parts = demo_model().loaded->parts;
+  const pipeline::Parts& parts = demo_model().loaded()->parts;
   parts.use_loras({});
   const std::vector<float> plain = pipeline::run_generation(parts, req, {}, false).latents.to_f32_vector();
   parts.use_loras(loras);
