@@ -1,0 +1,72 @@
+#include "models/ltx2/dit_parity.h"
+
+#include <mutex>
+
+#include "core/error.h"
+#include "models/ltx2/dit.h"
+#include "parity/parity.h"
+#include "translate/inspect.h"
+
+namespace vidax::ltx2 {
+namespace {
+
+DType compute_of(const std::string& precision) {
+  if (precision.empty() || precision == "fp32" || precision == "f32" || precision == "float32") return DType::F32;
+  if (precision == "bf16" || precision == "bfloat16") return DType::BF16;
+  throw Error(msg() << "ltx2.dit parity: unknown precision '" << precision << "' (expected fp32 or bf16)");
+}
+
+// input.<stream>.* as a Modality, or nullopt when the file has no such stream.
+std::optional<Modality> read_modality(const parity::Golden& g, const std::string& stream) {
+  const std::string p = stream + ".";
+  if (!g.has("input." + p + "latent")) return std::nullopt;
+  for (const char* unsupported : {"attention_mask", "keyframes_mask"})
+    VIDAX_CHECK(!g.has("input." + p + unsupported),
+                g.path << ": input." << p << unsupported << " (the Modality's " << unsupported
+                       << ") is not supported by this LTX-2 DiT yet");
+  Modality m;
+  m.latent = g.input(p + "latent");
+  m.sigma = g.input(p + "sigma");
+  m.timesteps = g.input(p + "timesteps");
+  m.positions = g.input(p + "positions");
+  m.context = g.input(p + "context");
+  if (g.has("input." + p + "context_mask")) m.context_mask = g.input(p + "context_mask");
+  return m;
+}
+
+parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
+  VIDAX_CHECK(opt.mesh.empty(), "ltx2.dit parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
+  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty() && (opt.device.empty() || opt.device == "cpu"),
+              "ltx2.dit parity: --lora, --quantize and --device are not supported for the LTX-2 DiT yet");
+  const DiTConfig cfg = DiTConfig::from_json(g.config);
+  std::map<std::string, Tensor> params;
+  const std::string prefix = "model.diffusion_model.";
+  for (const std::string& n : g.file.names()) {
+    if (translate::is_golden_io_key(n)) continue;
+    const std::string name = n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
+    VIDAX_CHECK(params.emplace(name, g.file.get(n)).second,
+                g.path << ": parameter '" << name << "' is stored both with and without the '" << prefix << "' prefix");
+  }
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), g.path);
+  const LTXModel model(cfg, src, compute_of(opt.precision));
+  src.expect_all_taken();
+
+  const std::optional<Modality> video = read_modality(g, "video"), audio = read_modality(g, "audio");
+  VIDAX_CHECK(video || audio, g.path << ": ltx2.dit golden file has neither input.video.latent nor input.audio.latent");
+  Taps taps;
+  const DiTOutput y = model.forward(video ? &*video : nullptr, audio ? &*audio : nullptr, &taps);
+  parity::Produced out;
+  if (y.video.defined()) out["output.video"] = y.video;
+  if (y.audio.defined()) out["output.audio"] = y.audio;
+  for (auto& [name, t] : taps) out["inter." + name] = t;
+  return out;
+}
+
+}  // namespace
+
+void register_dit_parity_kinds() {
+  static std::once_flag once;
+  std::call_once(once, [] { parity::register_kind("ltx2.dit", run_dit); });
+}
+
+}  // namespace vidax::ltx2
