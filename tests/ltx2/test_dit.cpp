@@ -7,6 +7,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <optional>
+#include <unistd.h>
 
 #include "backend/ops.h"
 #include "engine/builtin_kinds.h"
@@ -50,4 +52,206 @@ TEST(Ltx2DiTGolden, AudioVideo23GatedCrossAdaLNMatchesTheReferenceFp32) {
 }
 TEST(Ltx2DiTGolden, VideoOnlyCaptionProjectionInterleavedMatchesTheReferenceFp32) {
   expect_golden("ltx2_dit_video.safetensors", 1);
+}
+
+namespace {
+
+struct Loaded {
+  io::Checkpoint file;
+  ltx2::DiTConfig cfg;
+  nlohmann::json config;
+  std::map<std::string, Tensor> params;
+  std::optional<ltx2::Modality> video, audio;
+};
+
+std::optional<ltx2::Modality> modality(const io::Checkpoint& f, const std::string& s) {
+  const std::string p = "input." + s + ".";
+  if (!f.contains(p + "latent")) return std::nullopt;
+  ltx2::Modality m{f.get(p + "latent"), f.get(p + "sigma"), f.get(p + "timesteps"), f.get(p + "positions"),
+                   f.get(p + "context"), std::nullopt};
+  if (f.contains(p + "context_mask")) m.context_mask = f.get(p + "context_mask");
+  return m;
+}
+
+Loaded load(const char* name) {
+  Loaded l{io::Checkpoint::open(golden(name)), {}, {}, {}, {}, {}};
+  l.config = nlohmann::json::parse(l.file.metadata().at("config"));
+  l.cfg = ltx2::DiTConfig::from_json(l.config);
+  for (const std::string& n : l.file.names())
+    if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
+  l.video = modality(l.file, "video");
+  l.audio = modality(l.file, "audio");
+  return l;
+}
+
+ltx2::LTXModel build(const Loaded& l, std::map<std::string, Tensor> params, DType compute = DType::F32) {
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
+  ltx2::LTXModel m(l.cfg, src, compute);
+  src.expect_all_taken();
+  return m;
+}
+
+ltx2::DiTOutput run(const ltx2::LTXModel& m, const std::optional<ltx2::Modality>& v,
+                    const std::optional<ltx2::Modality>& a) {
+  return m.forward(v ? &*v : nullptr, a ? &*a : nullptr);
+}
+
+double max_abs(const Tensor& want, const Tensor& got) { return test::diff(want, got).max_abs; }
+
+// Every token of every sample at one position: RoPE then rotates all queries and keys alike, which
+// leaves every dot product as it is (the identity rotation's attention).
+Tensor constant_positions(const Tensor& p) { return ops::add_scalar(ops::scale(p, 0.0), 0.5); }
+
+}  // namespace
+
+// A changed cross-modal weight moves the other stream: audio -> video through audio_to_video_attn,
+// video -> audio through video_to_audio_attn; a changed text mask moves its stream.
+TEST(Ltx2DiT, ControlsFail) {
+  const Loaded l = load("ltx2_dit_av.safetensors");
+  const Tensor want_v = l.file.get("output.video"), want_a = l.file.get("output.audio");
+  const ltx2::DiTOutput base = run(build(l, l.params), l.video, l.audio);
+  EXPECT_LE(max_abs(want_v, base.video), 1e-5);
+  EXPECT_LE(max_abs(want_a, base.audio), 1e-5);
+  for (const char* key : {"transformer_blocks.1.audio_to_video_attn.to_k.weight",
+                          "transformer_blocks.0.scale_shift_table_a2v_ca_audio"}) {
+    auto params = l.params;
+    params[key] = ops::scale(params.at(key), 1.2);
+    EXPECT_GT(max_abs(want_v, run(build(l, params), l.video, l.audio).video), 1e-4) << key;
+  }
+  {
+    auto params = l.params;
+    const std::string key = "transformer_blocks.1.video_to_audio_attn.to_v.weight";
+    params[key] = ops::scale(params.at(key), 1.2);
+    const ltx2::DiTOutput y = run(build(l, params), l.video, l.audio);
+    EXPECT_GT(max_abs(want_a, y.audio), 1e-4);
+    EXPECT_LE(max_abs(want_v, y.video), 1e-5);  // block 1's V2A reaches the video stream nowhere
+  }
+  std::optional<ltx2::Modality> v = l.video;
+  v->context_mask = Tensor::from_i64(std::vector<int64_t>(static_cast<size_t>(v->context_mask->numel()), 1),
+                                     v->context_mask->shape());
+  EXPECT_GT(max_abs(want_v, run(build(l, l.params), v, l.audio).video), 1e-4);  // the mask is not a no-op
+}
+
+// RoPE is not a no-op (the port bug class of issue 20): with every token at one position the self
+// and cross RoPE rotate all q and k alike, and each output must move well past the bound; moving
+// only the audio positions moves the video output through the cross-modal RoPE's k_pe.
+TEST(Ltx2DiT, RopeIsNotANoOp) {
+  const Loaded l = load("ltx2_dit_av23.safetensors");
+  const ltx2::LTXModel m = build(l, l.params);
+  const Tensor want_v = l.file.get("output.video"), want_a = l.file.get("output.audio");
+  std::optional<ltx2::Modality> v = l.video, a = l.audio;
+  v->positions = constant_positions(v->positions);
+  a->positions = constant_positions(a->positions);
+  const ltx2::DiTOutput flat = run(m, v, a);
+  EXPECT_GT(max_abs(want_v, flat.video), 1e-3);
+  EXPECT_GT(max_abs(want_a, flat.audio), 1e-3);
+  // Audio positions shifted by 0.3 s: audio self-attention only sees relative positions (no change
+  // there), the cross-modal attention sees the audio against the video timeline.
+  a = l.audio;
+  a->positions = ops::add_scalar(a->positions, 0.3);
+  const ltx2::DiTOutput shifted = run(m, l.video, a);
+  EXPECT_GT(max_abs(want_v, shifted.video), 1e-4);
+}
+
+// A video-only run of the audio-video model (the reference allows audio=None) skips the
+// cross-modal attention: the same as the video-only golden's model is not, so check it against the
+// AV model's own output with the A2V attention's output projection zeroed.
+TEST(Ltx2DiT, VideoAloneOnTheAudioVideoModelSkipsCrossModal) {
+  const Loaded l = load("ltx2_dit_av23.safetensors");
+  const ltx2::DiTOutput alone = run(build(l, l.params), l.video, std::nullopt);
+  EXPECT_FALSE(alone.audio.defined());
+  auto params = l.params;
+  for (int i = 0; i < 2; ++i) {
+    const std::string p = "transformer_blocks." + std::to_string(i) + ".audio_to_video_attn.to_out.0.";
+    params[p + "weight"] = ops::scale(params.at(p + "weight"), 0.0);
+    params[p + "bias"] = ops::scale(params.at(p + "bias"), 0.0);
+  }
+  const ltx2::DiTOutput zeroed = run(build(l, params), l.video, l.audio);
+  EXPECT_LE(max_abs(zeroed.video, alone.video), 1e-6);
+  EXPECT_GT(max_abs(l.file.get("output.video"), alone.video), 1e-4);
+}
+
+// The bundled checkpoint's spelling (`model.diffusion_model.` prefix) loads through the kind.
+TEST(Ltx2DiT, BundledPrefixLoads) {
+  engine::register_builtins();
+  const Loaded l = load("ltx2_dit_video.safetensors");
+  std::map<std::string, Tensor> t;
+  for (const std::string& n : l.file.names())
+    t[translate::is_golden_io_key(n) ? n : "model.diffusion_model." + n] = l.file.get(n);
+  const fs::path p = fs::temp_directory_path() / ("ltx2_dit_prefixed_" + std::to_string(::getpid()) + ".safetensors");
+  io::save_safetensors(p.string(), t, l.file.metadata());
+  const parity::Report rep = parity::run(p.string(), parity::Options{});
+  fs::remove(p);
+  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
+}
+
+// bf16 compute (the linears in bf16, AdaLN / norms / softmax / residuals in fp32): a stated bound.
+TEST(Ltx2DiT, Bf16WithinItsBound) {
+  for (const char* name : {"ltx2_dit_av.safetensors", "ltx2_dit_av23.safetensors"}) {
+    const Loaded l = load(name);
+    const ltx2::DiTOutput y = run(build(l, l.params, DType::BF16), l.video, l.audio);
+    const double rv = test::rel_l2(l.file.get("output.video"), y.video);
+    const double ra = test::rel_l2(l.file.get("output.audio"), y.audio);
+    std::printf("  %s bf16 rel_l2 video %.3g audio %.3g\n", name, rv, ra);
+    EXPECT_LE(rv, 1e-2);
+    EXPECT_LE(ra, 1e-2);
+    EXPECT_GT(rv, 1e-6);  // bf16 is really used
+  }
+}
+
+TEST(Ltx2DiT, BadConfigIsAnError) {
+  const Loaded l = load("ltx2_dit_av.safetensors");
+  auto with = [&](const char* key, const nlohmann::json& v) {
+    nlohmann::json j = l.config;
+    if (v.is_discarded()) j.erase(key);
+    else j[key] = v;
+    return j;
+  };
+  const nlohmann::json gone = nlohmann::json(nlohmann::json::value_t::discarded);
+  EXPECT_NO_THROW(ltx2::DiTConfig::from_json(l.config));
+  EXPECT_NO_THROW(ltx2::DiTConfig::from_json(nlohmann::json{{"transformer", l.config}}));  // the metadata form
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("frequencies_precision", gone)), Error);  // fp32 build: not here
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("dropout", 0.1)), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("qk_norm", gone)), Error);  // checked like the configurator
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("audio_num_attention_heads", 4)), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("cross_attention_dim", 48)), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("rope_type", "complex")), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("model_type", "ltx image model")), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("caption_proj_before_connector", false)), Error);  // no caption_channels
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("use_keyframes_abs_pos_embedding", true)), Error);
+  EXPECT_THROW(ltx2::DiTConfig::from_json(with("num_layers", "two")), Error);
+  // A missing parameter is an error naming it; so is an unused one.
+  auto params = l.params;
+  params.erase("transformer_blocks.1.audio_to_video_attn.k_norm.weight");
+  EXPECT_THROW(build(l, params), Error);
+  params = l.params;
+  params["transformer_blocks.2.attn1.to_q.weight"] = params.at("transformer_blocks.1.attn1.to_q.weight");
+  EXPECT_THROW(build(l, params), Error);
+}
+
+TEST(Ltx2DiT, BadInputIsAnError) {
+  const Loaded l = load("ltx2_dit_av.safetensors");
+  const ltx2::LTXModel m = build(l, l.params);
+  EXPECT_THROW(run(m, std::nullopt, std::nullopt), Error);
+  auto bad = [&](auto edit, bool on_video = true) {
+    std::optional<ltx2::Modality> v = l.video, a = l.audio;
+    edit(on_video ? *v : *a);
+    EXPECT_THROW(run(m, v, a), Error);
+  };
+  bad([](ltx2::Modality& x) { x.latent = x.latent.slice(2, 0, 8); });              // channels
+  bad([](ltx2::Modality& x) { x.sigma = x.sigma.slice(0, 0, 1); });                // one sigma for B = 2
+  bad([](ltx2::Modality& x) { x.timesteps = x.timesteps.slice(1, 0, 3); });        // neither per sample nor per token
+  bad([](ltx2::Modality& x) { x.positions = x.positions.slice(2, 0, 4); });        // tokens
+  bad([](ltx2::Modality& x) { x.positions = x.positions.slice(1, 0, 1); }, true);  // 1 axis for video
+  bad([](ltx2::Modality& x) { x.context = x.context.slice(2, 0, 8); });            // width
+  bad([](ltx2::Modality& x) { x.context_mask = ops::cast(*x.context_mask, DType::F32); });  // float (additive) mask
+  bad([](ltx2::Modality& x) {  // a value 2
+    std::vector<int64_t> m(static_cast<size_t>(x.context_mask->numel()), 1);
+    m[1] = 2;
+    x.context_mask = Tensor::from_i64(m, x.context_mask->shape());
+  });
+  bad([](ltx2::Modality& x) { x.context_mask = x.context_mask->slice(1, 0, 3); }, false);   // length
+  // Audio into the video-only model.
+  const Loaded vo = load("ltx2_dit_video.safetensors");
+  EXPECT_THROW(run(build(vo, vo.params), vo.video, l.audio), Error);
 }
