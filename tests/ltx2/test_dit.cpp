@@ -53,6 +53,12 @@ TEST(Ltx2DiTGolden, AudioVideo23GatedCrossAdaLNMatchesTheReferenceFp32) {
 TEST(Ltx2DiTGolden, VideoOnlyCaptionProjectionInterleavedMatchesTheReferenceFp32) {
   expect_golden("ltx2_dit_video.safetensors", 1);
 }
+// The keyframe marker, self-attention masks (dense video, key-only audio) and STG perturbations
+// (per sample, and all samples: the value pass-through and a skipped V2A).
+TEST(Ltx2DiTGolden, ConditioningMasksAndPerturbationsMatchTheReferenceFp32) {
+  expect_golden("ltx2_dit_av_cond.safetensors", 2);
+}
+TEST(Ltx2DiTGolden, AudioOnlyMatchesTheReferenceFp32) { expect_golden("ltx2_dit_audio.safetensors", 1); }
 
 namespace {
 
@@ -68,8 +74,10 @@ std::optional<ltx2::Modality> modality(const io::Checkpoint& f, const std::strin
   const std::string p = "input." + s + ".";
   if (!f.contains(p + "latent")) return std::nullopt;
   ltx2::Modality m{f.get(p + "latent"), f.get(p + "sigma"), f.get(p + "timesteps"), f.get(p + "positions"),
-                   f.get(p + "context"), std::nullopt};
+                   f.get(p + "context"), std::nullopt, std::nullopt, std::nullopt};
   if (f.contains(p + "context_mask")) m.context_mask = f.get(p + "context_mask");
+  if (f.contains(p + "attention_mask")) m.attention_mask = f.get(p + "attention_mask");
+  if (f.contains(p + "keyframes_mask")) m.keyframes_mask = f.get(p + "keyframes_mask");
   return m;
 }
 
@@ -92,8 +100,8 @@ ltx2::LTXModel build(const Loaded& l, std::map<std::string, Tensor> params, DTyp
 }
 
 ltx2::DiTOutput run(const ltx2::LTXModel& m, const std::optional<ltx2::Modality>& v,
-                    const std::optional<ltx2::Modality>& a) {
-  return m.forward(v ? &*v : nullptr, a ? &*a : nullptr);
+                    const std::optional<ltx2::Modality>& a, const Tensor* perturbations = nullptr) {
+  return m.forward(v ? &*v : nullptr, a ? &*a : nullptr, perturbations);
 }
 
 double max_abs(const Tensor& want, const Tensor& got) { return test::diff(want, got).max_abs; }
@@ -218,7 +226,6 @@ TEST(Ltx2DiT, BadConfigIsAnError) {
   EXPECT_THROW(ltx2::DiTConfig::from_json(with("rope_type", "complex")), Error);
   EXPECT_THROW(ltx2::DiTConfig::from_json(with("model_type", "ltx image model")), Error);
   EXPECT_THROW(ltx2::DiTConfig::from_json(with("caption_proj_before_connector", false)), Error);  // no caption_channels
-  EXPECT_THROW(ltx2::DiTConfig::from_json(with("use_keyframes_abs_pos_embedding", true)), Error);
   EXPECT_THROW(ltx2::DiTConfig::from_json(with("num_layers", "two")), Error);
   // A missing parameter is an error naming it; so is an unused one.
   auto params = l.params;
@@ -254,4 +261,48 @@ TEST(Ltx2DiT, BadInputIsAnError) {
   // Audio into the video-only model.
   const Loaded vo = load("ltx2_dit_video.safetensors");
   EXPECT_THROW(run(build(vo, vo.params), vo.video, l.audio), Error);
+}
+
+// Each conditioning input is not a no-op: without the keyframe marker, a self-attention mask or the
+// perturbations, the outputs move past the bound; a wrong-shaped one is an error.
+TEST(Ltx2DiT, ConditioningControlsFail) {
+  const Loaded l = load("ltx2_dit_av_cond.safetensors");
+  const ltx2::LTXModel m = build(l, l.params);
+  const Tensor want_v = l.file.get("output.video"), want_a = l.file.get("output.audio");
+  const Tensor pert = l.file.get("input.perturbations");
+  const ltx2::DiTOutput y = run(m, l.video, l.audio, &pert);
+  EXPECT_LE(max_abs(want_v, y.video), 1e-5);
+  EXPECT_LE(max_abs(want_a, y.audio), 1e-5);
+  std::optional<ltx2::Modality> v = l.video, a = l.audio;
+  v->keyframes_mask.reset();
+  EXPECT_GT(max_abs(want_v, run(m, v, l.audio, &pert).video), 1e-4);
+  v = l.video;
+  v->attention_mask.reset();
+  EXPECT_GT(max_abs(want_v, run(m, v, l.audio, &pert).video), 1e-4);
+  a->attention_mask.reset();
+  EXPECT_GT(max_abs(want_a, run(m, l.video, a, &pert).audio), 1e-4);
+  const ltx2::DiTOutput none = run(m, l.video, l.audio, nullptr);
+  EXPECT_GT(max_abs(want_v, none.video), 1e-4);
+  EXPECT_GT(max_abs(want_a, none.audio), 1e-4);
+  // Sample 0 keeps its video self-attention and A2V everywhere: with sample 1's video perturbations
+  // lifted, sample 0's video output stays (within 1e-5) and sample 1's moves.
+  std::vector<float> keep = pert.to_f32_vector();  // [4, 2, 2]
+  for (int t : {0, 2})
+    for (int blk = 0; blk < 2; ++blk) keep[static_cast<size_t>((t * 2 + blk) * 2 + 1)] = 1.0f;
+  const Tensor lifted = Tensor::from_f32(keep, pert.shape());
+  const Tensor yl = run(m, l.video, l.audio, &lifted).video;
+  EXPECT_LE(max_abs(want_v.slice(0, 0, 1), yl.slice(0, 0, 1)), 1e-5);
+  EXPECT_GT(max_abs(want_v.slice(0, 1, 2), yl.slice(0, 1, 2)), 1e-4);
+  // Bad shapes.
+  EXPECT_THROW(run(m, l.video, l.audio, &l.params.at("scale_shift_table")), Error);  // not [4, 2, 2]
+  v = l.video;
+  v->attention_mask = v->attention_mask->slice(2, 0, 4);
+  EXPECT_THROW(run(m, v, l.audio, &pert), Error);
+  v = l.video;
+  v->keyframes_mask = v->keyframes_mask->slice(1, 0, 3);
+  EXPECT_THROW(run(m, v, l.audio, &pert), Error);
+  // The marker's parameter is required when the config says so.
+  auto params = l.params;
+  params.erase("keyframes_abs_pos_embedding");
+  EXPECT_THROW(build(l, params), Error);
 }

@@ -35,9 +35,16 @@ import torch
 from safetensors.torch import save_file
 
 sys.path.insert(0, os.environ.get("LTX2_CORE", "/work/ref/ltx2/packages/ltx-core/src"))
+from ltx_core.guidance.perturbations import (  # noqa: E402
+    BatchedPerturbationConfig,
+    Perturbation,
+    PerturbationConfig,
+    PerturbationType,
+)
 from ltx_core.components.patchifiers import AudioPatchifier, VideoLatentPatchifier, get_pixel_coords  # noqa: E402
 from ltx_core.model.transformer.modality import Modality  # noqa: E402
 from ltx_core.model.transformer.model_configurator import (  # noqa: E402
+    LTXAudioOnlyModelConfigurator,
     LTXModelConfigurator,
     LTXVideoOnlyModelConfigurator,
 )
@@ -60,6 +67,9 @@ BASE = {
 }
 AV = "ltx av model"
 VIDEO_ONLY = "ltx video only model"
+AUDIO_ONLY = "ltx audio only model"
+CONFIGURATORS = {AV: LTXModelConfigurator, VIDEO_ONLY: LTXVideoOnlyModelConfigurator,
+                 AUDIO_ONLY: LTXAudioOnlyModelConfigurator}
 
 
 def video_positions(batch, f, h, w, fps):
@@ -88,7 +98,24 @@ def init_params(model):
                 p.copy_(0.3 * torch.randn_like(p))
 
 
-def modality(prefix, latent, sigma, timesteps, positions, context, context_mask, tensors):
+def self_attention_mask(batch, tokens, broadcast_rows):
+    # Values in {0, 0.25, 1} with the diagonal kept (Modality.attention_mask); broadcast_rows: the
+    # key-only form [B, 1, T].
+    rows = 1 if broadcast_rows else tokens
+    m = torch.ones(batch, rows, tokens)
+    m[:, :, 1] = 0.25
+    m[:, :, tokens - 1] = 0.0
+    if not broadcast_rows:
+        m[:, 0, 2] = 0.0
+        idx = torch.arange(tokens)
+        m[:, idx, idx] = 1.0
+    else:
+        m[:, :, 0] = 1.0
+    return m
+
+
+def modality(prefix, latent, sigma, timesteps, positions, context, context_mask, tensors, attention_mask=None,
+             keyframes_mask=None):
     tensors[f"input.{prefix}.latent"] = latent
     tensors[f"input.{prefix}.sigma"] = sigma
     tensors[f"input.{prefix}.timesteps"] = timesteps
@@ -96,15 +123,20 @@ def modality(prefix, latent, sigma, timesteps, positions, context, context_mask,
     tensors[f"input.{prefix}.context"] = context
     if context_mask is not None:
         tensors[f"input.{prefix}.context_mask"] = context_mask
+    if attention_mask is not None:
+        tensors[f"input.{prefix}.attention_mask"] = attention_mask
+    if keyframes_mask is not None:
+        tensors[f"input.{prefix}.keyframes_mask"] = keyframes_mask
     return Modality(latent=latent, sigma=sigma, timesteps=timesteps, positions=positions, context=context,
-                    context_mask=context_mask)
+                    context_mask=context_mask, attention_mask=attention_mask, keyframes_mask=keyframes_mask)
 
 
-def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks=False, caption_channels=None):
+def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks=False, caption_channels=None,
+         conditioning=False, perturbations=None):
     torch.manual_seed(seed)
     if caption_channels:
         cfg = {**cfg, "caption_channels": caption_channels}
-    configurator = LTXModelConfigurator if model_type == AV else LTXVideoOnlyModelConfigurator
+    configurator = CONFIGURATORS[model_type]
     model = configurator.from_metadata({"config": {"transformer": cfg}})
     model = model.to_empty(device="cpu").float().eval()  # the caption projection is built on "meta"
     init_params(model)
@@ -123,10 +155,18 @@ def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks
         vmask[0, text_len - 2:] = 0           # padding at the end
         vmask[1, 1] = 0                       # a gap
         vmask[1, text_len - 1] = 0
-    video = modality("video", torch.randn(batch, tv, cfg["in_channels"]), sigma, vt,
-                     video_positions(batch, f, h, w, 24.0), torch.randn(batch, text_len, ctx_v), vmask, tensors)
+    video = None
+    if model_type != AUDIO_ONLY:
+        keyframes = None
+        if conditioning:  # the first latent frame and one token of the last are single-pixel-frame latents
+            keyframes = torch.zeros(batch, tv, 1)
+            keyframes[:, : h * w] = 1.0
+            keyframes[batch - 1, tv - 1] = 1.0
+        video = modality("video", torch.randn(batch, tv, cfg["in_channels"]), sigma, vt,
+                         video_positions(batch, f, h, w, 24.0), torch.randn(batch, text_len, ctx_v), vmask, tensors,
+                         self_attention_mask(batch, tv, False) if conditioning else None, keyframes)
     audio = None
-    if model_type == AV:
+    if model_type != VIDEO_ONLY:
         da = cfg["audio_num_attention_heads"] * cfg["audio_attention_head_dim"]
         asigma = torch.rand(batch) * 0.8 + 0.1
         amask = None
@@ -136,7 +176,8 @@ def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks
             amask[1, 2:4] = 0
         audio = modality("audio", torch.randn(batch, audio_frames, cfg["audio_in_channels"]), asigma,
                          asigma[:, None].repeat(1, audio_frames), audio_positions(batch, audio_frames),
-                         torch.randn(batch, text_len, da), amask, tensors)
+                         torch.randn(batch, text_len, da), amask, tensors,
+                         self_attention_mask(batch, audio_frames, True) if conditioning else None)
 
     taps = {}
 
@@ -159,19 +200,24 @@ def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks
             getattr(model, name).register_forward_hook(hook(name))
     for i, block in enumerate(model.transformer_blocks):
         block.register_forward_hook(hook(f"transformer_blocks.{i}"))
+    batched = None
+    if perturbations is not None:
+        batched = BatchedPerturbationConfig(perturbations, cfg["num_layers"], dtype=torch.float32)
+        tensors["input.perturbations"] = batched.block_masks.float().contiguous()
     with torch.no_grad():
-        vx, ax = model(video, audio, None)
+        vx, ax = model(video, audio, batched)
     state = {k: v.detach().contiguous().float() for k, v in model.state_dict().items()}
     tensors = {**state, **{k: v.contiguous() for k, v in tensors.items()}, **taps}
-    tensors["output.video"] = vx.contiguous()
+    if vx is not None:
+        tensors["output.video"] = vx.contiguous()
     if ax is not None:
         tensors["output.audio"] = ax.contiguous()
     config = {**cfg, "model_type": model_type}
     meta = {"kind": "ltx2.dit", "config": json.dumps(config), "generator": "tools/golden/ltx2_dit.py",
             "reference": "Lightricks/LTX-2 400fd31 ltx_core LTXModel", "torch": torch.__version__}
     save_file(tensors, path, metadata=meta)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors), video {tuple(vx.shape)}"
-          + (f", audio {tuple(ax.shape)}" if ax is not None else ""))
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors)"
+          + (f", video {tuple(vx.shape)}" if vx is not None else "") + (f", audio {tuple(ax.shape)}" if ax is not None else ""))
 
 
 def main():
@@ -186,6 +232,19 @@ def main():
     vid = {**BASE, "rope_type": "interleaved", "caption_proj_before_connector": False}
     make(os.path.join(args.out, "ltx2_dit_video.safetensors"), vid, VIDEO_ONLY, 1, (2, 3, 2), 0, 5, 2,
          caption_channels=24)
+    # Conditioning and STG: the keyframe marker, self-attention masks (dense on video, key-only on
+    # audio), per-block perturbations: sample 0 none; sample 1 video self-attention in block 1 and
+    # A2V in block 0; both samples the audio self-attention and V2A in block 0 (the all-perturbed path).
+    cond = {**v23, "use_keyframes_abs_pos_embedding": True}
+    both = [Perturbation(PerturbationType.SKIP_AUDIO_SELF_ATTN, [0]), Perturbation(PerturbationType.SKIP_V2A_CROSS_ATTN, [0])]
+    stg = [PerturbationConfig(both),
+           PerturbationConfig(both + [Perturbation(PerturbationType.SKIP_VIDEO_SELF_ATTN, [1]),
+                                      Perturbation(PerturbationType.SKIP_A2V_CROSS_ATTN, [0])])]
+    make(os.path.join(args.out, "ltx2_dit_av_cond.safetensors"), cond, AV, 2, (2, 2, 2), 5, 4, 3, conditioning=True,
+         perturbations=stg)
+    # Audio only (LTXAudioOnlyModelConfigurator: LTXModel's defaults for what it does not pass), 1 block.
+    aud = {**BASE, "num_layers": 1}
+    make(os.path.join(args.out, "ltx2_dit_audio.safetensors"), aud, AUDIO_ONLY, 1, (1, 1, 1), 7, 4, 4, masks=False)
 
 
 if __name__ == "__main__":

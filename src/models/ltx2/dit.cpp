@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cfloat>
+#include <cmath>
 #include <map>
 #include <tuple>
 
@@ -81,6 +82,44 @@ ops::AttentionOptions mask_options(const Tensor& mask, int64_t B, int64_t L, int
   return o;
 }
 
+// _prepare_self_attention_mask: a [0, 1] mask [B or 1, T or 1, T] -> the bias [B, 1, T, T]:
+// log(max(m, FLT_MIN)) where m > 0, -FLT_MAX (finfo.min) elsewhere.
+ops::AttentionOptions self_mask_options(const Tensor& mask, int64_t B, int64_t T, const char* stream) {
+  VIDAX_CHECK(mask.dim() == 3 && (mask.size(0) == B || mask.size(0) == 1) && (mask.size(1) == T || mask.size(1) == 1) &&
+                  mask.size(2) == T,
+              "LTX-2 DiT: " << stream << " attention_mask must be [" << B << " or 1, " << T << " or 1, " << T
+                            << "], got " << mask.str());
+  const std::vector<float> m = ops::cast(mask, DType::F32).to_f32_vector();
+  const int64_t mb = mask.size(0), mq = mask.size(1);
+  std::vector<float> bias(static_cast<size_t>(B * T * T));
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t j = 0; j < T; ++j) {
+        const float v = m[static_cast<size_t>(((mb == 1 ? 0 : b) * mq + (mq == 1 ? 0 : i)) * T + j)];
+        VIDAX_CHECK(!std::isnan(v), "LTX-2 DiT: " << stream << " attention_mask has a NaN");
+        bias[static_cast<size_t>((b * T + i) * T + j)] = v > 0 ? std::log(std::max(v, FLT_MIN)) : -FLT_MAX;
+      }
+  ops::AttentionOptions o;
+  o.bias = Tensor::from_f32(bias, {B, 1, T, T});
+  return o;
+}
+
+// This block's perturbation of one type: none when every sample keeps, `all` when none does.
+Perturb block_perturb(const std::vector<float>& masks, int64_t type, int64_t block, int64_t layers, int64_t B) {
+  std::vector<float> keep(static_cast<size_t>(B));
+  bool any_perturbed = false, all_perturbed = true;
+  for (int64_t b = 0; b < B; ++b) {
+    const float k = masks[static_cast<size_t>((type * layers + block) * B + b)];
+    keep[static_cast<size_t>(b)] = k;
+    any_perturbed = any_perturbed || k == 0;
+    all_perturbed = all_perturbed && k == 0;
+  }
+  Perturb p;
+  if (all_perturbed) p.all = true;
+  else if (any_perturbed) p.keep = Tensor::from_f32(keep, {B, 1, 1});
+  return p;
+}
+
 // An AdaLN of n timesteps per sample (already scaled), evaluated once per distinct value:
 // [B, 1, X] when each sample has one value, else [B, n, X]. tap: the reference's [B * n, X].
 std::pair<Tensor, Tensor> modulation(const AdaLNSingle& adaln, const std::vector<float>& t, int64_t B,
@@ -137,6 +176,8 @@ LTXModel::Stream LTXModel::load_stream(nn::ParamSource& params, bool audio) cons
   const int64_t out = audio ? cfg_.audio_out_channels : cfg_.out_channels;
   const std::string& p = s.prefix;
   s.patchify_proj = nn::Linear::load(params, p + "patchify_proj", s.in_channels, s.dim, compute_);
+  if (!audio && cfg_.use_keyframes_abs_pos_embedding)
+    s.keyframes_embedding = params.take("keyframes_abs_pos_embedding", {1, s.dim});
   if (cfg_.caption_projection) {
     s.caption_1 = nn::Linear::load(params, p + "caption_projection.linear_1", cfg_.caption_channels, s.dim, compute_);
     s.caption_2 = nn::Linear::load(params, p + "caption_projection.linear_2", s.dim, s.dim, compute_);
@@ -176,6 +217,16 @@ StreamArgs LTXModel::prepare(const Stream& s, const Modality& m, const Modality*
   StreamArgs a;
   a.x = linear_f32(s.patchify_proj, m.latent);
   if (taps) (*taps)[s.prefix + "patchify_proj"] = a.x;
+  if (s.keyframes_embedding.defined() && m.keyframes_mask) {
+    // apply_keyframes_absolute_embedding: x + (keyframes_mask > 0) * embedding.
+    const Tensor& km = *m.keyframes_mask;
+    VIDAX_CHECK(km.numel() == B * T && (km.dim() == 2 || (km.dim() == 3 && km.size(2) == 1)) && km.size(0) == B &&
+                    km.size(1) == T,
+                who << "keyframes_mask must be [" << B << ", " << T << ", 1], got " << km.str());
+    std::vector<float> marked;
+    for (double x : km.to_f64_vector()) marked.push_back(x > 0 ? 1.0f : 0.0f);
+    a.x = ops::add(a.x, ops::mul(Tensor::from_f32(marked, {B, T, 1}), s.keyframes_embedding));
+  }
   const float mult = static_cast<float>(cfg_.timestep_scale_multiplier);
   const std::vector<float> t = scaled(m.timesteps, mult);
   Tensor tap;
@@ -185,6 +236,7 @@ StreamArgs LTXModel::prepare(const Stream& s, const Modality& m, const Modality*
   a.context = s.caption_1 ? linear_f32(*s.caption_2, ops::gelu(linear_f32(*s.caption_1, m.context), ops::GeluMode::Tanh))
                           : nn::to_dtype(m.context, DType::F32);
   if (m.context_mask) a.context_mask = mask_options(*m.context_mask, B, m.context.size(1), T, s.name);
+  if (m.attention_mask) a.self_mask = self_mask_options(*m.attention_mask, B, T, s.name);
   const RopeSpec self{s.dim, s.heads, cfg_.positional_embedding_theta, s.max_pos, cfg_.rope_type};
   a.pe = stream_rope(m.positions, self, false);
 
@@ -213,7 +265,8 @@ Tensor LTXModel::output(const Stream& s, const StreamArgs& a) const {
   return linear_f32(s.proj_out, ops::layer_norm_modulate(a.x, shift, scale, cfg_.norm_eps));
 }
 
-DiTOutput LTXModel::forward(const Modality* video, const Modality* audio, Taps* taps) const {
+DiTOutput LTXModel::forward(const Modality* video, const Modality* audio, const Tensor* perturbations,
+                            Taps* taps) const {
   VIDAX_CHECK(video || audio, "LTX-2 DiT: at least one of video or audio must be given");
   VIDAX_CHECK(!video || video_, "LTX-2 DiT: video is not enabled for this model (" << model_type_name(cfg_.model_type) << ")");
   VIDAX_CHECK(!audio || audio_, "LTX-2 DiT: audio is not enabled for this model (" << model_type_name(cfg_.model_type) << ")");
@@ -223,8 +276,26 @@ DiTOutput LTXModel::forward(const Modality* video, const Modality* audio, Taps* 
   std::optional<StreamArgs> v, a;
   if (video) v = prepare(*video_, *video, audio, taps);
   if (audio) a = prepare(*audio_, *audio, video, taps);
+  const int64_t B = (video ? video : audio)->latent.size(0), layers = cfg_.num_layers;
+  std::vector<float> masks;
+  if (perturbations) {
+    VIDAX_CHECK(perturbations->dim() == 3 && perturbations->size(0) == 4 && perturbations->size(1) == layers &&
+                    perturbations->size(2) == B,
+                "LTX-2 DiT: perturbations must be [4, " << layers << ", " << B
+                                                        << "] (type, block, sample; 1 = keep), got " << perturbations->str());
+    masks = ops::cast(*perturbations, DType::F32).to_f32_vector();
+  }
   for (size_t i = 0; i < blocks_.size(); ++i) {
-    blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr);
+    BlockPerturbations p;
+    if (perturbations) {
+      const int64_t blk = static_cast<int64_t>(i);
+      // PerturbationType: SKIP_VIDEO_SELF_ATTN, SKIP_AUDIO_SELF_ATTN, SKIP_A2V_CROSS_ATTN, SKIP_V2A_CROSS_ATTN.
+      p.video_self = block_perturb(masks, 0, blk, layers, B);
+      p.audio_self = block_perturb(masks, 1, blk, layers, B);
+      p.a2v = block_perturb(masks, 2, blk, layers, B);
+      p.v2a = block_perturb(masks, 3, blk, layers, B);
+    }
+    blocks_[i].forward(v ? &*v : nullptr, a ? &*a : nullptr, p);
     const std::string name = "transformer_blocks." + std::to_string(i);
     if (taps && v) (*taps)[name + ".video"] = v->x;
     if (taps && a) (*taps)[name + ".audio"] = a->x;

@@ -3,7 +3,7 @@
 // audio stream, or both.
 //
 // Per stream (TransformerArgsPreprocessor.prepare):
-//   x = patchify_proj(latent)                                  tokens [B, T, in] -> [B, T, D]
+//   x = patchify_proj(latent) [+ keyframe marker]              tokens [B, T, in] -> [B, T, D]
 //   (modulation, embedded) = adaln_single(1000 * timesteps)    per token or per sample
 //   prompt_timestep = prompt_adaln_single(1000 * sigma)        (cross_attention_adaln + prompt AdaLN)
 //   context = caption_projection(context) (19B) or as given    [B, L, D]
@@ -17,8 +17,11 @@
 // Parameters by their official names (patchify_proj.weight, transformer_blocks.0.attn1.to_q.weight,
 // ...). Precision: F32 runs everything in fp32; BF16 runs the block and projection linears with bf16
 // inputs (fp32 accumulation) and keeps the AdaLN, the norms, the softmax and the residual streams in
-// fp32. Not supported (refused with a message): the self-attention mask (Modality.attention_mask),
-// the keyframe marker, perturbations (STG), the fp32 RoPE frequency build.
+// fp32. Also: the self-attention mask (Modality.attention_mask -> log-space bias), the keyframe
+// marker (x += [keyframes_mask > 0] * keyframes_abs_pos_embedding after patchify_proj, video only),
+// STG perturbations per block (the attention's output blended with its values / a cross-modal
+// direction's output times the keep mask). Not supported (refused with a message): the fp32 RoPE
+// frequency build, a float (additive) text mask.
 #pragma once
 #include <map>
 #include <optional>
@@ -44,6 +47,11 @@ struct Modality {
   Tensor positions;  // [B, n_axes, T, 2]: [start, end) bounds (video: 3 axes, audio: 1)
   Tensor context;    // [B, L, D] (or [B, L, caption_channels] with the caption projection)
   std::optional<Tensor> context_mask;  // [B, L] integer / bool, 1 = token
+  // [B or 1, T or 1, T] in [0, 1] (1 = full attention, 0 = none): the self-attention's log-space bias.
+  std::optional<Tensor> attention_mask;
+  // [B, T, 1] (or [B, T]): non-zero on single-pixel-frame tokens, which get the keyframe marker
+  // (video, a model with use_keyframes_abs_pos_embedding; ignored otherwise, as in the reference).
+  std::optional<Tensor> keyframes_mask;
 };
 
 struct DiTOutput {
@@ -57,8 +65,11 @@ class LTXModel {
   LTXModel(const DiTConfig& cfg, nn::ParamSource& params, DType compute);
   const DiTConfig& config() const { return cfg_; }
 
-  // Either modality may be null (not both); a stream the model lacks is an error.
-  DiTOutput forward(const Modality* video, const Modality* audio, Taps* taps = nullptr) const;
+  // Either modality may be null (not both); a stream the model lacks is an error. perturbations:
+  // BatchedPerturbationConfig.block_masks [4 (PerturbationType), num_layers, B], 1 = keep (STG);
+  // nullptr = none perturbed.
+  DiTOutput forward(const Modality* video, const Modality* audio, const Tensor* perturbations = nullptr,
+                    Taps* taps = nullptr) const;
 
  private:
   struct Stream {
@@ -70,6 +81,7 @@ class LTXModel {
     std::optional<nn::Linear> caption_1, caption_2;  // caption_projection.linear_{1,2}
     std::optional<AdaLNSingle> adaln, prompt_adaln, cross_scale_shift, cross_gate;
     Tensor scale_shift_table;  // [2, D]
+    Tensor keyframes_embedding;  // [1, D] (video, use_keyframes_abs_pos_embedding) or undefined
   };
   Stream load_stream(nn::ParamSource& params, bool audio) const;
   StreamArgs prepare(const Stream& s, const Modality& m, const Modality* cross, Taps* taps) const;

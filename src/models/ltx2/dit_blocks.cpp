@@ -71,18 +71,31 @@ Attention Attention::load(nn::ParamSource& params, const std::string& prefix, in
 }
 
 Tensor Attention::operator()(const Tensor& x, const Tensor* context, const ops::AttentionOptions& mask,
-                             const StreamRope* pe, const StreamRope* k_pe) const {
+                             const StreamRope* pe, const StreamRope* k_pe, const Perturb& perturb) const {
   const Tensor& ctx = context ? *context : x;
   const int64_t B = x.size(0), T = x.size(1), S = ctx.size(1), inner = heads * head_dim;
-  Tensor q = ops::rms_norm(linear_f32(to_q, x), q_norm, eps);
-  Tensor k = ops::rms_norm(linear_f32(to_k, ctx), k_norm, eps);
   const Tensor v = linear_f32(to_v, ctx);
-  if (pe) {
-    q = pe->apply(q);
-    k = (k_pe ? k_pe : pe)->apply(k);
+  Tensor out;
+  if (perturb.all) {
+    // Every sample perturbed: the value projection passes through (the query/key path is skipped).
+    VIDAX_CHECK(S == T, "LTX-2 DiT: a perturbed attention needs as many keys as queries (" << S << " vs " << T << ")");
+    out = v.view({B, T, heads, head_dim});
+  } else {
+    Tensor q = ops::rms_norm(linear_f32(to_q, x), q_norm, eps);
+    Tensor k = ops::rms_norm(linear_f32(to_k, ctx), k_norm, eps);
+    if (pe) {
+      q = pe->apply(q);
+      k = (k_pe ? k_pe : pe)->apply(k);
+    }
+    out = ops::attention(q.view({B, T, heads, head_dim}), k.view({B, S, heads, head_dim}),
+                         v.view({B, S, heads, head_dim}), mask);  // [B, T, H, hd]
+    if (perturb.keep) {
+      // out * keep + v * (1 - keep), per sample.
+      const Tensor& m = *perturb.keep;
+      const Tensor mv = m.unsqueeze(3);  // [B, 1, 1, 1]
+      out = ops::add(ops::mul(out, mv), ops::mul(v.view({B, T, heads, head_dim}), ops::add_scalar(ops::scale(mv, -1.0), 1.0)));
+    }
   }
-  Tensor out = ops::attention(q.view({B, T, heads, head_dim}), k.view({B, S, heads, head_dim}),
-                              v.view({B, S, heads, head_dim}), mask);  // [B, T, H, hd]
   if (to_gate_logits) {
     // PytorchGatedAttention: out_h * 2 sigmoid(to_gate_logits(x))_h.
     const Tensor gates = ops::scale(ops::sigmoid(linear_f32(*to_gate_logits, x)), 2.0);  // [B, T, H]
@@ -133,11 +146,11 @@ AVBlock AVBlock::load(nn::ParamSource& params, const std::string& prefix, const 
 }
 
 // Self-attention and the text cross-attention of one stream -> x after both.
-Tensor AVBlock::self_and_text(const Stream& s, StreamArgs& a) const {
+Tensor AVBlock::self_and_text(const Stream& s, StreamArgs& a, const Perturb& perturb) const {
   const Tensor& sst = s.scale_shift_table;
   const Tensor shift_msa = ada(sst, 0, a.timesteps, 0), scale_msa = ada(sst, 1, a.timesteps, 1);
   const Tensor gate_msa = ada(sst, 2, a.timesteps, 2);
-  const Tensor attn = s.attn1(ada_zero(a.x, eps, scale_msa, shift_msa), nullptr, {}, &a.pe, nullptr);
+  const Tensor attn = s.attn1(ada_zero(a.x, eps, scale_msa, shift_msa), nullptr, a.self_mask, &a.pe, nullptr, perturb);
   const Tensor x = ops::gated_residual(a.x, gate_msa, attn);  // PytorchPostSAFunction: x + y * gate
   const Tensor normed = ops::rms_norm(x, std::nullopt, eps);
   if (!cross_attention_adaln) return ops::add(x, s.attn2(normed, &a.context, a.context_mask, nullptr, nullptr));
@@ -163,33 +176,43 @@ Tensor AVBlock::feed_forward(const Stream& s, const StreamArgs& a, const Tensor&
   return ops::gated_residual(x, gate, s.ff(ada_zero(x, eps, scale, shift)));
 }
 
-void AVBlock::forward(StreamArgs* v, StreamArgs* a) const {
+void AVBlock::forward(StreamArgs* v, StreamArgs* a, const BlockPerturbations& perturb) const {
   VIDAX_CHECK(v || a, "LTX-2 DiT block: at least one of video or audio must be given");
   VIDAX_CHECK(!v || video, "LTX-2 DiT block: the model has no video stream");
   VIDAX_CHECK(!a || audio, "LTX-2 DiT block: the model has no audio stream");
-  if (v) v->x = self_and_text(*video, *v);
-  if (a) a->x = self_and_text(*audio, *a);
+  if (v) v->x = self_and_text(*video, *v, perturb.video_self);
+  if (a) a->x = self_and_text(*audio, *a, perturb.audio_self);
 
   if (v && a && audio_to_video_attn) {
     VIDAX_CHECK(v->has_cross && a->has_cross, "LTX-2 DiT block: the cross-modal inputs were not prepared");
     // Both directions read the streams as they were before either update.
     const Tensor vn = ops::rms_norm(v->x, std::nullopt, eps), an = ops::rms_norm(a->x, std::nullopt, eps);
+    // The cross-attention perturbation: the output times the keep mask; every sample perturbed
+    // skips the direction (cross_attn_skip_all).
+    auto cross = [](const Tensor& out, const Tensor& gate, const Perturb& p) {
+      return p.keep ? ops::mul(ops::mul(out, gate), *p.keep) : ops::mul(out, gate);
+    };
     const Tensor& tv = a2v_ca_video;
     const Tensor& ta = a2v_ca_audio;
     const Tensor& vss = v->cross_scale_shift_timestep;
     const Tensor& ass = a->cross_scale_shift_timestep;
-    // A2V: q video (rows 0, 1: scale, shift), k/v audio (rows 0, 1), gate row 4 of the video table.
-    const Tensor vq = ops::modulate(vn, ada(tv, 1, vss, 1), ada(tv, 0, vss, 0));
-    const Tensor akv = ops::modulate(an, ada(ta, 1, ass, 1), ada(ta, 0, ass, 0));
-    const Tensor a2v = (*audio_to_video_attn)(vq, &akv, {}, &v->cross_pe, &a->cross_pe);
-    const Tensor gate_a2v = ada(tv, 4, v->cross_gate_timestep, 0);
-    // V2A: q audio (rows 2, 3), k/v video (rows 2, 3), gate row 4 of the audio table.
-    const Tensor aq = ops::modulate(an, ada(ta, 3, ass, 3), ada(ta, 2, ass, 2));
-    const Tensor vkv = ops::modulate(vn, ada(tv, 3, vss, 3), ada(tv, 2, vss, 2));
-    const Tensor v2a = (*video_to_audio_attn)(aq, &vkv, {}, &a->cross_pe, &v->cross_pe);
-    const Tensor gate_v2a = ada(ta, 4, a->cross_gate_timestep, 0);
-    v->x = ops::gated_residual(v->x, gate_a2v, a2v);
-    a->x = ops::gated_residual(a->x, gate_v2a, v2a);
+    Tensor vx = v->x, ax = a->x;
+    if (!perturb.a2v.all) {
+      // A2V: q video (rows 0, 1: scale, shift), k/v audio (rows 0, 1), gate row 4 of the video table.
+      const Tensor vq = ops::modulate(vn, ada(tv, 1, vss, 1), ada(tv, 0, vss, 0));
+      const Tensor akv = ops::modulate(an, ada(ta, 1, ass, 1), ada(ta, 0, ass, 0));
+      const Tensor a2v = (*audio_to_video_attn)(vq, &akv, {}, &v->cross_pe, &a->cross_pe);
+      vx = ops::add(vx, cross(a2v, ada(tv, 4, v->cross_gate_timestep, 0), perturb.a2v));
+    }
+    if (!perturb.v2a.all) {
+      // V2A: q audio (rows 2, 3), k/v video (rows 2, 3), gate row 4 of the audio table.
+      const Tensor aq = ops::modulate(an, ada(ta, 3, ass, 3), ada(ta, 2, ass, 2));
+      const Tensor vkv = ops::modulate(vn, ada(tv, 3, vss, 3), ada(tv, 2, vss, 2));
+      const Tensor v2a = (*video_to_audio_attn)(aq, &vkv, {}, &a->cross_pe, &v->cross_pe);
+      ax = ops::add(ax, cross(v2a, ada(ta, 4, a->cross_gate_timestep, 0), perturb.v2a));
+    }
+    v->x = vx;
+    a->x = ax;
   }
 
   if (v) v->x = feed_forward(*video, *v, v->x);

@@ -50,6 +50,13 @@ struct AdaLNSingle {
   std::pair<Tensor, Tensor> operator()(const std::vector<float>& t) const;
 };
 
+// One attention's STG perturbation for a block (BatchedPerturbationConfig.mask: 1 = keep): none, a
+// per-sample keep mask [B, 1, 1], or every sample perturbed (`all`).
+struct Perturb {
+  std::optional<Tensor> keep;  // [B, 1, 1] F32
+  bool all = false;
+};
+
 struct Attention {
   nn::Linear to_q, to_k, to_v, to_out;
   std::optional<nn::Linear> to_gate_logits;
@@ -59,9 +66,10 @@ struct Attention {
   static Attention load(nn::ParamSource& params, const std::string& prefix, int64_t query_dim, int64_t context_dim,
                         int64_t heads, int64_t head_dim, bool gated, double eps, DType compute);
   // x [B, T, query_dim], context [B, S, context_dim] (nullptr: x) -> [B, T, query_dim] F32.
-  // mask: the text mask's attention options (kv_lens or bias); pe / k_pe: RoPE (nullptr: none).
+  // mask: the attention options (the text mask's kv_lens or bias, the self-attention bias); pe /
+  // k_pe: RoPE (nullptr: none); perturb: out = attn * keep + v * (1 - keep), v alone when `all`.
   Tensor operator()(const Tensor& x, const Tensor* context, const ops::AttentionOptions& mask, const StreamRope* pe,
-                    const StreamRope* k_pe) const;
+                    const StreamRope* k_pe, const Perturb& perturb = {}) const;
 };
 
 struct FeedForward {
@@ -75,6 +83,7 @@ struct StreamArgs {
   Tensor x;                  // [B, T, D] F32, the residual stream
   Tensor context;            // [B, L, D] F32
   ops::AttentionOptions context_mask;
+  ops::AttentionOptions self_mask;  // Modality.attention_mask as the log-space bias [B, 1, T, T]
   Tensor timesteps;          // [B, 1 or T, k * D] F32, the AdaLN modulation
   Tensor embedded_timestep;  // [B, 1 or T, D]
   Tensor prompt_timestep;    // [B, 1, 2D] (the prompt AdaLN) or undefined
@@ -84,6 +93,11 @@ struct StreamArgs {
   Tensor cross_scale_shift_timestep;  // [B, 1 or T, 4D]
   Tensor cross_gate_timestep;         // [B, 1, D]
   bool has_cross = false;
+};
+
+// The perturbations of one block (PerturbationType rows): self-attention per stream, A2V, V2A.
+struct BlockPerturbations {
+  Perturb video_self, audio_self, a2v, v2a;
 };
 
 struct AVBlock {
@@ -101,10 +115,10 @@ struct AVBlock {
 
   static AVBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute);
   // Either stream may be absent (nullptr); they are updated in place of the handles.
-  void forward(StreamArgs* video, StreamArgs* audio) const;
+  void forward(StreamArgs* video, StreamArgs* audio, const BlockPerturbations& perturb = {}) const;
 
  private:
-  Tensor self_and_text(const Stream& s, StreamArgs& a) const;
+  Tensor self_and_text(const Stream& s, StreamArgs& a, const Perturb& perturb) const;
   Tensor feed_forward(const Stream& s, const StreamArgs& a, const Tensor& x) const;
 };
 

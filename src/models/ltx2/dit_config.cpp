@@ -95,8 +95,6 @@ DiTConfig DiTConfig::from_json(const Json& in) {
   c.double_precision_rope = fp != j.end() && fp->is_string() && fp->get<std::string>() == "float64";
   c.apply_gated_attention = value_or(j, "apply_gated_attention", c.apply_gated_attention);
   c.cross_attention_adaln = value_or(j, "cross_attention_adaln", c.cross_attention_adaln);
-  VIDAX_CHECK(!value_or(j, "use_keyframes_abs_pos_embedding", false),
-              "LTX-2 DiT config: use_keyframes_abs_pos_embedding (the generated-keyframe marker) is not supported yet");
   if (c.video()) {
     c.num_attention_heads = value_or(j, "num_attention_heads", c.num_attention_heads);
     c.attention_head_dim = value_or(j, "attention_head_dim", c.attention_head_dim);
@@ -107,6 +105,8 @@ DiTConfig DiTConfig::from_json(const Json& in) {
     c.positional_embedding_max_pos = value_or(j, "positional_embedding_max_pos", c.positional_embedding_max_pos);
     c.ff_bias = value_or(j, "ff_bias", c.ff_bias);
     c.use_prompt_adaln_single = value_or(j, "use_prompt_adaln_single", c.use_prompt_adaln_single);
+    c.use_keyframes_abs_pos_embedding =
+        value_or(j, "use_keyframes_abs_pos_embedding", c.use_keyframes_abs_pos_embedding);
   }
   if (c.audio()) {
     c.audio_num_attention_heads = value_or(j, "audio_num_attention_heads", c.audio_num_attention_heads);

@@ -29,6 +29,7 @@ struct DiTConfig {
   int64_t cross_attention_dim = 4096;  // the video text context's width (= the video inner dim)
   std::vector<int64_t> positional_embedding_max_pos{20, 2048, 2048};
   bool ff_bias = true;
+  bool use_keyframes_abs_pos_embedding = false;  // the generated-keyframe marker [1, D]
   // Audio stream.
   int64_t audio_num_attention_heads = 32, audio_attention_head_dim = 64;
   int64_t audio_in_channels = 128, audio_out_channels = 128;

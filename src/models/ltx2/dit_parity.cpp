@@ -20,10 +20,6 @@ DType compute_of(const std::string& precision) {
 std::optional<Modality> read_modality(const parity::Golden& g, const std::string& stream) {
   const std::string p = stream + ".";
   if (!g.has("input." + p + "latent")) return std::nullopt;
-  for (const char* unsupported : {"attention_mask", "keyframes_mask"})
-    VIDAX_CHECK(!g.has("input." + p + unsupported),
-                g.path << ": input." << p << unsupported << " (the Modality's " << unsupported
-                       << ") is not supported by this LTX-2 DiT yet");
   Modality m;
   m.latent = g.input(p + "latent");
   m.sigma = g.input(p + "sigma");
@@ -31,6 +27,8 @@ std::optional<Modality> read_modality(const parity::Golden& g, const std::string
   m.positions = g.input(p + "positions");
   m.context = g.input(p + "context");
   if (g.has("input." + p + "context_mask")) m.context_mask = g.input(p + "context_mask");
+  if (g.has("input." + p + "attention_mask")) m.attention_mask = g.input(p + "attention_mask");
+  if (g.has("input." + p + "keyframes_mask")) m.keyframes_mask = g.input(p + "keyframes_mask");
   return m;
 }
 
@@ -54,7 +52,10 @@ parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
   const std::optional<Modality> video = read_modality(g, "video"), audio = read_modality(g, "audio");
   VIDAX_CHECK(video || audio, g.path << ": ltx2.dit golden file has neither input.video.latent nor input.audio.latent");
   Taps taps;
-  const DiTOutput y = model.forward(video ? &*video : nullptr, audio ? &*audio : nullptr, &taps);
+  std::optional<Tensor> perturbations;
+  if (g.has("input.perturbations")) perturbations = g.input("perturbations");
+  const DiTOutput y = model.forward(video ? &*video : nullptr, audio ? &*audio : nullptr,
+                                    perturbations ? &*perturbations : nullptr, &taps);
   parity::Produced out;
   if (y.video.defined()) out["output.video"] = y.video;
   if (y.audio.defined()) out["output.audio"] = y.audio;
