@@ -306,3 +306,30 @@ TEST(Ltx2DiT, ConditioningControlsFail) {
   params.erase("keyframes_abs_pos_embedding");
   EXPECT_THROW(build(l, params), Error);
 }
+
+// A text mask equals dropping the masked tokens: a prefix mask (run as kv_lens) and a gapped one
+// (run as the -FLT_MAX bias) against the unmasked run on the kept tokens alone.
+TEST(Ltx2DiT, TextMaskEqualsDroppedTokens) {
+  const Loaded l = load("ltx2_dit_av.safetensors");
+  const ltx2::LTXModel m = build(l, l.params);
+  const int64_t L = l.video->context.size(1);
+  ASSERT_EQ(L, 5);
+  auto kept_only = [&](const std::vector<int64_t>& keep) {
+    std::vector<Tensor> cols;
+    for (int64_t j : keep) cols.push_back(l.video->context.slice(1, j, j + 1));
+    std::optional<ltx2::Modality> v = l.video;
+    v->context = ops::concat(cols, 1);
+    v->context_mask.reset();
+    return run(m, v, l.audio).video;
+  };
+  auto masked = [&](const std::vector<int64_t>& row) {
+    std::optional<ltx2::Modality> v = l.video;
+    std::vector<int64_t> mm;
+    for (int b = 0; b < 2; ++b) mm.insert(mm.end(), row.begin(), row.end());
+    v->context_mask = Tensor::from_i64(mm, {2, L});
+    return run(m, v, l.audio).video;
+  };
+  EXPECT_LE(max_abs(kept_only({0, 1, 2}), masked({1, 1, 1, 0, 0})), 1e-5);  // kv_lens
+  EXPECT_LE(max_abs(kept_only({0, 2, 3, 4}), masked({1, 0, 1, 1, 1})), 1e-5);  // bias
+  EXPECT_GT(max_abs(kept_only({0, 1, 2}), masked({1, 1, 1, 1, 1})), 1e-4);
+}

@@ -10,7 +10,9 @@ CPU with perturbations=None. Attention is the module's AUTOMATIC pick, which on 
 
 Each file holds the state dict under the official names (no `model.diffusion_model.` prefix), the
 forward's inputs named after the Modality fields (`input.video.latent`, `.sigma`, `.timesteps`,
-`.positions`, `.context`, optional `.context_mask`; the same under `input.audio.`), the outputs
+`.positions`, `.context`, optional `.context_mask`, `.attention_mask`, `.keyframes_mask`; the same under
+`input.audio.`) and `input.perturbations` (the forward's BatchedPerturbationConfig as its block_masks
+[4, num_layers, B], float, 1 = keep), the outputs
 `output.video` / `output.audio`, and `inter.<module path>` taps: patchify_proj / audio_patchify_proj,
 adaln_single / audio_adaln_single (the modulation [B*T, k*D]), transformer_blocks.<i>.video / .audio (each
 block's streams). __metadata__.config is the transformer config (the checkpoint metadata's
@@ -23,6 +25,10 @@ block's streams). __metadata__.config is the transformer config (the checkpoint 
                               AdaLN on sigma, bias-free video FFN, B = 1, no masks
   ltx2_dit_video.safetensors  video only, the 19B caption projection inside the transformer
                               (caption_proj_before_connector false), interleaved RoPE, B = 1
+  ltx2_dit_av_cond.safetensors  the 2.3 config plus the keyframe marker, B = 2: keyframes_mask,
+                              self-attention masks (dense [B, T, T] on video, key-only [B, 1, T] on audio,
+                              values 0 / 0.25 / 1), STG perturbations (per sample, and all samples)
+  ltx2_dit_audio.safetensors  audio only (LTXAudioOnlyModelConfigurator), 1 block, B = 1
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_dit.py [--out tests/golden/ltx2]
 """
