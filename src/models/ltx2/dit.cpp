@@ -121,18 +121,17 @@ Perturb block_perturb(const std::vector<float>& masks, int64_t type, int64_t blo
 }
 
 // An AdaLN of n timesteps per sample (already scaled), evaluated once per distinct value:
-// [B, 1, X] when each sample has one value, else [B, n, X]. tap: the reference's [B * n, X].
-std::pair<Tensor, Tensor> modulation(const AdaLNSingle& adaln, const std::vector<float>& t, int64_t B,
-                                     Tensor* tap = nullptr) {
+// (the modulation, compact, [B, 1 or n, k * D]; the embedded timestep [B, 1 or n, D]), n collapsed
+// to 1 when each sample has one value.
+// tap: the reference's [B * n, k * D] (one row per timestep given).
+std::pair<Modulation, Tensor> modulation(const AdaLNSingle& adaln, const std::vector<float>& t, int64_t B,
+                                         Tensor* tap = nullptr) {
   const int64_t n = static_cast<int64_t>(t.size()) / B;
   std::vector<float> uniq(t);
   std::sort(uniq.begin(), uniq.end());
   uniq.erase(std::unique(uniq.begin(), uniq.end()), uniq.end());
-  auto id = [&](float v) { return static_cast<int64_t>(std::lower_bound(uniq.begin(), uniq.end(), v) - uniq.begin()); };
-  const auto [mod, emb] = adaln(uniq);
   std::vector<int64_t> ids;
-  for (float v : t) ids.push_back(id(v));
-  if (tap) *tap = ops::embedding(Tensor::from_i64(ids, {B * n}), mod);
+  for (float v : t) ids.push_back(static_cast<int64_t>(std::lower_bound(uniq.begin(), uniq.end(), v) - uniq.begin()));
   bool constant = true;
   for (int64_t b = 0; b < B; ++b)
     for (int64_t i = 1; i < n; ++i) constant = constant && ids[static_cast<size_t>(b * n + i)] == ids[static_cast<size_t>(b * n)];
@@ -142,9 +141,10 @@ std::pair<Tensor, Tensor> modulation(const AdaLNSingle& adaln, const std::vector
   } else {
     rows = ids;
   }
-  const Shape shape{B, constant ? 1 : n};
-  const Tensor r = Tensor::from_i64(rows, shape);
-  return {ops::embedding(r, mod), ops::embedding(r, emb)};
+  const auto [mod, emb] = adaln(uniq);
+  if (tap) *tap = ops::embedding(Tensor::from_i64(ids, {B * n}), mod);
+  Modulation m{mod, Tensor::from_i64(rows, {B, constant ? 1 : n})};
+  return {m, ops::embedding(m.ids, emb)};
 }
 
 std::vector<float> scaled(const Tensor& t, float factor) {

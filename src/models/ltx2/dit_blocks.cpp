@@ -9,9 +9,8 @@ namespace vidax::ltx2 {
 namespace {
 
 // get_ada_values: table[row] + ts[..., ts_row * D : (ts_row + 1) * D] -> [B, 1 or T, D].
-Tensor ada(const Tensor& table, int64_t row, const Tensor& ts, int64_t ts_row) {
-  const int64_t d = table.size(1);
-  return ops::add(table.select(0, row), ts.slice(2, ts_row * d, (ts_row + 1) * d));
+Tensor ada(const Tensor& table, int64_t row, const Modulation& ts, int64_t ts_row) {
+  return ops::add(table.select(0, row), ts.chunk(ts_row, table.size(1)));
 }
 
 // PytorchAdaZeroFunction: rms_norm(x) * (1 + scale) + shift (no affine).
@@ -33,6 +32,14 @@ Tensor StreamRope::apply(const Tensor& x) const {
   }
   return ops::concat(rows, 0);
 }
+
+Tensor Modulation::chunk(int64_t r, int64_t d) const {
+  VIDAX_CHECK(defined() && (r + 1) * d <= table.size(1), "LTX-2 DiT: modulation chunk " << r << " of width " << d
+                                                                                          << " outside " << table.str());
+  return ops::embedding(ids, ops::copy(table.slice(1, r * d, (r + 1) * d)));
+}
+
+Tensor Modulation::full() const { return ops::embedding(ids.contiguous().view({ids.numel()}), table); }
 
 Tensor linear_f32(const nn::Linear& l, const Tensor& x) { return nn::to_dtype(l(x), DType::F32); }
 
@@ -194,8 +201,8 @@ void AVBlock::forward(StreamArgs* v, StreamArgs* a, const BlockPerturbations& pe
     };
     const Tensor& tv = a2v_ca_video;
     const Tensor& ta = a2v_ca_audio;
-    const Tensor& vss = v->cross_scale_shift_timestep;
-    const Tensor& ass = a->cross_scale_shift_timestep;
+    const Modulation& vss = v->cross_scale_shift_timestep;
+    const Modulation& ass = a->cross_scale_shift_timestep;
     Tensor vx = v->x, ax = a->x;
     if (!perturb.a2v.all) {
       // A2V: q video (rows 0, 1: scale, shift), k/v audio (rows 0, 1), gate row 4 of the video table.

@@ -78,20 +78,31 @@ struct FeedForward {
   Tensor operator()(const Tensor& x) const;  // F32
 };
 
+// An AdaLN modulation [B, n, k * D] (n = 1 or T) kept compact: one row per distinct timestep and
+// each token's row index, so a per-token modulation never holds B * T * k * D values at once.
+struct Modulation {
+  Tensor table;  // [U, k * D] F32
+  Tensor ids;    // [B, n] I64
+  bool defined() const { return table.defined(); }
+  // Chunk r of width d ([..., r * d : (r + 1) * d] of the full modulation) -> [B, n, d].
+  Tensor chunk(int64_t r, int64_t d) const;
+  Tensor full() const;  // [B * n, k * D], the reference's layout (for taps)
+};
+
 // One stream's state through the blocks (TransformerArgs).
 struct StreamArgs {
   Tensor x;                  // [B, T, D] F32, the residual stream
   Tensor context;            // [B, L, D] F32
   ops::AttentionOptions context_mask;
   ops::AttentionOptions self_mask;  // Modality.attention_mask as the log-space bias [B, 1, T, T]
-  Tensor timesteps;          // [B, 1 or T, k * D] F32, the AdaLN modulation
+  Modulation timesteps;      // [B, 1 or T, k * D], the AdaLN modulation
   Tensor embedded_timestep;  // [B, 1 or T, D]
-  Tensor prompt_timestep;    // [B, 1, 2D] (the prompt AdaLN) or undefined
+  Modulation prompt_timestep;  // [B, 1, 2D] (the prompt AdaLN) or undefined
   StreamRope pe;
   // Audio <-> video (only with the other stream present).
   StreamRope cross_pe;
-  Tensor cross_scale_shift_timestep;  // [B, 1 or T, 4D]
-  Tensor cross_gate_timestep;         // [B, 1, D]
+  Modulation cross_scale_shift_timestep;  // [B, 1 or T, 4D]
+  Modulation cross_gate_timestep;         // [B, 1, D]
   bool has_cross = false;
 };
 
