@@ -59,6 +59,14 @@ TEST(Ltx2DiTGolden, ConditioningMasksAndPerturbationsMatchTheReferenceFp32) {
   expect_golden("ltx2_dit_av_cond.safetensors", 2);
 }
 TEST(Ltx2DiTGolden, AudioOnlyMatchesTheReferenceFp32) { expect_golden("ltx2_dit_audio.safetensors", 1); }
+// `vidax parity --precision bf16` on every file: every output and tap within the bf16 bound (rel L2 1e-2).
+TEST(Ltx2DiTGolden, EveryFilePassesAtBf16) {
+  expect_golden("ltx2_dit_av.safetensors", 2, "bf16", 1e-2);
+  expect_golden("ltx2_dit_av23.safetensors", 2, "bf16", 1e-2);
+  expect_golden("ltx2_dit_video.safetensors", 1, "bf16", 1e-2);
+  expect_golden("ltx2_dit_av_cond.safetensors", 2, "bf16", 1e-2);
+  expect_golden("ltx2_dit_audio.safetensors", 1, "bf16", 1e-2);
+}
 
 namespace {
 
