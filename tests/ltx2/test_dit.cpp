@@ -341,3 +341,40 @@ TEST(Ltx2DiT, TextMaskEqualsDroppedTokens) {
   EXPECT_LE(max_abs(kept_only({0, 2, 3, 4}), masked({1, 0, 1, 1, 1})), 1e-5);  // bias
   EXPECT_GT(max_abs(kept_only({0, 1, 2}), masked({1, 1, 1, 1, 1})), 1e-4);
 }
+
+// A batch whose samples have different positions (per-sample RoPE tables) equals each sample run
+// alone; with one set of positions for both samples, both equal the first.
+TEST(Ltx2DiT, PerSamplePositionsEqualSeparateRuns) {
+  const Loaded l = load("ltx2_dit_av23.safetensors");
+  const ltx2::LTXModel m = build(l, l.params);
+  // Stretched positions: the relative distances change, so the self-attention RoPE matters too.
+  auto shifted = [](const ltx2::Modality& x, double by) {
+    ltx2::Modality y = x;
+    y.positions = ops::scale(x.positions, by);
+    return y;
+  };
+  auto batch2 = [](const ltx2::Modality& a, const ltx2::Modality& b) {
+    ltx2::Modality y = a;
+    y.latent = ops::concat({a.latent, b.latent}, 0);
+    y.sigma = ops::concat({a.sigma, b.sigma}, 0);
+    y.timesteps = ops::concat({a.timesteps, b.timesteps}, 0);
+    y.positions = ops::concat({a.positions, b.positions}, 0);
+    y.context = ops::concat({a.context, b.context}, 0);
+    return y;
+  };
+  const ltx2::Modality v1 = shifted(*l.video, 1.5), a1 = shifted(*l.audio, 0.75);
+  const ltx2::DiTOutput first = run(m, l.video, l.audio), second = run(m, v1, a1);
+  const ltx2::DiTOutput both = run(m, batch2(*l.video, v1), batch2(*l.audio, a1));
+  EXPECT_LE(max_abs(first.video, both.video.slice(0, 0, 1)), 1e-5);
+  EXPECT_LE(max_abs(second.video, both.video.slice(0, 1, 2)), 1e-5);
+  EXPECT_LE(max_abs(first.audio, both.audio.slice(0, 0, 1)), 1e-5);
+  EXPECT_LE(max_abs(second.audio, both.audio.slice(0, 1, 2)), 1e-5);
+  EXPECT_GT(max_abs(first.video, second.video), 1e-4);  // the stretch matters
+  EXPECT_GT(max_abs(first.audio, second.audio), 1e-4);
+  // Video-only through the same model (no cross-modal RoPE): the self-attention tables alone.
+  const Tensor v_first = run(m, l.video, std::nullopt).video, v_second = run(m, v1, std::nullopt).video;
+  const Tensor v_both = run(m, batch2(*l.video, v1), std::nullopt).video;
+  EXPECT_LE(max_abs(v_first, v_both.slice(0, 0, 1)), 1e-5);
+  EXPECT_LE(max_abs(v_second, v_both.slice(0, 1, 2)), 1e-5);
+  EXPECT_GT(max_abs(v_first, v_second), 1e-4);
+}
