@@ -59,6 +59,10 @@ TEST(Ltx2DiTGolden, ConditioningMasksAndPerturbationsMatchTheReferenceFp32) {
   expect_golden("ltx2_dit_av_cond.safetensors", 2);
 }
 TEST(Ltx2DiTGolden, AudioOnlyMatchesTheReferenceFp32) { expect_golden("ltx2_dit_audio.safetensors", 1); }
+// Modality.enabled = False on one stream: not updated, still read by the other.
+TEST(Ltx2DiTGolden, DisabledVideoMatchesTheReferenceFp32) { expect_golden("ltx2_dit_av_video_off.safetensors", 2); }
+TEST(Ltx2DiTGolden, DisabledAudioMatchesTheReferenceFp32) { expect_golden("ltx2_dit_av_audio_off.safetensors", 2); }
+
 // `vidax parity --precision bf16` on every file: every output and tap within the bf16 bound (rel L2 1e-2).
 TEST(Ltx2DiTGolden, EveryFilePassesAtBf16) {
   expect_golden("ltx2_dit_av.safetensors", 2, "bf16", 1e-2);
@@ -66,7 +70,10 @@ TEST(Ltx2DiTGolden, EveryFilePassesAtBf16) {
   expect_golden("ltx2_dit_video.safetensors", 1, "bf16", 1e-2);
   expect_golden("ltx2_dit_av_cond.safetensors", 2, "bf16", 1e-2);
   expect_golden("ltx2_dit_audio.safetensors", 1, "bf16", 1e-2);
+  expect_golden("ltx2_dit_av_video_off.safetensors", 2, "bf16", 1e-2);
+  expect_golden("ltx2_dit_av_audio_off.safetensors", 2, "bf16", 1e-2);
 }
+
 
 namespace {
 
@@ -82,7 +89,8 @@ std::optional<ltx2::Modality> modality(const io::Checkpoint& f, const std::strin
   const std::string p = "input." + s + ".";
   if (!f.contains(p + "latent")) return std::nullopt;
   ltx2::Modality m{f.get(p + "latent"), f.get(p + "sigma"), f.get(p + "timesteps"), f.get(p + "positions"),
-                   f.get(p + "context"), std::nullopt, std::nullopt, std::nullopt};
+                   f.get(p + "context"), std::nullopt, std::nullopt, std::nullopt, true};
+  if (f.contains(p + "enabled")) m.enabled = f.get(p + "enabled").to_f64_vector()[0] != 0;
   if (f.contains(p + "context_mask")) m.context_mask = f.get(p + "context_mask");
   if (f.contains(p + "attention_mask")) m.attention_mask = f.get(p + "attention_mask");
   if (f.contains(p + "keyframes_mask")) m.keyframes_mask = f.get(p + "keyframes_mask");
@@ -377,4 +385,22 @@ TEST(Ltx2DiT, PerSamplePositionsEqualSeparateRuns) {
   EXPECT_LE(max_abs(v_first, v_both.slice(0, 0, 1)), 1e-5);
   EXPECT_LE(max_abs(v_second, v_both.slice(0, 1, 2)), 1e-5);
   EXPECT_GT(max_abs(v_first, v_second), 1e-4);
+}
+
+// A disabled stream's own blocks do not run: its output is the projection of its patchified
+// input alone (the same with the other stream changed), and enabling it moves the output.
+TEST(Ltx2DiT, DisabledStreamIsNotUpdated) {
+  const Loaded l = load("ltx2_dit_av_video_off.safetensors");
+  ASSERT_TRUE(l.file.contains("input.video.enabled"));
+  const ltx2::LTXModel m = build(l, l.params);
+  std::optional<ltx2::Modality> v = l.video, a = l.audio;
+  v->enabled = false;
+  const ltx2::DiTOutput off = run(m, v, a);
+  EXPECT_LE(max_abs(l.file.get("output.video"), off.video), 1e-5);
+  EXPECT_LE(max_abs(l.file.get("output.audio"), off.audio), 1e-5);
+  a->latent = ops::scale(a->latent, 0.5);
+  EXPECT_LE(max_abs(off.video, run(m, v, a).video), 1e-6);   // nothing reaches a disabled stream
+  EXPECT_GT(max_abs(off.audio, run(m, v, a).audio), 1e-4);
+  v->enabled = true;
+  EXPECT_GT(max_abs(off.video, run(m, v, l.audio).video), 1e-4);
 }

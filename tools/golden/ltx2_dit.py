@@ -29,6 +29,9 @@ block's streams). __metadata__.config is the transformer config (the checkpoint 
                               self-attention masks (dense [B, T, T] on video, key-only [B, 1, T] on audio,
                               values 0 / 0.25 / 1), STG perturbations (per sample, and all samples)
   ltx2_dit_audio.safetensors  audio only (LTXAudioOnlyModelConfigurator), 1 block, B = 1
+  ltx2_dit_av_{video,audio}_off.safetensors  the 2.3 config, 1 block, that stream's Modality.enabled =
+                              False (input.<stream>.enabled = 0): it is not updated, the other stream
+                              still reads it through the cross-modal attention
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_dit.py [--out tests/golden/ltx2]
 """
@@ -121,7 +124,7 @@ def self_attention_mask(batch, tokens, broadcast_rows):
 
 
 def modality(prefix, latent, sigma, timesteps, positions, context, context_mask, tensors, attention_mask=None,
-             keyframes_mask=None):
+             keyframes_mask=None, enabled=True):
     tensors[f"input.{prefix}.latent"] = latent
     tensors[f"input.{prefix}.sigma"] = sigma
     tensors[f"input.{prefix}.timesteps"] = timesteps
@@ -133,12 +136,15 @@ def modality(prefix, latent, sigma, timesteps, positions, context, context_mask,
         tensors[f"input.{prefix}.attention_mask"] = attention_mask
     if keyframes_mask is not None:
         tensors[f"input.{prefix}.keyframes_mask"] = keyframes_mask
+    if not enabled:
+        tensors[f"input.{prefix}.enabled"] = torch.tensor([0], dtype=torch.int64)
     return Modality(latent=latent, sigma=sigma, timesteps=timesteps, positions=positions, context=context,
-                    context_mask=context_mask, attention_mask=attention_mask, keyframes_mask=keyframes_mask)
+                    context_mask=context_mask, attention_mask=attention_mask, keyframes_mask=keyframes_mask,
+                    enabled=enabled)
 
 
 def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks=False, caption_channels=None,
-         conditioning=False, perturbations=None):
+         conditioning=False, perturbations=None, disabled=None):
     torch.manual_seed(seed)
     if caption_channels:
         cfg = {**cfg, "caption_channels": caption_channels}
@@ -170,7 +176,8 @@ def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks
             keyframes[batch - 1, tv - 1] = 1.0
         video = modality("video", torch.randn(batch, tv, cfg["in_channels"]), sigma, vt,
                          video_positions(batch, f, h, w, 24.0), torch.randn(batch, text_len, ctx_v), vmask, tensors,
-                         self_attention_mask(batch, tv, False) if conditioning else None, keyframes)
+                         self_attention_mask(batch, tv, False) if conditioning else None, keyframes,
+                         enabled=disabled != "video")
     audio = None
     if model_type != VIDEO_ONLY:
         da = cfg["audio_num_attention_heads"] * cfg["audio_attention_head_dim"]
@@ -183,7 +190,8 @@ def make(path, cfg, model_type, batch, grid, audio_frames, text_len, seed, masks
         audio = modality("audio", torch.randn(batch, audio_frames, cfg["audio_in_channels"]), asigma,
                          asigma[:, None].repeat(1, audio_frames), audio_positions(batch, audio_frames),
                          torch.randn(batch, text_len, da), amask, tensors,
-                         self_attention_mask(batch, audio_frames, True) if conditioning else None)
+                         self_attention_mask(batch, audio_frames, True) if conditioning else None,
+                         enabled=disabled != "audio")
 
     taps = {}
 
@@ -248,6 +256,11 @@ def main():
                                       Perturbation(PerturbationType.SKIP_A2V_CROSS_ATTN, [0])])]
     make(os.path.join(args.out, "ltx2_dit_av_cond.safetensors"), cond, AV, 2, (2, 2, 2), 5, 4, 3, conditioning=True,
          perturbations=stg)
+    # Modality.enabled = False (the official denoiser's skipped modality): the stream is not updated,
+    # the other one still attends to it; 1 block each.
+    one = {**v23, "num_layers": 1}
+    make(os.path.join(args.out, "ltx2_dit_av_video_off.safetensors"), one, AV, 1, (2, 2, 2), 5, 4, 5, disabled="video")
+    make(os.path.join(args.out, "ltx2_dit_av_audio_off.safetensors"), one, AV, 1, (2, 2, 2), 5, 4, 6, disabled="audio")
     # Audio only (LTXAudioOnlyModelConfigurator: LTXModel's defaults for what it does not pass), 1 block.
     aud = {**BASE, "num_layers": 1}
     make(os.path.join(args.out, "ltx2_dit_audio.safetensors"), aud, AUDIO_ONLY, 1, (1, 1, 1), 7, 4, 4, masks=False)

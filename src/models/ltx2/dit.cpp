@@ -215,6 +215,7 @@ StreamArgs LTXModel::prepare(const Stream& s, const Modality& m, const Modality*
               who << "context must be [" << B << ", L, " << ctx_dim << "], got " << m.context.str());
 
   StreamArgs a;
+  a.enabled = m.enabled;
   a.x = linear_f32(s.patchify_proj, m.latent);
   if (taps) (*taps)[s.prefix + "patchify_proj"] = a.x;
   if (s.keyframes_embedding.defined() && m.keyframes_mask) {

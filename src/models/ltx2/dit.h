@@ -52,6 +52,10 @@ struct Modality {
   // [B, T, 1] (or [B, T]): non-zero on single-pixel-frame tokens, which get the keyframe marker
   // (video, a model with use_keyframes_abs_pos_embedding; ignored otherwise, as in the reference).
   std::optional<Tensor> keyframes_mask;
+  // false: the blocks leave this stream as it is (no self / text attention, no FFN, no update from
+  // the other stream), though the other stream still reads it; its output is still produced (the
+  // official denoiser's skip of a modality's pass).
+  bool enabled = true;
 };
 
 struct DiTOutput {

@@ -187,10 +187,11 @@ void AVBlock::forward(StreamArgs* v, StreamArgs* a, const BlockPerturbations& pe
   VIDAX_CHECK(v || a, "LTX-2 DiT block: at least one of video or audio must be given");
   VIDAX_CHECK(!v || video, "LTX-2 DiT block: the model has no video stream");
   VIDAX_CHECK(!a || audio, "LTX-2 DiT block: the model has no audio stream");
-  if (v) v->x = self_and_text(*video, *v, perturb.video_self);
-  if (a) a->x = self_and_text(*audio, *a, perturb.audio_self);
+  const bool run_v = v && v->enabled, run_a = a && a->enabled;
+  if (run_v) v->x = self_and_text(*video, *v, perturb.video_self);
+  if (run_a) a->x = self_and_text(*audio, *a, perturb.audio_self);
 
-  if (v && a && audio_to_video_attn) {
+  if (v && a && (run_v || run_a) && audio_to_video_attn) {
     VIDAX_CHECK(v->has_cross && a->has_cross, "LTX-2 DiT block: the cross-modal inputs were not prepared");
     // Both directions read the streams as they were before either update.
     const Tensor vn = ops::rms_norm(v->x, std::nullopt, eps), an = ops::rms_norm(a->x, std::nullopt, eps);
@@ -204,14 +205,14 @@ void AVBlock::forward(StreamArgs* v, StreamArgs* a, const BlockPerturbations& pe
     const Modulation& vss = v->cross_scale_shift_timestep;
     const Modulation& ass = a->cross_scale_shift_timestep;
     Tensor vx = v->x, ax = a->x;
-    if (!perturb.a2v.all) {
+    if (run_v && !perturb.a2v.all) {
       // A2V: q video (rows 0, 1: scale, shift), k/v audio (rows 0, 1), gate row 4 of the video table.
       const Tensor vq = ops::modulate(vn, ada(tv, 1, vss, 1), ada(tv, 0, vss, 0));
       const Tensor akv = ops::modulate(an, ada(ta, 1, ass, 1), ada(ta, 0, ass, 0));
       const Tensor a2v = (*audio_to_video_attn)(vq, &akv, {}, &v->cross_pe, &a->cross_pe);
       vx = ops::add(vx, cross(a2v, ada(tv, 4, v->cross_gate_timestep, 0), perturb.a2v));
     }
-    if (!perturb.v2a.all) {
+    if (run_a && !perturb.v2a.all) {
       // V2A: q audio (rows 2, 3), k/v video (rows 2, 3), gate row 4 of the audio table.
       const Tensor aq = ops::modulate(an, ada(ta, 3, ass, 3), ada(ta, 2, ass, 2));
       const Tensor vkv = ops::modulate(vn, ada(tv, 3, vss, 3), ada(tv, 2, vss, 2));
@@ -222,8 +223,8 @@ void AVBlock::forward(StreamArgs* v, StreamArgs* a, const BlockPerturbations& pe
     a->x = ax;
   }
 
-  if (v) v->x = feed_forward(*video, *v, v->x);
-  if (a) a->x = feed_forward(*audio, *a, a->x);
+  if (run_v) v->x = feed_forward(*video, *v, v->x);
+  if (run_a) a->x = feed_forward(*audio, *a, a->x);
 }
 
 }  // namespace vidax::ltx2

@@ -104,6 +104,7 @@ struct StreamArgs {
   Modulation cross_scale_shift_timestep;  // [B, 1 or T, 4D]
   Modulation cross_gate_timestep;         // [B, 1, D]
   bool has_cross = false;
+  bool enabled = true;  // Modality.enabled
 };
 
 // The perturbations of one block (PerturbationType rows): self-attention per stream, A2V, V2A.
@@ -125,7 +126,9 @@ struct AVBlock {
   double eps = 1e-6;
 
   static AVBlock load(nn::ParamSource& params, const std::string& prefix, const DiTConfig& cfg, DType compute);
-  // Either stream may be absent (nullptr); they are updated in place of the handles.
+  // Either stream may be absent (nullptr); they are updated in place of the handles. A disabled
+  // stream is not updated, and the other stream still attends to it (the reference's run_a2v /
+  // run_v2a: only the updated stream must be enabled).
   void forward(StreamArgs* video, StreamArgs* audio, const BlockPerturbations& perturb = {}) const;
 
  private:

@@ -29,6 +29,13 @@ std::optional<Modality> read_modality(const parity::Golden& g, const std::string
   if (g.has("input." + p + "context_mask")) m.context_mask = g.input(p + "context_mask");
   if (g.has("input." + p + "attention_mask")) m.attention_mask = g.input(p + "attention_mask");
   if (g.has("input." + p + "keyframes_mask")) m.keyframes_mask = g.input(p + "keyframes_mask");
+  if (g.has("input." + p + "enabled")) {
+    const Tensor e = g.input(p + "enabled");
+    VIDAX_CHECK(e.numel() == 1, g.path << ": input." << p << "enabled must hold one value (Modality.enabled)");
+    const double on = e.to_f64_vector()[0];
+    VIDAX_CHECK(on == 0 || on == 1, g.path << ": input." << p << "enabled must be 0 or 1, found " << on);
+    m.enabled = on == 1;
+  }
   return m;
 }
 
