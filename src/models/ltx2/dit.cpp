@@ -144,7 +144,7 @@ std::pair<Modulation, Tensor> modulation(const AdaLNSingle& adaln, const std::ve
   const auto [mod, emb] = adaln(uniq);
   if (tap) *tap = ops::embedding(Tensor::from_i64(ids, {B * n}), mod);
   Modulation m{mod, Tensor::from_i64(rows, {B, constant ? 1 : n})};
-  return {m, ops::embedding(m.ids, emb)};
+  return {m, uniq.size() == 1 ? emb.unsqueeze(0) : ops::embedding(m.ids, emb)};
 }
 
 std::vector<float> scaled(const Tensor& t, float factor) {

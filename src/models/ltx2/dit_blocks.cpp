@@ -36,6 +36,8 @@ Tensor StreamRope::apply(const Tensor& x) const {
 Tensor Modulation::chunk(int64_t r, int64_t d) const {
   VIDAX_CHECK(defined() && (r + 1) * d <= table.size(1), "LTX-2 DiT: modulation chunk " << r << " of width " << d
                                                                                           << " outside " << table.str());
+  // One distinct timestep (a text-to-video step): the row itself, [1, 1, d], broadcast by its users.
+  if (table.size(0) == 1) return table.slice(1, r * d, (r + 1) * d).unsqueeze(0);
   return ops::embedding(ids, ops::copy(table.slice(1, r * d, (r + 1) * d)));
 }
 

@@ -84,7 +84,8 @@ struct Modulation {
   Tensor table;  // [U, k * D] F32
   Tensor ids;    // [B, n] I64
   bool defined() const { return table.defined(); }
-  // Chunk r of width d ([..., r * d : (r + 1) * d] of the full modulation) -> [B, n, d].
+  // Chunk r of width d ([..., r * d : (r + 1) * d] of the full modulation) -> [B, n, d], or
+  // [1, 1, d] (a view, broadcast by its users) when there is one distinct timestep.
   Tensor chunk(int64_t r, int64_t d) const;
   Tensor full() const;  // [B * n, k * D], the reference's layout (for taps)
 };
@@ -96,7 +97,7 @@ struct StreamArgs {
   ops::AttentionOptions context_mask;
   ops::AttentionOptions self_mask;  // Modality.attention_mask as the log-space bias [B, 1, T, T]
   Modulation timesteps;      // [B, 1 or T, k * D], the AdaLN modulation
-  Tensor embedded_timestep;  // [B, 1 or T, D]
+  Tensor embedded_timestep;  // [B, 1 or T, D] ([1, 1, D] for one distinct timestep)
   Modulation prompt_timestep;  // [B, 1, 2D] (the prompt AdaLN) or undefined
   StreamRope pe;
   // Audio <-> video (only with the other stream present).
