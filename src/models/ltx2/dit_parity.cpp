@@ -1,7 +1,10 @@
 #include "models/ltx2/dit_parity.h"
 
 #include <mutex>
+#include <utility>
 
+#include "backend/pjrt/session.h"
+#include "backend/recording.h"
 #include "core/error.h"
 #include "models/ltx2/dit.h"
 #include "parity/parity.h"
@@ -41,8 +44,10 @@ std::optional<Modality> read_modality(const parity::Golden& g, const std::string
 
 parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
   VIDAX_CHECK(opt.mesh.empty(), "ltx2.dit parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
-  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty() && (opt.device.empty() || opt.device == "cpu"),
-              "ltx2.dit parity: --lora, --quantize and --device are not supported for the LTX-2 DiT yet");
+  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty(),
+              "ltx2.dit parity: --lora and --quantize are not supported for the LTX-2 DiT yet");
+  VIDAX_CHECK(opt.device.empty() || opt.device == "cpu" || opt.device == "pjrt",
+              "ltx2.dit parity: device '" << opt.device << "' (cpu or pjrt)");
   const DiTConfig cfg = DiTConfig::from_json(g.config);
   std::map<std::string, Tensor> params;
   const std::string prefix = "model.diffusion_model.";
@@ -61,9 +66,42 @@ parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
   Taps taps;
   std::optional<Tensor> perturbations;
   if (g.has("input.perturbations")) perturbations = g.input("perturbations");
-  const DiTOutput y = model.forward(video ? &*video : nullptr, audio ? &*audio : nullptr,
-                                    perturbations ? &*perturbations : nullptr, &taps);
+  const Tensor* pert = perturbations ? &*perturbations : nullptr;
   parity::Produced out;
+  if (opt.device == "pjrt") {
+    // One recorded program: each stream's latent and context are Meta inputs bound to the file's
+    // values; what the forward reads on the host (timesteps, sigmas, positions, masks,
+    // perturbations, the RoPE tables and AdaLN rows built from them) enters it as constants.
+    std::vector<std::pair<Tensor, Tensor>> bind;
+    auto meta = [&bind](const Tensor& h) {
+      bind.emplace_back(Tensor::empty(h.shape(), h.dtype(), Device::Meta), h);
+      return bind.back().first;
+    };
+    std::optional<Modality> rv = video, ra = audio;
+    for (std::optional<Modality>* m : {&rv, &ra})
+      if (*m) {
+        (*m)->latent = meta((*m)->latent);
+        (*m)->context = meta((*m)->context);
+      }
+    Trace trace;
+    DiTOutput y;
+    {
+      RecordingScope rec(trace);
+      y = model.forward(rv ? &*rv : nullptr, ra ? &*ra : nullptr, pert, &taps);
+    }
+    std::vector<Tensor> outs;
+    std::vector<std::string> names;
+    if (y.video.defined()) outs.push_back(y.video), names.push_back("output.video");
+    if (y.audio.defined()) outs.push_back(y.audio), names.push_back("output.audio");
+    for (const auto& [name, t] : taps) {
+      if (t.device() == Device::Meta) outs.push_back(t), names.push_back("inter." + name);
+      else out["inter." + name] = t;  // computed on the host from host inputs (the AdaLN rows)
+    }
+    const std::vector<Tensor> got = pjrt::Session::get(opt.pjrt_plugin).run(trace, outs, bind);
+    for (size_t i = 0; i < got.size(); ++i) out[names[i]] = got[i];
+    return out;
+  }
+  const DiTOutput y = model.forward(video ? &*video : nullptr, audio ? &*audio : nullptr, pert, &taps);
   if (y.video.defined()) out["output.video"] = y.video;
   if (y.audio.defined()) out["output.audio"] = y.audio;
   for (auto& [name, t] : taps) out["inter." + name] = t;
@@ -74,7 +112,9 @@ parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
 
 void register_dit_parity_kinds() {
   static std::once_flag once;
-  std::call_once(once, [] { parity::register_kind("ltx2.dit", run_dit); });
+  std::call_once(once, [] {
+    parity::register_kind("ltx2.dit", run_dit, /*takes_loras=*/false, /*takes_quantize=*/false, /*takes_pjrt=*/true);
+  });
 }
 
 }  // namespace vidax::ltx2

@@ -2,7 +2,9 @@
 // and its parameters under the official names, bare or with the bundled checkpoint's
 // `model.diffusion_model.` prefix, strictly; the Modality inputs input.video.* / input.audio.*
 // (latent, sigma, timesteps, positions, context, optional context_mask) -> output.video /
-// output.audio and inter.* (dit.h's taps). precision fp32 (default) or bf16.
+// output.audio and inter.* (dit.h's taps). precision fp32 (default) or bf16. --device pjrt: the
+// forward recorded as one program (each stream's latent and context its inputs; what is computed from
+// the host inputs alone, the AdaLN and the RoPE tables, enters it as constants) run through the plugin.
 #pragma once
 
 namespace vidax::ltx2 {
