@@ -2,16 +2,16 @@
 
 Builds the OFFICIAL ltx_core LTXModel (Lightricks/LTX-2 400fd31, imported from $LTX2_CORE, default
 /work/ref/ltx2/packages/ltx-core/src) through its own configurators (LTXModelConfigurator for the
-audio-video model, LTXVideoOnlyModelConfigurator for the video-only one) from a tiny `transformer`
-config (2 blocks; video 2 heads x 16, audio 2 heads x 8), fills every parameter with seeded random
-values (the module leaves the scale-shift tables uninitialised), and runs one forward in float32 on the
-CPU with perturbations=None. Attention is the module's AUTOMATIC pick, which on a CPU is torch SDPA
+audio-video model, LTXVideoOnlyModelConfigurator / LTXAudioOnlyModelConfigurator for the single-stream
+ones) from a tiny `transformer` config (2 blocks unless stated; video 2 heads x 16, audio 2 heads x 8),
+fills every parameter with seeded random values (the module leaves the scale-shift tables
+uninitialised), and runs one forward in float32 on the CPU (perturbations=None unless stated). Attention is the module's AUTOMATIC pick, which on a CPU is torch SDPA
 (no fused kernel is needed); nothing else has a device-specific path.
 
 Each file holds the state dict under the official names (no `model.diffusion_model.` prefix), the
 forward's inputs named after the Modality fields (`input.video.latent`, `.sigma`, `.timesteps`,
-`.positions`, `.context`, optional `.context_mask`, `.attention_mask`, `.keyframes_mask`; the same under
-`input.audio.`) and `input.perturbations` (the forward's BatchedPerturbationConfig as its block_masks
+`.positions`, `.context`, optional `.context_mask`, `.attention_mask`, `.keyframes_mask`, `.enabled`; the
+same under `input.audio.`), optional `input.perturbations` (the forward's BatchedPerturbationConfig as its block_masks
 [4, num_layers, B], float, 1 = keep), the outputs
 `output.video` / `output.audio`, and `inter.<module path>` taps: patchify_proj / audio_patchify_proj,
 adaln_single / audio_adaln_single (the modulation [B*T, k*D]), transformer_blocks.<i>.video / .audio (each
