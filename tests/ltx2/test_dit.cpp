@@ -37,7 +37,9 @@ void expect_golden(const char* name, int outputs, const char* precision = "fp32"
   for (const auto& c : rep.rows) {
     std::printf("  %s %s %-32s max_abs=%.3g rel_l2=%.3g\n", name, precision, c.name.c_str(), c.max_abs, c.rel_l2);
     EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    if (std::string(precision) == "fp32") EXPECT_LE(c.max_abs, 1e-5) << c.name;
+    if (std::string(precision) == "fp32") {
+      EXPECT_LE(c.max_abs, 1e-5) << c.name;
+    }
     if (c.name.rfind("output", 0) == 0) ++compared_outputs;
   }
   EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
