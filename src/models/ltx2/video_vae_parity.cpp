@@ -1,0 +1,75 @@
+// Kinds ltx2.vae.decode / ltx2.vae.encode (docs/parity.md, docs/models/ltx2-vae.md): the golden's
+// ConvVideoDecoder / VideoEncoder built from __metadata__.config (the checkpoint's `vae` dict) and
+// its parameters, strictly, under the official names: bare, or as the bundled checkpoint spells
+// them (vae.decoder.* / vae.encoder.* and vae.per_channel_statistics.*), or the ComfyUI split files'
+// decoder.* / encoder.* (the configurator's VAE_{DECODER,ENCODER}_COMFY_KEYS_FILTER renames);
+// input.sample -> output, inter.<module path> (conv_in, up_blocks.i / down_blocks.i, conv_out).
+#include <mutex>
+
+#include "backend/ops.h"
+#include "core/error.h"
+#include "models/ltx2/video_vae.h"
+#include "parity/parity.h"
+#include "translate/inspect.h"
+
+namespace vidax::ltx2 {
+namespace {
+
+DType compute_of(const parity::Options& opt, const std::string& kind) {
+  if (opt.precision.empty() || opt.precision == "fp32") return DType::F32;
+  if (opt.precision == "bf16") return DType::BF16;
+  throw Error(msg() << kind << " parity: precision must be fp32 or bf16, found '" << opt.precision << "'");
+}
+
+// The configurator's renames: <vae.>{decoder|encoder}.X -> X, <vae.>per_channel_statistics.X kept.
+std::string official_name(const std::string& n, const std::string& half) {
+  for (const std::string& p : {"vae." + half + ".", half + "."})
+    if (n.rfind(p, 0) == 0) return n.substr(p.size());
+  if (n.rfind("vae.per_channel_statistics.", 0) == 0) return n.substr(4);
+  return n;
+}
+
+parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool decode) {
+  const std::string kind = decode ? "ltx2.vae.decode" : "ltx2.vae.encode";
+  VIDAX_CHECK(opt.mesh.empty(), kind << " parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
+  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty() && (opt.device.empty() || opt.device == "cpu"),
+              kind << " parity: --lora, --quantize and --device are not supported for the video VAE");
+  const DType compute = compute_of(opt, kind);
+  const VideoVaeConfig cfg = VideoVaeConfig::from_json(g.config);
+  std::map<std::string, Tensor> params;
+  for (const std::string& n : g.file.names()) {
+    if (translate::is_golden_io_key(n)) continue;
+    const std::string name = official_name(n, decode ? "decoder" : "encoder");
+    VIDAX_CHECK(params.emplace(name, g.file.get(n)).second,
+                g.path << ": parameter '" << name << "' is stored under two spellings (bare and prefixed)");
+  }
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), g.path);
+  parity::Produced out;
+  const auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32); };
+  const VaeTap tap = [&out, &f32](const std::string& module, const Tensor& t) { out["inter." + module] = f32(t); };
+  const Tensor x = g.input("sample");
+  if (decode) {
+    const VideoDecoder dec(cfg, src, "", compute);
+    src.expect_all_taken();
+    out["output"] = f32(dec.forward(x.to(compute), tap));
+  } else {
+    const VideoEncoder enc(cfg, src, "", compute);
+    src.expect_all_taken();
+    out["output"] = f32(enc.forward(x.to(compute), tap));
+  }
+  return out;
+}
+
+}  // namespace
+
+void register_video_vae_parity_kinds() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    parity::register_kind("ltx2.vae.decode",
+                          [](const parity::Golden& g, const parity::Options& o) { return run(g, o, true); });
+    parity::register_kind("ltx2.vae.encode",
+                          [](const parity::Golden& g, const parity::Options& o) { return run(g, o, false); });
+  });
+}
+
+}  // namespace vidax::ltx2

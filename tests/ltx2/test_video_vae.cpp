@@ -1,0 +1,261 @@
+// The LTX-2 video VAE against the official ltx_core classes (tests/golden/ltx2/ltx2_vae_*.safetensors,
+// tools/golden/ltx2_video_vae.py): ConvVideoDecoder.forward and VideoEncoder.forward at fp32 through
+// kinds ltx2.vae.decode / ltx2.vae.encode, every intermediate tap too; the bundled checkpoint's key
+// spellings; controls that must fail (a changed weight, the statistics, the padding mode, causality);
+// bad config, input and parameters.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "backend/ops.h"
+#include "engine/builtin_kinds.h"
+#include "io/checkpoint.h"
+#include "models/ltx2/video_vae.h"
+#include "parity/parity.h"
+#include "test_diff.h"
+#include "translate/inspect.h"
+
+using namespace vidax;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::string golden(const char* name) {
+  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
+}
+
+struct Loaded {
+  io::Checkpoint file;
+  json config;
+  std::map<std::string, Tensor> params;
+};
+
+Loaded load(const char* name) {
+  Loaded l{io::Checkpoint::open(golden(name)), {}, {}};
+  l.config = json::parse(l.file.metadata().at("config"));
+  for (const std::string& n : l.file.names())
+    if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
+  return l;
+}
+
+Tensor decode(const Loaded& l, std::map<std::string, Tensor> params, const json& config, DType compute = DType::F32) {
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
+  const ltx2::VideoDecoder d(ltx2::VideoVaeConfig::from_json(config), src, "", compute);
+  src.expect_all_taken();
+  return d.forward(l.file.get("input.sample"));
+}
+
+Tensor encode(const Loaded& l, std::map<std::string, Tensor> params, const json& config) {
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
+  const ltx2::VideoEncoder e(ltx2::VideoVaeConfig::from_json(config), src);
+  src.expect_all_taken();
+  return e.forward(l.file.get("input.sample"));
+}
+
+double max_abs_diff(const Tensor& want, const Tensor& got) {
+  EXPECT_EQ(want.shape(), got.shape());
+  return test::diff(want, got).max_abs;
+}
+
+// Every output and inter.* tensor of the file compared at fp32 (bound 1e-5 max abs).
+void expect_golden(const char* name, int compared) {
+  engine::register_builtins();
+  parity::Options opt;
+  opt.precision = "fp32";
+  opt.rtol = 1e-5;
+  const parity::Report rep = parity::run(golden(name), opt);
+  for (const auto& c : rep.rows) {
+    std::printf("  %s %-14s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
+    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
+    EXPECT_LE(c.max_abs, 1e-5) << c.name;
+  }
+  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
+  EXPECT_EQ(rep.compared, compared);
+}
+
+}  // namespace
+
+// The published LTX-2 decoder's block kinds: res_x, compress_all (residual, multiplier 2); reflect, non-causal.
+TEST(Ltx2VideoVaeGolden, DecodeMatchesTheReferenceFp32) { expect_golden("ltx2_vae_decode.safetensors", 8); }
+// compress_time / compress_space (plain), res_x_y, attn; causal, zero padding, B = 2.
+TEST(Ltx2VideoVaeGolden, DecodeVariantsMatchTheReferenceFp32) {
+  expect_golden("ltx2_vae_decode_variants.safetensors", 8);
+}
+// norm_layer group_norm, replicate padding.
+TEST(Ltx2VideoVaeGolden, DecodeGroupNormMatchesTheReferenceFp32) {
+  expect_golden("ltx2_vae_decode_groupnorm.safetensors", 4);
+}
+// The published LTX-2 encoder's block kinds: res_x, compress_space_res, compress_time_res, compress_all_res.
+TEST(Ltx2VideoVaeGolden, EncodeMatchesTheReferenceFp32) { expect_golden("ltx2_vae_encode.safetensors", 10); }
+// Strided compress_* convs, compress_all_x_y, res_x_y, attn; per_channel log variance, reflect padding, B = 2.
+TEST(Ltx2VideoVaeGolden, EncodeVariantsMatchTheReferenceFp32) {
+  expect_golden("ltx2_vae_encode_variants.safetensors", 10);
+}
+
+// The bundled checkpoint's spellings (vae.decoder.*, vae.per_channel_statistics.*) and the ComfyUI
+// split file's (decoder.*, bare per_channel_statistics.*) load through the kind as the bare names do.
+TEST(Ltx2VideoVae, BundledCheckpointSpellingsThroughTheKind) {
+  engine::register_builtins();
+  for (const char* name : {"ltx2_vae_decode_variants.safetensors", "ltx2_vae_encode.safetensors"}) {
+    const Loaded l = load(name);
+    const bool dec = std::string(name).find("decode") != std::string::npos;
+    const std::string half = dec ? "decoder." : "encoder.";
+    for (const bool bundled : {true, false}) {
+      std::map<std::string, Tensor> out;
+      for (const auto& [k, v] : l.params) {
+        const bool stats = k.rfind("per_channel_statistics.", 0) == 0;
+        out[bundled ? "vae." + (stats ? k : half + k) : stats ? k : half + k] = v;
+      }
+      out["input.sample"] = l.file.get("input.sample");
+      out["output"] = l.file.get("output");
+      const fs::path tmp = fs::temp_directory_path() / ("ltx2_vae_prefix_" + std::to_string(::getpid()) + ".safetensors");
+      io::save_safetensors(tmp.string(), out, l.file.metadata());
+      parity::Options opt;
+      opt.precision = "fp32";
+      const parity::Report rep = parity::run(tmp.string(), opt);
+      fs::remove(tmp);
+      EXPECT_TRUE(rep.ok()) << name << (bundled ? " bundled" : " comfy");
+      EXPECT_EQ(rep.compared, 1);
+    }
+  }
+}
+
+// Controls: a changed weight, changed statistics, another padding mode, causality and the residual
+// path must each move the decoded video past the bound.
+TEST(Ltx2VideoVae, DecoderControlsFail) {
+  const Loaded l = load("ltx2_vae_decode.safetensors");
+  const Tensor want = l.file.get("output");
+  EXPECT_LE(max_abs_diff(want, decode(l, l.params, l.config)), 1e-5);
+  for (const char* key : {"up_blocks.1.conv.conv.weight", "up_blocks.2.res_blocks.1.conv2.conv.bias",
+                          "per_channel_statistics.std-of-means", "per_channel_statistics.mean-of-means"}) {
+    auto params = l.params;
+    ASSERT_TRUE(params.count(key)) << key;
+    params[key] = ops::add_scalar(ops::scale(params[key], 1.1), 0.01);
+    EXPECT_GT(max_abs_diff(want, decode(l, params, l.config)), 1e-4) << key;
+  }
+  json cfg = l.config;
+  cfg["spatial_padding_mode"] = "zeros";
+  EXPECT_GT(max_abs_diff(want, decode(l, l.params, cfg)), 1e-4) << "padding";
+  cfg = l.config;
+  cfg["causal_decoder"] = true;
+  EXPECT_GT(max_abs_diff(want, decode(l, l.params, cfg)), 1e-4) << "causal";
+  cfg = l.config;
+  cfg["decoder_blocks"][1][1]["residual"] = false;
+  EXPECT_GT(max_abs_diff(want, decode(l, l.params, cfg)), 1e-4) << "residual";
+}
+
+TEST(Ltx2VideoVae, EncoderControlsFail) {
+  const Loaded l = load("ltx2_vae_encode.safetensors");
+  const Tensor want = l.file.get("output");
+  EXPECT_LE(max_abs_diff(want, encode(l, l.params, l.config)), 1e-5);
+  for (const char* key : {"down_blocks.3.conv.conv.weight", "conv_out.conv.bias", "per_channel_statistics.std-of-means",
+                          "per_channel_statistics.mean-of-means"}) {
+    auto params = l.params;
+    ASSERT_TRUE(params.count(key)) << key;
+    params[key] = ops::add_scalar(ops::scale(params[key], 1.1), 0.01);
+    EXPECT_GT(max_abs_diff(want, encode(l, params, l.config)), 1e-4) << key;
+  }
+  json cfg = l.config;
+  cfg["encoder_spatial_padding_mode"] = "replicate";
+  EXPECT_GT(max_abs_diff(want, encode(l, l.params, cfg)), 1e-4) << "padding";
+  // The shared spatial_padding_mode key wins over encoder_spatial_padding_mode, as in the configurator.
+  cfg["spatial_padding_mode"] = "zeros";
+  EXPECT_LE(max_abs_diff(want, encode(l, l.params, cfg)), 1e-5) << "shared key";
+}
+
+// bf16 compute (parameters cast, norms in fp32): close to the fp32 reference, not equal.
+TEST(Ltx2VideoVae, Bf16DecodeIsClose) {
+  const Loaded l = load("ltx2_vae_decode.safetensors");
+  const Tensor want = l.file.get("output");
+  const test::Diff d = test::diff(want, decode(l, l.params, l.config, DType::BF16));
+  std::printf("  bf16 decode max_abs=%.3g rel_l2=%.3g\n", d.max_abs, d.rel_l2);
+  EXPECT_LE(d.rel_l2, 2e-2);
+  EXPECT_GT(d.max_abs, 1e-6);
+}
+
+TEST(Ltx2VideoVae, BadConfigIsAnError) {
+  using C = ltx2::VideoVaeConfig;
+  const auto expect_error = [](const json& j, const char* needle) {
+    try {
+      C::from_json(j);
+      ADD_FAILURE() << "no error for " << j.dump();
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error({{"_class_name", "CausalDiffusionVAE"}}, "DiffusionVideoDecoder");
+  expect_error({{"decoder", json::object()}}, "DiffusionVideoDecoder");
+  expect_error({{"dims", 2}}, "dims");
+  const auto blocks = [](const std::string& name, const json& params) {
+    return json::array({json::array({name, params})});
+  };
+  expect_error({{"decoder_blocks", blocks("attn_res_x", {{"num_layers", 1}, {"attention_head_dim", 4}})}},
+               "UNetMidBlock3D takes no attention_head_dim");
+  expect_error({{"latent_log_var", "none"}}, "none");
+  expect_error({{"decoder_blocks", blocks("res_x", {{"num_layers", 1}, {"inject_noise", true}})}},
+               "noise injection is not built");
+  expect_error({{"decoder_blocks", blocks("compress_time", {{"residual", true}})}}, "decoder_blocks[0].residual");
+  expect_error({{"decoder_blocks", blocks("compress_all_res", 1)}}, "unknown block");
+  expect_error({{"decoder_blocks", json::array({"res_x", 1})}}, "must be [name, params]");
+  expect_error({{"encoder_blocks", blocks("res_x", 2.5)}}, "integer");
+  expect_error({{"norm_layer", "layer_norm"}}, "norm_layer");
+  expect_error({{"spatial_padding_mode", "mirror"}}, "spatial_padding_mode");
+  expect_error({{"no_such_key", 1}}, "unknown key");
+  // The metadata config's "vae" section is read too; the configurator's defaults.
+  const C c = C::from_json({{"vae", {{"encoder_blocks", blocks("compress_all_res", {{"multiplier", 2}})}}}});
+  EXPECT_EQ(c.latent_channels, 128);
+  EXPECT_TRUE(c.timestep_conditioning);
+  EXPECT_EQ(c.decoder_padding, ltx2::VaePadding::Reflect);
+  EXPECT_EQ(c.encoder_padding, ltx2::VaePadding::Zeros);
+  EXPECT_EQ(c.encoder_space_factor(), 8);
+  EXPECT_EQ(c.encoder_time_factor(), 2);
+  // timestep_conditioning (the configurator's default) is refused by the decoder, naming it.
+  const Loaded l = load("ltx2_vae_decode.safetensors");
+  json cfg = l.config;
+  cfg.erase("timestep_conditioning");
+  nn::ParamSource src = nn::ParamSource::from_map(l.params, "golden");
+  try {
+    ltx2::VideoDecoder(C::from_json(cfg), src);
+    ADD_FAILURE() << "timestep_conditioning accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("timestep_conditioning"), std::string::npos) << e.what();
+  }
+}
+
+TEST(Ltx2VideoVae, BadInputAndParametersAreErrors) {
+  const Loaded d = load("ltx2_vae_decode.safetensors");
+  nn::ParamSource src = nn::ParamSource::from_map(d.params, "golden");
+  const ltx2::VideoDecoder dec(ltx2::VideoVaeConfig::from_json(d.config), src);
+  const Tensor z = d.file.get("input.sample");
+  EXPECT_EQ(dec.output_shape(z.shape()), (Shape{1, 3, 9, 48, 32}));
+  EXPECT_THROW(dec.forward(z.slice(1, 0, 4)), Error);         // 4 of 8 latent channels
+  EXPECT_THROW(dec.forward(z.select(0, 0)), Error);           // 4-D
+  EXPECT_THROW(dec.forward(z.slice(4, 0, 1)), Error);         // reflect padding of a 1-pixel-wide latent
+  auto missing = d.params;
+  missing.erase("up_blocks.1.conv.conv.bias");
+  nn::ParamSource m = nn::ParamSource::from_map(missing, "golden");
+  EXPECT_THROW(ltx2::VideoDecoder(ltx2::VideoVaeConfig::from_json(d.config), m), Error);
+  auto extra = d.params;
+  extra["up_blocks.9.conv.conv.bias"] = extra["up_blocks.1.conv.conv.bias"];
+  nn::ParamSource x = nn::ParamSource::from_map(extra, "golden");
+  const ltx2::VideoDecoder unused(ltx2::VideoVaeConfig::from_json(d.config), x);
+  EXPECT_THROW(x.expect_all_taken(), Error);
+
+  const Loaded e = load("ltx2_vae_encode.safetensors");
+  nn::ParamSource es = nn::ParamSource::from_map(e.params, "golden");
+  const ltx2::VideoEncoder enc(ltx2::VideoVaeConfig::from_json(e.config), es);
+  const Tensor v = e.file.get("input.sample");  // [1, 3, 9, 32, 48], factors 4 (time) and 16 (space)
+  EXPECT_EQ(enc.output_shape(v.shape()), (Shape{1, 4, 3, 2, 3}));
+  try {
+    enc.forward(v.slice(2, 0, 7));
+    ADD_FAILURE() << "7 frames accepted";
+  } catch (const Error& err) {
+    EXPECT_NE(std::string(err.what()).find("nearest: 5 or 9"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(enc.forward(v.slice(3, 0, 24)), Error);  // 24 rows: not a multiple of 16
+  EXPECT_THROW(enc.forward(v.slice(1, 0, 2)), Error);   // 2 channels
+}

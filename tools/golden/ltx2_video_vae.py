@@ -1,0 +1,205 @@
+"""Golden files for the LTX-2 video VAE (kinds ltx2.vae.decode / ltx2.vae.encode, docs/models/ltx2-vae.md).
+
+Runs the OFFICIAL ltx_core.model.video_vae classes (Lightricks/LTX-2, imported from $LTX2_CORE,
+default /work/ref/ltx2/packages/ltx-core/src), built exactly as the checkpoint loader builds them
+from the `vae` config dict of the checkpoint metadata (model_configurator's
+VideoDecoderConfigurator / VideoEncoderConfigurator), in float32 on the CPU, with tiny widths and
+seeded random weights. Each file holds:
+
+  __metadata__.kind     ltx2.vae.decode | ltx2.vae.encode
+  __metadata__.config   the `vae` config dict (the configurator's keys)
+  parameters            the module's state dict under its official names (conv_in.conv.weight,
+                        up_blocks.1.conv.conv.weight, per_channel_statistics.std-of-means, ...)
+  input.sample          the forward's argument (decode: a normalized latent; encode: a video in [-1, 1])
+  output                the forward's result (decode: the video, not clamped; encode: the normalized
+                        latent means)
+  inter.<module path>   forward-hook outputs (conv_in, each up/down block, conv_out)
+
+  ltx2_vae_decode.safetensors          the published LTX-2 decoder's block kinds (res_x, compress_all
+                                       residual x2), reflect padding, non-causal, B = 1
+  ltx2_vae_decode_variants.safetensors compress_time / compress_space (plain d2s), res_x_y, attn,
+                                       causal, zeros padding, B = 2
+  ltx2_vae_decode_groupnorm.safetensors norm_layer group_norm (32 groups, 32 channels: one res_x), replicate padding
+  ltx2_vae_encode.safetensors          the published LTX-2 encoder's block kinds (res_x,
+                                       compress_space_res, compress_time_res, compress_all_res),
+                                       latent_log_var uniform, B = 1
+  ltx2_vae_encode_variants.safetensors compress_time / compress_space / compress_all /
+                                       compress_all_x_y (strided convs), res_x_y, attn,
+                                       latent_log_var per_channel, reflect padding, B = 2
+
+The per-channel statistics are drawn (mean N(0, 0.5), std U(0.5, 1.5)) so the (un)normalisation
+matters; norms' affine parameters, attention gains and all biases are random too.
+
+Usage: /work/venv-golden/bin/python tools/golden/ltx2_video_vae.py [--out tests/golden/ltx2]
+"""
+import argparse
+import json
+import os
+import sys
+
+import torch
+from safetensors.torch import save_file
+
+sys.path.insert(0, os.environ.get("LTX2_CORE", "/work/ref/ltx2/packages/ltx-core/src"))
+from ltx_core.model.video_vae.model_configurator import (  # noqa: E402
+    VideoDecoderConfigurator,
+    VideoEncoderConfigurator,
+)
+
+DECODE = {
+    "_class_name": "CausalVideoAutoencoder",
+    "dims": 3,
+    "latent_channels": 8,
+    "out_channels": 3,
+    "patch_size": 4,
+    "norm_layer": "pixel_norm",
+    "causal_decoder": False,
+    "timestep_conditioning": False,
+    "spatial_padding_mode": "reflect",
+    "decoder_base_channels": 4,
+    "decoder_blocks": [
+        ["res_x", {"num_layers": 1, "inject_noise": False}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 2, "inject_noise": False}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 1, "inject_noise": False}],
+    ],
+}
+
+DECODE_VARIANTS = {
+    **DECODE,
+    "patch_size": 2,
+    "causal_decoder": True,
+    "spatial_padding_mode": "zeros",
+    "decoder_blocks": [
+        ["res_x_y", {"multiplier": 2}],
+        ["compress_time", {"multiplier": 2}],
+        ["attn", {}],
+        ["compress_space", {}],
+        ["res_x", 1],
+    ],
+}
+
+DECODE_GROUPNORM = {
+    **DECODE,
+    "latent_channels": 4,
+    "patch_size": 2,
+    "norm_layer": "group_norm",
+    "spatial_padding_mode": "replicate",
+    "decoder_base_channels": 32,
+    "decoder_blocks": [["res_x", 1]],
+}
+
+ENCODE = {
+    "_class_name": "CausalVideoAutoencoder",
+    "dims": 3,
+    "in_channels": 3,
+    "latent_channels": 4,
+    "patch_size": 4,
+    "norm_layer": "pixel_norm",
+    "latent_log_var": "uniform",
+    "encoder_spatial_padding_mode": "zeros",
+    "encoder_blocks": [
+        ["res_x", {"num_layers": 1}],
+        ["compress_space_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 1}],
+        ["compress_time_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 1}],
+        ["compress_all_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 1}],
+    ],
+}
+
+ENCODE_VARIANTS = {
+    **ENCODE,
+    "patch_size": 2,
+    "latent_log_var": "per_channel",
+    "encoder_spatial_padding_mode": "reflect",
+    "encoder_blocks": [
+        ["compress_space", 1],
+        ["res_x_y", {"multiplier": 2}],
+        ["compress_time", 1],
+        ["attn", {}],
+        ["compress_all", 1],
+        ["compress_all_x_y", {"multiplier": 2}],
+        ["res_x", 1],
+    ],
+}
+
+
+def randomize(model, gen):
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if name.endswith("bias"):
+                p.copy_(0.1 * torch.randn(p.shape, generator=gen))
+            elif "norm" in name or name.endswith("gamma"):  # group norms' affine, attention gains
+                p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
+        stats = model.per_channel_statistics
+        c = stats.get_buffer("std-of-means").shape[0]
+        stats.get_buffer("mean-of-means").copy_(0.5 * torch.randn(c, generator=gen))
+        stats.get_buffer("std-of-means").copy_(0.5 + torch.rand(c, generator=gen))
+
+
+def hooks(model, names, store):
+    for name in names:
+        module = model.get_submodule(name)
+        module.register_forward_hook(lambda _m, _i, out, name=name: store.__setitem__("inter." + name, out.detach()))
+
+
+def write(path, kind, config, model, sample, output, inter):
+    tensors = {k: v.detach().contiguous().float() for k, v in model.state_dict().items()}
+    tensors["input.sample"] = sample.contiguous()
+    tensors["output"] = output.detach().contiguous()
+    tensors.update({k: v.contiguous() for k, v in inter.items()})
+    meta = {"kind": kind, "config": json.dumps(config), "generator": "tools/golden/ltx2_video_vae.py",
+            "torch": torch.__version__}
+    save_file(tensors, path, metadata=meta)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors), "
+          f"{tuple(sample.shape)} -> {tuple(output.shape)} range [{output.min():.3f}, {output.max():.3f}]")
+
+
+def make_decode(path, config, latent_shape, seed):
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    model = VideoDecoderConfigurator.from_metadata({"config": {"vae": config}}).eval()
+    randomize(model, gen)
+    inter = {}
+    hooks(model, ["conv_in"] + [f"up_blocks.{i}" for i in range(len(model.up_blocks))] + ["conv_out"], inter)
+    sample = torch.randn(latent_shape, generator=gen)
+    with torch.no_grad():
+        output = model(sample)
+    write(path, "ltx2.vae.decode", config, model, sample, output, inter)
+
+
+def make_encode(path, config, video_shape, seed):
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    model = VideoEncoderConfigurator.from_metadata({"config": {"vae": config}}).eval()
+    randomize(model, gen)
+    inter = {}
+    hooks(model, ["conv_in"] + [f"down_blocks.{i}" for i in range(len(model.down_blocks))] + ["conv_out"], inter)
+    sample = torch.rand(video_shape, generator=gen) * 2 - 1
+    with torch.no_grad():
+        output = model(sample)
+    write(path, "ltx2.vae.encode", config, model, sample, output, inter)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default="tests/golden/ltx2")
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    out = lambda name: os.path.join(args.out, name)  # noqa: E731
+    # 3 latent frames of 3 x 2 -> 9 frames of 48 x 32 (two spatio-temporal x2 steps, patch 4).
+    make_decode(out("ltx2_vae_decode.safetensors"), DECODE, (1, 8, 3, 3, 2), 0)
+    # 3 latent frames of 2 x 3 -> 5 frames of 8 x 12 (time x2, space x2, patch 2).
+    make_decode(out("ltx2_vae_decode_variants.safetensors"), DECODE_VARIANTS, (2, 8, 3, 2, 3), 1)
+    make_decode(out("ltx2_vae_decode_groupnorm.safetensors"), DECODE_GROUPNORM, (1, 4, 2, 3, 2), 2)  # 2 latent frames -> 2 frames of 6 x 4
+    # 9 frames of 32 x 48 -> 3 latent frames of 2 x 3 (space x2, time x2, all x2, patch 4).
+    make_encode(out("ltx2_vae_encode.safetensors"), ENCODE, (1, 3, 9, 32, 48), 3)
+    # 9 frames of 32 x 48 -> 2 latent frames of 2 x 3 (space, time, all, all; patch 2).
+    make_encode(out("ltx2_vae_encode_variants.safetensors"), ENCODE_VARIANTS, (2, 3, 9, 32, 48), 4)
+
+
+if __name__ == "__main__":
+    main()
