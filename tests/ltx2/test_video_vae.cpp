@@ -85,6 +85,15 @@ TEST(Ltx2VideoVaeGolden, DecodeMatchesTheReferenceFp32) { expect_golden("ltx2_va
 TEST(Ltx2VideoVaeGolden, DecodeVariantsMatchTheReferenceFp32) {
   expect_golden("ltx2_vae_decode_variants.safetensors", 8);
 }
+// timestep_conditioning + inject_noise, called as the pipeline calls it (default decode_timestep, a
+// seeded generator): the decode-time noise and each resnet's spatial noise drawn in torch's order.
+TEST(Ltx2VideoVaeGolden, DecodeTimestepConditionedMatchesTheReferenceFp32) {
+  expect_golden("ltx2_vae_decode_timestep.safetensors", 6);
+}
+// An explicit per-sample input.timestep, B = 2.
+TEST(Ltx2VideoVaeGolden, DecodeExplicitTimestepBatch2MatchesTheReferenceFp32) {
+  expect_golden("ltx2_vae_decode_timestep_b2.safetensors", 6);
+}
 // norm_layer group_norm, replicate padding.
 TEST(Ltx2VideoVaeGolden, DecodeGroupNormMatchesTheReferenceFp32) {
   expect_golden("ltx2_vae_decode_groupnorm.safetensors", 4);
@@ -167,6 +176,46 @@ TEST(Ltx2VideoVae, EncoderControlsFail) {
   EXPECT_LE(max_abs_diff(want, encode(l, l.params, cfg)), 1e-5) << "shared key";
 }
 
+// The conditioned decoder: another seed, another timestep, no noise scale or no table each move the
+// output; without a generator it is an error, as is a timestep for an unconditioned decoder.
+TEST(Ltx2VideoVae, ConditionedDecoderControlsFail) {
+  const Loaded l = load("ltx2_vae_decode_timestep.safetensors");
+  const Tensor want = l.file.get("output");
+  const ltx2::VideoVaeConfig cfg = ltx2::VideoVaeConfig::from_json(l.config);
+  const auto run = [&](std::map<std::string, Tensor> params, uint64_t seed, std::optional<std::vector<float>> t) {
+    nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
+    const ltx2::VideoDecoder d(cfg, src);
+    src.expect_all_taken();
+    TorchGenerator gen(seed);
+    return d.forward(l.file.get("input.sample"), {}, {.timestep = t, .generator = &gen});
+  };
+  ASSERT_EQ(l.file.metadata().at("generator_seed"), "7");
+  EXPECT_LE(max_abs_diff(want, run(l.params, 7, std::nullopt)), 1e-5);
+  EXPECT_LE(max_abs_diff(want, run(l.params, 7, std::vector<float>{0.05f})), 1e-5);  // the default, explicit
+  EXPECT_GT(max_abs_diff(want, run(l.params, 8, std::nullopt)), 1e-4) << "seed";
+  EXPECT_GT(max_abs_diff(want, run(l.params, 7, std::vector<float>{0.2f})), 1e-4) << "timestep";
+  for (const char* key : {"up_blocks.0.res_blocks.1.per_channel_scale2", "up_blocks.2.res_blocks.0.scale_shift_table",
+                          "last_scale_shift_table", "up_blocks.2.time_embedder.timestep_embedder.linear_2.bias",
+                          "timestep_scale_multiplier"}) {
+    auto params = l.params;
+    ASSERT_TRUE(params.count(key)) << key;
+    params[key] = ops::add_scalar(ops::scale(params[key], 1.1), 0.05);
+    EXPECT_GT(max_abs_diff(want, run(params, 7, std::nullopt)), 1e-4) << key;
+  }
+  nn::ParamSource src = nn::ParamSource::from_map(l.params, "golden");
+  const ltx2::VideoDecoder d(cfg, src);
+  EXPECT_TRUE(d.uses_noise());
+  EXPECT_THROW(d.forward(l.file.get("input.sample")), Error);  // no generator
+  TorchGenerator gen(7);
+  EXPECT_THROW(d.forward(l.file.get("input.sample"), {}, {.timestep = std::vector<float>{0.1f, 0.2f}, .generator = &gen}),
+               Error);  // 2 timesteps for a batch of 1
+  const Loaded plain = load("ltx2_vae_decode.safetensors");
+  nn::ParamSource ps = nn::ParamSource::from_map(plain.params, "golden");
+  const ltx2::VideoDecoder pd(ltx2::VideoVaeConfig::from_json(plain.config), ps);
+  EXPECT_FALSE(pd.uses_noise());
+  EXPECT_THROW(pd.forward(plain.file.get("input.sample"), {}, {.timestep = std::vector<float>{0.05f}}), Error);
+}
+
 // bf16 compute (parameters cast, norms in fp32): close to the fp32 reference, not equal.
 TEST(Ltx2VideoVae, Bf16DecodeIsClose) {
   const Loaded l = load("ltx2_vae_decode.safetensors");
@@ -196,8 +245,7 @@ TEST(Ltx2VideoVae, BadConfigIsAnError) {
   expect_error({{"decoder_blocks", blocks("attn_res_x", {{"num_layers", 1}, {"attention_head_dim", 4}})}},
                "UNetMidBlock3D takes no attention_head_dim");
   expect_error({{"latent_log_var", "none"}}, "none");
-  expect_error({{"decoder_blocks", blocks("res_x", {{"num_layers", 1}, {"inject_noise", true}})}},
-               "noise injection is not built");
+  expect_error({{"decoder_blocks", blocks("res_x_y", {{"inject_noise", true}})}}, "narrower output");
   expect_error({{"decoder_blocks", blocks("compress_time", {{"residual", true}})}}, "decoder_blocks[0].residual");
   expect_error({{"decoder_blocks", blocks("compress_all_res", 1)}}, "unknown block");
   expect_error({{"decoder_blocks", json::array({"res_x", 1})}}, "must be [name, params]");
@@ -213,16 +261,17 @@ TEST(Ltx2VideoVae, BadConfigIsAnError) {
   EXPECT_EQ(c.encoder_padding, ltx2::VaePadding::Zeros);
   EXPECT_EQ(c.encoder_space_factor(), 8);
   EXPECT_EQ(c.encoder_time_factor(), 2);
-  // timestep_conditioning (the configurator's default) is refused by the decoder, naming it.
+  // timestep_conditioning is the configurator's default: the unconditioned golden's parameters then
+  // lack the conditioned decoder's, which the strict load names.
   const Loaded l = load("ltx2_vae_decode.safetensors");
   json cfg = l.config;
   cfg.erase("timestep_conditioning");
   nn::ParamSource src = nn::ParamSource::from_map(l.params, "golden");
   try {
     ltx2::VideoDecoder(C::from_json(cfg), src);
-    ADD_FAILURE() << "timestep_conditioning accepted";
+    ADD_FAILURE() << "timestep_conditioning built without its parameters";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("timestep_conditioning"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("time_embedder"), std::string::npos) << e.what();
   }
 }
 

@@ -19,6 +19,10 @@ seeded random weights. Each file holds:
                                        residual x2), reflect padding, non-causal, B = 1
   ltx2_vae_decode_variants.safetensors compress_time / compress_space (plain d2s), res_x_y, attn,
                                        causal, zeros padding, B = 2
+  ltx2_vae_decode_timestep.safetensors timestep_conditioning + inject_noise, the pipeline's call: default
+                                       decode_timestep, noise from torch.Generator().manual_seed(
+                                       __metadata__.generator_seed)
+  ltx2_vae_decode_timestep_b2.safetensors  an explicit input.timestep [B], B = 2
   ltx2_vae_decode_groupnorm.safetensors norm_layer group_norm (32 groups, 32 channels: one res_x), replicate padding
   ltx2_vae_encode.safetensors          the published LTX-2 encoder's block kinds (res_x,
                                        compress_space_res, compress_time_res, compress_all_res),
@@ -80,6 +84,23 @@ DECODE_VARIANTS = {
     ],
 }
 
+# The conditioned decoder (the configurator's default timestep_conditioning: true, as LTX-Video 0.9.x
+# checkpoints use it): decode-time noise, timestep embeddings and adaLN tables, per-resnet noise.
+DECODE_TIMESTEP = {
+    **DECODE,
+    "timestep_conditioning": True,
+    "decoder_blocks": [
+        ["res_x", {"num_layers": 1, "inject_noise": True}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 2, "inject_noise": True}],
+    ],
+}
+
+DECODE_TIMESTEP_B2 = {
+    **DECODE_TIMESTEP,
+    "decoder_blocks": [["res_x", 1], ["compress_all", {"residual": True, "multiplier": 2}], ["res_x", 1]],
+}
+
 DECODE_GROUPNORM = {
     **DECODE,
     "latent_channels": 4,
@@ -130,7 +151,9 @@ ENCODE_VARIANTS = {
 def randomize(model, gen):
     with torch.no_grad():
         for name, p in model.named_parameters():
-            if name.endswith("bias"):
+            if "scale_shift_table" in name or "per_channel_scale" in name:  # zeros / torch.empty at init
+                p.copy_(0.2 * torch.randn(p.shape, generator=gen))
+            elif name.endswith("bias"):
                 p.copy_(0.1 * torch.randn(p.shape, generator=gen))
             elif "norm" in name or name.endswith("gamma"):  # group norms' affine, attention gains
                 p.copy_(1.0 + 0.2 * torch.randn(p.shape, generator=gen))
@@ -146,19 +169,19 @@ def hooks(model, names, store):
         module.register_forward_hook(lambda _m, _i, out, name=name: store.__setitem__("inter." + name, out.detach()))
 
 
-def write(path, kind, config, model, sample, output, inter):
+def write(path, kind, config, model, sample, output, inter, extra_meta=None):
     tensors = {k: v.detach().contiguous().float() for k, v in model.state_dict().items()}
     tensors["input.sample"] = sample.contiguous()
     tensors["output"] = output.detach().contiguous()
     tensors.update({k: v.contiguous() for k, v in inter.items()})
     meta = {"kind": kind, "config": json.dumps(config), "generator": "tools/golden/ltx2_video_vae.py",
-            "torch": torch.__version__}
+            "torch": torch.__version__, **(extra_meta or {})}
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors), "
           f"{tuple(sample.shape)} -> {tuple(output.shape)} range [{output.min():.3f}, {output.max():.3f}]")
 
 
-def make_decode(path, config, latent_shape, seed):
+def make_decode(path, config, latent_shape, seed, timestep=None, generator_seed=None):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1000)
     model = VideoDecoderConfigurator.from_metadata({"config": {"vae": config}}).eval()
@@ -166,9 +189,17 @@ def make_decode(path, config, latent_shape, seed):
     inter = {}
     hooks(model, ["conv_in"] + [f"up_blocks.{i}" for i in range(len(model.up_blocks))] + ["conv_out"], inter)
     sample = torch.randn(latent_shape, generator=gen)
+    extra, meta = {}, {}
+    if timestep is not None:
+        extra["input.timestep"] = torch.tensor(timestep, dtype=torch.float32)
+    noise_gen = None
+    if generator_seed is not None:
+        noise_gen = torch.Generator().manual_seed(generator_seed)
+        meta["generator_seed"] = str(generator_seed)
     with torch.no_grad():
-        output = model(sample)
-    write(path, "ltx2.vae.decode", config, model, sample, output, inter)
+        output = model(sample, timestep=extra.get("input.timestep"), generator=noise_gen)
+    inter.update(extra)
+    write(path, "ltx2.vae.decode", config, model, sample, output, inter, meta)
 
 
 def make_encode(path, config, video_shape, seed):
@@ -194,6 +225,12 @@ def main():
     make_decode(out("ltx2_vae_decode.safetensors"), DECODE, (1, 8, 3, 3, 2), 0)
     # 3 latent frames of 2 x 3 -> 5 frames of 8 x 12 (time x2, space x2, patch 2).
     make_decode(out("ltx2_vae_decode_variants.safetensors"), DECODE_VARIANTS, (2, 8, 3, 2, 3), 1)
+    # The pipeline's call: forward(sample, generator=seeded) with the default decode_timestep 0.05;
+    # the noise (decode-time, then each resnet's spatial noise) drawn from torch.Generator().manual_seed(7).
+    make_decode(out("ltx2_vae_decode_timestep.safetensors"), DECODE_TIMESTEP, (1, 8, 2, 2, 3), 5, generator_seed=7)
+    # An explicit per-sample timestep, B = 2, decode-time noise only.
+    make_decode(out("ltx2_vae_decode_timestep_b2.safetensors"), DECODE_TIMESTEP_B2, (2, 8, 2, 3, 2), 6,
+                timestep=[0.05, 0.3], generator_seed=11)
     make_decode(out("ltx2_vae_decode_groupnorm.safetensors"), DECODE_GROUPNORM, (1, 4, 2, 3, 2), 2)  # 2 latent frames -> 2 frames of 6 x 4
     # 9 frames of 32 x 48 -> 3 latent frames of 2 x 3 (space x2, time x2, all x2, patch 4).
     make_encode(out("ltx2_vae_encode.safetensors"), ENCODE, (1, 3, 9, 32, 48), 3)

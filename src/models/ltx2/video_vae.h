@@ -20,6 +20,10 @@
 #include <memory>
 #include <string>
 
+#include <optional>
+#include <vector>
+
+#include "core/rng.h"
 #include "core/tensor.h"
 #include "models/ltx2/video_vae_config.h"
 #include "nn/params.h"
@@ -29,20 +33,30 @@ namespace vidax::ltx2 {
 // Observes a module's output by its official path ("conv_in", "up_blocks.3", "conv_out").
 using VaeTap = std::function<void(const std::string& module, const Tensor& output)>;
 
+// ConvVideoDecoder.forward's other arguments, read only by a conditioned decoder
+// (timestep_conditioning: decode-time noise, timestep embeddings; inject_noise: per-resnet noise).
+struct DecoderConditioning {
+  std::optional<std::vector<float>> timestep;  // [B]; default: decode_timestep 0.05 for each sample
+  TorchGenerator* generator = nullptr;         // the noise's source (torch.Generator): required to draw
+};
+
 class VideoDecoder {
  public:
   // Takes every decoder parameter (prefix + official name) and the statistics
   // (prefix + per_channel_statistics.*), cast to compute (F32 or BF16; norms accumulate in fp32).
-  // Throws for a config this decoder does not run (timestep_conditioning true: not built yet).
   VideoDecoder(const VideoVaeConfig& config, nn::ParamSource& params, const std::string& prefix = "",
                DType compute = DType::F32);
   ~VideoDecoder();
   VideoDecoder(VideoDecoder&&) noexcept;
 
-  // ConvVideoDecoder.forward(sample): a normalized latent [B, latent_channels, F', h, w] -> video
-  // [B, out_channels, 1 + t (F' - 1), s h, s w] (t = decoder_time_factor(), s = decoder_space_factor()),
-  // in the input's dtype.
-  Tensor forward(const Tensor& sample, const VaeTap& tap = {}) const;
+  // ConvVideoDecoder.forward(sample, timestep, generator): a normalized latent [B, latent_channels,
+  // F', h, w] -> video [B, out_channels, 1 + t (F' - 1), s h, s w] (t = decoder_time_factor(),
+  // s = decoder_space_factor()), in the input's dtype. A conditioned decoder first mixes in noise,
+  // sample = 0.025 randn + 0.975 sample (drawn from cond.generator, in torch's order: this draw, then
+  // each injecting resnet's two), and embeds timestep * timestep_scale_multiplier; an unconditioned
+  // one refuses a timestep (the reference ignores it).
+  Tensor forward(const Tensor& sample, const VaeTap& tap = {}, const DecoderConditioning& cond = {}) const;
+  bool uses_noise() const;  // timestep_conditioning or any inject_noise: forward needs a generator
   // Throws naming the problem when `latent` is not a shape forward takes.
   void check_latent(const Shape& latent) const;
   Shape output_shape(const Shape& latent) const;

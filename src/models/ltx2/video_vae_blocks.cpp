@@ -70,7 +70,7 @@ Tensor Norm::operator()(const Tensor& x) const {
 }
 
 ResnetBlock3D ResnetBlock3D::load(const Loader& l, const std::string& p, int64_t in, int64_t out, VaeNorm norm,
-                                  VaePadding padding) {
+                                  VaePadding padding, bool timestep_conditioning, bool inject_noise) {
   ResnetBlock3D r;
   r.norm1 = Norm::load(l, p + ".norm1", norm, in);
   r.conv1 = CausalConv3d::load(l, p + ".conv1", in, out, padding);
@@ -81,14 +81,77 @@ ResnetBlock3D ResnetBlock3D::load(const Loader& l, const std::string& p, int64_t
     r.shortcut_w = l.get(p + ".conv_shortcut.weight", {out, in, 1, 1, 1});
     r.shortcut_b = l.get(p + ".conv_shortcut.bias", {out});
   }
+  // The reference sizes the tables and the noise scales by in_channels: only a block that keeps its
+  // width can use them (the config refuses the others).
+  VIDAX_CHECK(in == out || (!timestep_conditioning && !inject_noise),
+              "LTX-2 video VAE: " << l.prefix << p << " changes the width; it has no timestep conditioning or noise");
+  if (timestep_conditioning) r.scale_shift_table = l.get(p + ".scale_shift_table", {4, in}).reshape({1, 4, in, 1, 1, 1});
+  if (inject_noise) {
+    r.noise_scale1 = l.get(p + ".per_channel_scale1", {in, 1, 1});
+    r.noise_scale2 = l.get(p + ".per_channel_scale2", {in, 1, 1});
+  }
   return r;
 }
 
-Tensor ResnetBlock3D::operator()(const Tensor& x, bool causal) const {
-  Tensor h = conv1(ops::silu(norm1(x)), causal);
-  h = conv2(ops::silu(norm2(h)), causal);
+namespace {
+
+// _feed_spatial_noise: h + (randn(H, W)[None] * scale)[None, :, None], the draw in h's dtype.
+Tensor add_spatial_noise(const Tensor& h, const Tensor& scale, TorchGenerator* gen) {
+  VIDAX_CHECK(gen != nullptr, "LTX-2 video VAE: noise injection (inject_noise) needs a generator");
+  const int64_t H = h.size(3), W = h.size(4), C = h.size(1);
+  const Tensor noise = gen->randn({H, W}, h.dtype()).view({1, H, W});
+  return ops::add(h, ops::mul(noise, scale).reshape({1, C, 1, H, W}));
+}
+
+}  // namespace
+
+Tensor ResnetBlock3D::operator()(const Tensor& x, bool causal, const std::optional<Tensor>& temb,
+                                 TorchGenerator* gen) const {
+  std::optional<Tensor> ada;  // [B, 4, C, 1, 1, 1]: shift1, scale1, shift2, scale2
+  if (scale_shift_table) {
+    VIDAX_CHECK(temb.has_value(), "LTX-2 video VAE: a timestep-conditioned resnet needs its timestep embedding");
+    const int64_t B = x.size(0), C = x.size(1);
+    ada = ops::add(*scale_shift_table, temb->reshape({B, 4, C, 1, 1, 1}));
+  }
+  Tensor h = norm1(x);
+  if (ada) h = ops::modulate(h, ada->select(1, 0), ada->select(1, 1));
+  h = conv1(ops::silu(h), causal);
+  if (noise_scale1) h = add_spatial_noise(h, *noise_scale1, gen);
+  h = norm2(h);
+  if (ada) h = ops::modulate(h, ada->select(1, 2), ada->select(1, 3));
+  h = conv2(ops::silu(h), causal);
+  if (noise_scale2) h = add_spatial_noise(h, *noise_scale2, gen);
   const Tensor shortcut = norm3 ? ops::conv3d((*norm3)(x), *shortcut_w, shortcut_b, {1, 1, 1}, {0, 0, 0}) : x;
   return ops::add(shortcut, h);
+}
+
+Tensor timestep_sinusoid(const std::vector<float>& t, int64_t dim) {
+  const int64_t half = dim / 2, B = static_cast<int64_t>(t.size());
+  // exponent = -ln(10000) * arange(half, fp32) / half (the Python float rounded to fp32, each step
+  // fp32), freqs = exp(exponent), arg = t * freqs, then [cos(arg), sin(arg)] (sin, cos flipped).
+  const float neg_log = static_cast<float>(-std::log(10000.0));
+  std::vector<float> v(static_cast<size_t>(B * dim), 0.0f);  // an odd dim keeps one zero column
+  for (int64_t k = 0; k < half; ++k) {
+    const float e = (neg_log * static_cast<float>(k)) / static_cast<float>(half);
+    const float f = static_cast<float>(std::exp(static_cast<double>(e)));
+    for (int64_t b = 0; b < B; ++b) {
+      const float arg = t[static_cast<size_t>(b)] * f;
+      v[static_cast<size_t>(b * dim + k)] = static_cast<float>(std::cos(static_cast<double>(arg)));
+      v[static_cast<size_t>(b * dim + half + k)] = static_cast<float>(std::sin(static_cast<double>(arg)));
+    }
+  }
+  return Tensor::from_f32(v, {B, dim});
+}
+
+TimestepEmbedder TimestepEmbedder::load(const Loader& l, const std::string& p, int64_t dim) {
+  const std::string e = p + ".timestep_embedder.";
+  return {l.get(e + "linear_1.weight", {dim, 256}), l.get(e + "linear_1.bias", {dim}),
+          l.get(e + "linear_2.weight", {dim, dim}), l.get(e + "linear_2.bias", {dim}), l.compute};
+}
+
+Tensor TimestepEmbedder::operator()(const std::vector<float>& t) const {
+  const Tensor proj = timestep_sinusoid(t, 256).to(compute);  // timesteps_proj.to(hidden_dtype)
+  return ops::linear(ops::silu(ops::linear(proj, w1, b1)), w2, b2);
 }
 
 SpaceToDepthDownsample SpaceToDepthDownsample::load(const Loader& l, const std::string& prefix, int64_t in,

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.h"
 #include "core/tensor.h"
 #include "models/ltx2/video_vae_config.h"
 #include "nn/params.h"
@@ -44,17 +45,37 @@ struct Norm {
   Tensor operator()(const Tensor& x) const;
 };
 
-// ResnetBlock3D (no timestep conditioning, no noise): norm1, SiLU, conv1, norm2, SiLU, conv2, plus
-// the input (through norm3 = GroupNorm(1, eps 1e-6) and the 1x1x1 conv_shortcut when the width changes).
+// ResnetBlock3D: norm1, [x (1 + scale1) + shift1], SiLU, conv1, [+ noise], norm2, [x (1 + scale2) +
+// shift2], SiLU, conv2, [+ noise], plus the input (through norm3 = GroupNorm(1, eps 1e-6) and the
+// 1x1x1 conv_shortcut when the width changes). With timestep conditioning, (shift1, scale1, shift2,
+// scale2) = scale_shift_table [4, C] + the block's timestep embedding [B, 4 C] viewed [B, 4, C]; with
+// noise injection each conv's output gets randn(H, W) (one draw per conv, shared by the batch and the
+// frames) times per_channel_scale{1,2} [C, 1, 1].
 struct ResnetBlock3D {
   Norm norm1, norm2;
   CausalConv3d conv1, conv2;
   std::optional<Norm> norm3;
   std::optional<Tensor> shortcut_w, shortcut_b;
+  std::optional<Tensor> scale_shift_table;  // [1, 4, C, 1, 1, 1]
+  std::optional<Tensor> noise_scale1, noise_scale2;  // [C, 1, 1]
   static ResnetBlock3D load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, VaeNorm norm,
-                            VaePadding padding);
-  Tensor operator()(const Tensor& x, bool causal) const;
+                            VaePadding padding, bool timestep_conditioning = false, bool inject_noise = false);
+  // temb: [B, 4 C] (timestep conditioning); gen: the noise's generator (noise injection).
+  Tensor operator()(const Tensor& x, bool causal, const std::optional<Tensor>& temb = std::nullopt,
+                    TorchGenerator* gen = nullptr) const;
 };
+
+// PixArtAlphaCombinedTimestepSizeEmbeddings(dim, size_emb_dim 0) at <prefix>: the 256-wide sinusoid
+// of t ([cos, sin]: flip_sin_to_cos, shift 0, max_period 10000, fp32), timestep_embedder.linear_1,
+// SiLU, linear_2. t [B] (host values, already scaled) -> [B, dim] in the compute dtype.
+struct TimestepEmbedder {
+  Tensor w1, b1, w2, b2;
+  DType compute = DType::F32;
+  static TimestepEmbedder load(const Loader& l, const std::string& prefix, int64_t dim);
+  Tensor operator()(const std::vector<float>& t) const;
+};
+// get_timestep_embedding(t, dim, flip_sin_to_cos=True, downscale_freq_shift=0) in fp32: [B, dim] F32.
+Tensor timestep_sinusoid(const std::vector<float>& t, int64_t dim);
 
 // SpaceToDepthDownsample(in, out, stride): a causal conv to out / prod(stride) channels then
 // space-to-depth, plus the space-to-depth of the input averaged over groups of

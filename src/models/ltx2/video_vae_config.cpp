@@ -82,9 +82,10 @@ std::vector<VaeBlock> blocks_of(const Json& j, const char* field, bool decoder) 
                 "LTX-2 video VAE config: " << where << " num_layers " << b.num_layers << " (>= 1)");
     VIDAX_CHECK(!b.multiplier || *b.multiplier >= 1,
                 "LTX-2 video VAE config: " << where << " multiplier " << *b.multiplier << " (>= 1)");
-    VIDAX_CHECK(!b.inject_noise, "LTX-2 video VAE config: " << where
-                                                            << " inject_noise true: the decoder's noise injection is "
-                                                               "not built yet (LTX-2's checkpoints have it false)");
+    VIDAX_CHECK(!(b.inject_noise && b.name == "res_x_y"),
+                "LTX-2 video VAE config: " << where
+                                           << " inject_noise true on res_x_y is not supported: the reference sizes "
+                                              "the noise scales by the input width and fails on the narrower output");
     out.push_back(b);
   }
   return out;

@@ -7,10 +7,10 @@
 //
 // What is refused, with an error naming it: the DiffusionVideoDecoder (`_class_name` other than
 // CausalVideoAutoencoder, or the nested `encoder` / `decoder` layout of CausalDiffusionVAE), 2-D and
-// dual (2, 1) convolutions (`dims` other than 3), the decoder's timestep conditioning and noise
-// injection (not built yet), `attn_res_x` (the reference's own constructor fails on it:
-// UNetMidBlock3D takes no attention_head_dim) and latent_log_var "none" (the reference's encoder
-// halves its channels then normalises them with the full statistics and fails).
+// dual (2, 1) convolutions (`dims` other than 3), `attn_res_x` (the reference's own constructor
+// fails on it: UNetMidBlock3D takes no attention_head_dim), inject_noise on res_x_y (the reference
+// fails on it: its noise scales have the input's width) and latent_log_var "none" (the reference's
+// encoder halves its channels then normalises them with the full statistics and fails).
 #pragma once
 #include <array>
 #include <cstdint>
@@ -48,7 +48,7 @@ struct VideoVaeConfig {
   VaeNorm norm_layer = VaeNorm::PixelNorm;
   VaeLogVar latent_log_var = VaeLogVar::Uniform;
   bool causal_decoder = false;
-  bool timestep_conditioning = true;  // the configurator's default; LTX-2's checkpoints say false
+  bool timestep_conditioning = true;  // the configurator's default (diffusers' AutoencoderKLLTX2Video: false)
   VaePadding decoder_padding = VaePadding::Reflect;  // spatial_padding_mode (default reflect)
   // spatial_padding_mode when given, else encoder_spatial_padding_mode, else zeros (the
   // configurator reads the shared key first for the flat layout).

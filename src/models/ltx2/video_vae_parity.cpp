@@ -5,6 +5,8 @@
 // decoder.* / encoder.* (the configurator's VAE_{DECODER,ENCODER}_COMFY_KEYS_FILTER renames);
 // input.sample -> output, inter.<module path> (conv_in, up_blocks.i / down_blocks.i, conv_out).
 #include <mutex>
+#include <optional>
+#include <string>
 
 #include "backend/ops.h"
 #include "core/error.h"
@@ -51,7 +53,27 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
   if (decode) {
     const VideoDecoder dec(cfg, src, "", compute);
     src.expect_all_taken();
-    out["output"] = f32(dec.forward(x.to(compute), tap));
+    // forward(sample, timestep, generator): input.timestep [B] when given; the generator
+    // torch.Generator().manual_seed(__metadata__.generator_seed) when the decoder draws noise.
+    DecoderConditioning cond;
+    if (g.has("input.timestep")) cond.timestep = g.input("timestep").to_f32_vector();
+    std::optional<TorchGenerator> gen;
+    if (auto it = g.file.metadata().find("generator_seed"); it != g.file.metadata().end()) {
+      size_t used = 0;
+      long long seed = 0;
+      try {
+        seed = std::stoll(it->second, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      VIDAX_CHECK(used > 0 && used == it->second.size(), g.path << ": __metadata__.generator_seed '" << it->second
+                                                                << "' is not an integer");
+      gen.emplace(static_cast<uint64_t>(seed));
+      cond.generator = &*gen;
+    }
+    VIDAX_CHECK(!dec.uses_noise() || gen, g.path << ": this decoder draws noise; the golden needs "
+                                                    "__metadata__.generator_seed (its torch.Generator's seed)");
+    out["output"] = f32(dec.forward(x.to(compute), tap, cond));
   } else {
     const VideoEncoder enc(cfg, src, "", compute);
     src.expect_all_taken();
