@@ -14,6 +14,7 @@
 #include "engine/builtin_kinds.h"
 #include "io/checkpoint.h"
 #include "models/ltx2/video_vae.h"
+#include "models/ltx2/video_vae_tiling.h"
 #include "parity/parity.h"
 #include "test_diff.h"
 #include "translate/inspect.h"
@@ -307,4 +308,66 @@ TEST(Ltx2VideoVae, BadInputAndParametersAreErrors) {
   }
   EXPECT_THROW(enc.forward(v.slice(3, 0, 24)), Error);  // 24 rows: not a multiple of 16
   EXPECT_THROW(enc.forward(v.slice(1, 0, 2)), Error);   // 2 channels
+}
+
+// ConvVideoDecoder.tiled_decode with a TileSizeConfig (__metadata__.tiling): two causal temporal
+// tiles, three row tiles; complementary masks (sums only) and, with the conditioned decoder drawing
+// its noise tile after tile, masks that overlap (divided by the summed weights).
+TEST(Ltx2VideoVaeGolden, TiledDecodeMatchesTheReferenceFp32) { expect_golden("ltx2_vae_tiled_decode.safetensors", 1); }
+TEST(Ltx2VideoVaeGolden, TiledDecodeWeightedConditionedMatchesTheReferenceFp32) {
+  expect_golden("ltx2_vae_tiled_decode_weighted.safetensors", 1);
+}
+
+// The tiling changes the result near the seams (so it tiled), no tiling is forward exactly, another
+// overlap moves it, and sizes the reference refuses are errors.
+TEST(Ltx2VideoVae, TiledDecodeControlsAndErrors) {
+  const Loaded l = load("ltx2_vae_tiled_decode.safetensors");
+  const Tensor want = l.file.get("output");
+  nn::ParamSource src = nn::ParamSource::from_map(l.params, "golden");
+  const ltx2::VideoDecoder d(ltx2::VideoVaeConfig::from_json(l.config), src);
+  const Tensor z = l.file.get("input.sample");
+  const ltx2::VaeTiling tiling = ltx2::VaeTiling::from_json(json::parse(l.file.metadata().at("tiling")));
+  EXPECT_EQ(tiling.frames.tile_size, 12);
+  EXPECT_EQ(tiling.height.overlap, 16);
+  EXPECT_LE(max_abs_diff(want, d.tiled_decode(z, tiling)), 1e-5);
+  const Tensor whole = d.forward(z);
+  EXPECT_GT(max_abs_diff(want, whole), 1e-3) << "tiled == untiled";
+  EXPECT_EQ(max_abs_diff(whole, d.tiled_decode(z, ltx2::VaeTiling{})), 0.0) << "no tiling is forward";
+  ltx2::VaeTiling other = tiling;
+  other.height.overlap = 0;
+  EXPECT_GT(max_abs_diff(want, d.tiled_decode(z, other)), 1e-4) << "overlap";
+  for (const json& bad : {json{{"height", {24, 0}}}, json{{"height", {16, 0}}}, json{{"height", {32, 8}}},
+                          json{{"height", {32, 32}}}, json{{"frames", {0, 4}}}, json{{"frames", {6, 0}}}}) {
+    EXPECT_THROW(d.tiled_decode(z, ltx2::VaeTiling::from_json(bad)), Error) << bad.dump();
+  }
+  EXPECT_THROW(ltx2::VaeTiling::from_json(json{{"time", {8, 0}}}), Error);
+  EXPECT_THROW(ltx2::VaeTiling::from_json(json{{"height", {32}}}), Error);
+}
+
+// The blending masks and splits by value (compute_trapezoidal_mask_1d, split_by_size, the causal split).
+TEST(Ltx2VideoVae, TileMasksAndSplits) {
+  using namespace ltx2::vae;
+  const std::vector<float> m = trapezoid_mask(5, 2, 2, false);  // linspace(0, 1, 4)[1:-1], linspace(1, 0, 4)[1:-1]
+  ASSERT_EQ(m.size(), 5u);
+  EXPECT_FLOAT_EQ(m[0], 1.0f / 3);
+  EXPECT_FLOAT_EQ(m[1], 2.0f / 3);
+  EXPECT_EQ(m[2], 1.0f);
+  EXPECT_FLOAT_EQ(m[4], 1.0f / 3);
+  const std::vector<float> c = trapezoid_mask(4, 2, 0, true);  // linspace(0, 1, 3)[:-1]: 0, 0.5
+  EXPECT_EQ(c[0], 0.0f);
+  EXPECT_EQ(c[1], 0.5f);
+  EXPECT_EQ(c[3], 1.0f);
+  const auto s = split_by_size(7, 3, 1);  // [0,3) [2,5) [4,7)
+  ASSERT_EQ(s.size(), 3u);
+  EXPECT_EQ(s[1].start, 2);
+  EXPECT_EQ(s[2].end, 7);
+  EXPECT_EQ(s[2].right_ramp, 0);
+  const auto t = split_temporal_causal(7, 3, 1);  // later tiles one frame earlier, ramp + 1
+  EXPECT_EQ(t[1].start, 1);
+  EXPECT_EQ(t[1].left_ramp, 2);
+  EXPECT_EQ(t[0].start, 0);
+  const auto tiles = axis_tiles(6, 48, 8, 32, 24, false, "height");  // the weighted golden's rows: overlapping ramps
+  EXPECT_EQ(tiles.size(), 3u);
+  EXPECT_FALSE(complementary(tiles, 48));
+  EXPECT_TRUE(complementary(axis_tiles(4, 64, 16, 32, 16, false, "height"), 64));
 }

@@ -23,6 +23,10 @@ seeded random weights. Each file holds:
                                        decode_timestep, noise from torch.Generator().manual_seed(
                                        __metadata__.generator_seed)
   ltx2_vae_decode_timestep_b2.safetensors  an explicit input.timestep [B], B = 2
+  ltx2_vae_tiled_decode.safetensors    ConvVideoDecoder.tiled_decode with a TileSizeConfig
+                                       (__metadata__.tiling: {axis: [tile_size, overlap]}), output only
+  ltx2_vae_tiled_decode_weighted.safetensors  the same for the conditioned decoder, masks that are not
+                                       complementary (the weights path)
   ltx2_vae_decode_groupnorm.safetensors norm_layer group_norm (32 groups, 32 channels: one res_x), replicate padding
   ltx2_vae_encode.safetensors          the published LTX-2 encoder's block kinds (res_x,
                                        compress_space_res, compress_time_res, compress_all_res),
@@ -49,6 +53,7 @@ from ltx_core.model.video_vae.model_configurator import (  # noqa: E402
     VideoDecoderConfigurator,
     VideoEncoderConfigurator,
 )
+from ltx_core.tiling import DimensionSizeConfig, TileSizeConfig, masks_are_complementary  # noqa: E402
 
 DECODE = {
     "_class_name": "CausalVideoAutoencoder",
@@ -202,6 +207,29 @@ def make_decode(path, config, latent_shape, seed, timestep=None, generator_seed=
     write(path, "ltx2.vae.decode", config, model, sample, output, inter, meta)
 
 
+def make_tiled_decode(path, config, latent_shape, seed, tiling, generator_seed=None):
+    """ConvVideoDecoder.tiled_decode(latent, TileSizeConfig, generator): the chunks it yields, joined."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    model = VideoDecoderConfigurator.from_metadata({"config": {"vae": config}}).eval()
+    randomize(model, gen)
+    sample = torch.randn(latent_shape, generator=gen)
+    size = {axis: DimensionSizeConfig(tile_size=t, overlap=o) for axis, (t, o) in tiling.items()}
+    noise_gen = None if generator_seed is None else torch.Generator().manual_seed(generator_seed)
+    with torch.no_grad():
+        chunks = list(model.tiled_decode(sample, TileSizeConfig(**size), generator=noise_gen))
+    output = torch.cat(chunks, dim=2)
+    meta = {"tiling": json.dumps(tiling)}
+    if generator_seed is not None:
+        meta["generator_seed"] = str(generator_seed)
+    tiles = model._prepare_tiles(sample, TileSizeConfig(**size))
+    full = (sample.shape[0], 3, (sample.shape[2] - 1) * model.video_downscale_factors.time + 1,
+            sample.shape[3] * model.video_downscale_factors.height, sample.shape[4] * model.video_downscale_factors.width)
+    print(f"  {len(tiles)} tiles, complementary {masks_are_complementary(tiles, full)}, "
+          f"{len(chunks)} chunks of {[c.shape[2] for c in chunks]} frames")
+    write(path, "ltx2.vae.decode", config, model, sample, output, {}, meta)
+
+
 def make_encode(path, config, video_shape, seed):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1000)
@@ -231,6 +259,14 @@ def main():
     # An explicit per-sample timestep, B = 2, decode-time noise only.
     make_decode(out("ltx2_vae_decode_timestep_b2.safetensors"), DECODE_TIMESTEP_B2, (2, 8, 2, 3, 2), 6,
                 timestep=[0.05, 0.3], generator_seed=11)
+    # Tiled (TileSizeConfig, pixel / frame units): 4 latent frames in 2 causal temporal tiles (12 frames,
+    # overlap 4), 4 latent rows in 3 tiles (32 px, overlap 16), width untiled; complementary masks.
+    make_tiled_decode(out("ltx2_vae_tiled_decode.safetensors"), DECODE, (1, 8, 4, 4, 2), 8,
+                      {"frames": [12, 4], "height": [32, 16], "width": [0, 0]})
+    # The conditioned decoder tiled, noise drawn per tile from one generator; 6 latent rows in 3 tiles
+    # of 4 overlapping by 3 (ramps that overlap: masks not complementary, so the weights divide).
+    make_tiled_decode(out("ltx2_vae_tiled_decode_weighted.safetensors"), DECODE_TIMESTEP, (1, 8, 4, 6, 3), 9,
+                      {"frames": [6, 2], "height": [32, 24], "width": [0, 0]}, generator_seed=13)
     make_decode(out("ltx2_vae_decode_groupnorm.safetensors"), DECODE_GROUPNORM, (1, 4, 2, 3, 2), 2)  # 2 latent frames -> 2 frames of 6 x 4
     # 9 frames of 32 x 48 -> 3 latent frames of 2 x 3 (space x2, time x2, all x2, patch 4).
     make_encode(out("ltx2_vae_encode.safetensors"), ENCODE, (1, 3, 9, 32, 48), 3)

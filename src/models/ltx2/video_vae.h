@@ -18,6 +18,7 @@
 #pragma once
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include <optional>
@@ -40,6 +41,19 @@ struct DecoderConditioning {
   TorchGenerator* generator = nullptr;         // the noise's source (torch.Generator): required to draw
 };
 
+// TileSizeConfig (ltx_core/tiling.py): per axis a tile size and an overlap in video frames / pixels
+// (tile_size 0: the axis is not tiled). TileSizeConfig.default() is frames (80, 24), height and width
+// (768, 64).
+struct VaeTileSize {
+  int64_t tile_size = 0;
+  int64_t overlap = 0;
+};
+struct VaeTiling {
+  VaeTileSize frames, height, width;
+  // {"frames": [tile_size, overlap], "height": [...], "width": [...]} (absent axes untiled).
+  static VaeTiling from_json(const nlohmann::json& j);
+};
+
 class VideoDecoder {
  public:
   // Takes every decoder parameter (prefix + official name) and the statistics
@@ -57,6 +71,13 @@ class VideoDecoder {
   // one refuses a timestep (the reference ignores it).
   Tensor forward(const Tensor& sample, const VaeTap& tap = {}, const DecoderConditioning& cond = {}) const;
   bool uses_noise() const;  // timestep_conditioning or any inject_noise: forward needs a generator
+  // ConvVideoDecoder.tiled_decode(latent, tiling, generator), its chunks joined along time: the
+  // latent cut by the tiling's splits (time: split_temporal_causal; space: split_by_size, in latent
+  // units = size / scale factor), each tile decoded alone by forward (in the reference's order: time,
+  // then rows, then columns; noise drawn from cond.generator tile after tile), weighted by its
+  // trapezoidal masks and summed; divided by the summed masks only when they do not add up to 1.
+  // Differs from forward near the seams, as the reference's does. No timestep (decode_video passes none).
+  Tensor tiled_decode(const Tensor& latent, const VaeTiling& tiling, const DecoderConditioning& cond = {}) const;
   // Throws naming the problem when `latent` is not a shape forward takes.
   void check_latent(const Shape& latent) const;
   Shape output_shape(const Shape& latent) const;

@@ -73,6 +73,11 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
     }
     VIDAX_CHECK(!dec.uses_noise() || gen, g.path << ": this decoder draws noise; the golden needs "
                                                     "__metadata__.generator_seed (its torch.Generator's seed)");
+    // __metadata__.tiling: tiled_decode with that TileSizeConfig (its tiles have no single module output).
+    if (auto it = g.file.metadata().find("tiling"); it != g.file.metadata().end()) {
+      out["output"] = f32(dec.tiled_decode(x.to(compute), VaeTiling::from_json(nlohmann::json::parse(it->second)), cond));
+      return out;
+    }
     out["output"] = f32(dec.forward(x.to(compute), tap, cond));
   } else {
     const VideoEncoder enc(cfg, src, "", compute);
