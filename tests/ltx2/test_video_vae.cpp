@@ -120,6 +120,11 @@ TEST(Ltx2VideoVae, BundledCheckpointSpellingsThroughTheKind) {
         const bool stats = k.rfind("per_channel_statistics.", 0) == 0;
         out[bundled ? "vae." + (stats ? k : half + k) : stats ? k : half + k] = v;
       }
+      // The LTX-2.0 checkpoint's statistics buffers no module has (dropped as the reference's
+      // non-strict load leaves them).
+      const std::string stats = bundled ? "vae.per_channel_statistics." : "per_channel_statistics.";
+      out[stats + "channel"] = Tensor::from_f32(std::vector<float>(4, 0.0f), {4});
+      out[stats + "mean-of-stds"] = Tensor::from_f32(std::vector<float>(4, 1.0f), {4});
       out["input.sample"] = l.file.get("input.sample");
       out["output"] = l.file.get("output");
       const fs::path tmp = fs::temp_directory_path() / ("ltx2_vae_prefix_" + std::to_string(::getpid()) + ".safetensors");
