@@ -323,6 +323,27 @@ TEST(Ltx2VideoVaeGolden, TiledDecodeWeightedConditionedMatchesTheReferenceFp32) 
   expect_golden("ltx2_vae_tiled_decode_weighted.safetensors", 1);
 }
 
+// VideoEncoder.tiled_encode: frames (20, 16) -> 3 causal temporal tiles, width (80, 64) -> 2 tiles.
+TEST(Ltx2VideoVaeGolden, TiledEncodeMatchesTheReferenceFp32) { expect_golden("ltx2_vae_tiled_encode.safetensors", 1); }
+
+TEST(Ltx2VideoVae, TiledEncodeControlsAndErrors) {
+  const Loaded l = load("ltx2_vae_tiled_encode.safetensors");
+  const Tensor want = l.file.get("output");
+  nn::ParamSource src = nn::ParamSource::from_map(l.params, "golden");
+  const ltx2::VideoEncoder e(ltx2::VideoVaeConfig::from_json(l.config), src);
+  const Tensor v = l.file.get("input.sample");
+  const ltx2::VaeTiling tiling = ltx2::VaeTiling::from_json(json::parse(l.file.metadata().at("tiling")));
+  EXPECT_LE(max_abs_diff(want, e.tiled_encode(v, tiling)), 1e-5);
+  const Tensor whole = e.forward(v);
+  EXPECT_GT(max_abs_diff(want, whole), 1e-4) << "tiled == untiled";
+  EXPECT_EQ(max_abs_diff(whole, e.tiled_encode(v, ltx2::VaeTiling{})), 0.0) << "no tiling is forward";
+  ltx2::VaeTiling only_w = tiling;
+  only_w.frames = {};
+  EXPECT_GT(max_abs_diff(want, e.tiled_encode(v, only_w)), 1e-4) << "frames tiling";
+  for (const json& bad : {json{{"width", {80, 48}}}, json{{"frames", {20, 12}}}, json{{"width", {72, 64}}}})
+    EXPECT_THROW(e.tiled_encode(v, ltx2::VaeTiling::from_json(bad)), Error) << bad.dump();
+}
+
 // The tiling changes the result near the seams (so it tiled), no tiling is forward exactly, another
 // overlap moves it, and sizes the reference refuses are errors.
 TEST(Ltx2VideoVae, TiledDecodeControlsAndErrors) {

@@ -31,6 +31,7 @@ seeded random weights. Each file holds:
   ltx2_vae_encode.safetensors          the published LTX-2 encoder's block kinds (res_x,
                                        compress_space_res, compress_time_res, compress_all_res),
                                        latent_log_var uniform, B = 1
+  ltx2_vae_tiled_encode.safetensors    VideoEncoder.tiled_encode with a TileSizeConfig (__metadata__.tiling)
   ltx2_vae_encode_variants.safetensors compress_time / compress_space / compress_all /
                                        compress_all_x_y (strided convs), res_x_y, attn,
                                        latent_log_var per_channel, reflect padding, B = 2
@@ -230,6 +231,19 @@ def make_tiled_decode(path, config, latent_shape, seed, tiling, generator_seed=N
     write(path, "ltx2.vae.decode", config, model, sample, output, {}, meta)
 
 
+def make_tiled_encode(path, config, video_shape, seed, tiling):
+    """VideoEncoder.tiled_encode(video, TileSizeConfig)."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed + 1000)
+    model = VideoEncoderConfigurator.from_metadata({"config": {"vae": config}}).eval()
+    randomize(model, gen)
+    sample = torch.rand(video_shape, generator=gen) * 2 - 1
+    size = {axis: DimensionSizeConfig(tile_size=t, overlap=o) for axis, (t, o) in tiling.items()}
+    with torch.no_grad():
+        output = model.tiled_encode(sample, TileSizeConfig(**size))
+    write(path, "ltx2.vae.encode", config, model, sample, output, {}, {"tiling": json.dumps(tiling)})
+
+
 def make_encode(path, config, video_shape, seed):
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed + 1000)
@@ -272,6 +286,11 @@ def main():
     make_encode(out("ltx2_vae_encode.safetensors"), ENCODE, (1, 3, 9, 32, 48), 3)
     # 9 frames of 32 x 48 -> 2 latent frames of 2 x 3 (space, time, all, all; patch 2).
     make_encode(out("ltx2_vae_encode_variants.safetensors"), ENCODE_VARIANTS, (2, 3, 9, 32, 48), 4)
+    # Tiled encode (the reference's minimum overlaps: 16 frames, 64 px), 2 latent channels: 25 frames
+    # (7 latent frames) in frames tiles of 20 overlapping by 16 (3 causal tiles, the last starting at
+    # frame 4), 96 px (6 latent columns) in width tiles of 80 by 64.
+    make_tiled_encode(out("ltx2_vae_tiled_encode.safetensors"), {**ENCODE, "latent_channels": 2}, (1, 3, 25, 16, 96), 10,
+                      {"frames": [20, 16], "height": [0, 0], "width": [80, 64]})
 
 
 if __name__ == "__main__":

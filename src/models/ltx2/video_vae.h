@@ -105,6 +105,11 @@ class VideoEncoder {
   // crops a frame count that is not 1 + t k (with a warning); here it is an error naming the
   // nearest valid counts.
   Tensor forward(const Tensor& sample, const VaeTap& tap = {}) const;
+  // VideoEncoder.tiled_encode(video, tiling): split on the latent grid (time causally), each tile's
+  // video slice encoded alone by forward, weighted by its trapezoidal masks (latent units) and
+  // summed; divided by the summed masks only when they do not add up to 1. Overlaps of tiled axes
+  // must be at least 16 frames / 64 px (the reference's _validate_overlap).
+  Tensor tiled_encode(const Tensor& video, const VaeTiling& tiling) const;
   void check_video(const Shape& video) const;
   Shape output_shape(const Shape& video) const;
   const VideoVaeConfig& config() const { return config_; }

@@ -83,6 +83,10 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
   } else {
     const VideoEncoder enc(cfg, src, "", compute);
     src.expect_all_taken();
+    if (auto it = g.file.metadata().find("tiling"); it != g.file.metadata().end()) {  // tiled_encode
+      out["output"] = f32(enc.tiled_encode(x.to(compute), VaeTiling::from_json(nlohmann::json::parse(it->second))));
+      return out;
+    }
     out["output"] = f32(enc.forward(x.to(compute), tap));
   }
   return out;

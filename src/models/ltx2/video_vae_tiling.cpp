@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include "backend/ops.h"
@@ -58,12 +59,12 @@ std::vector<float> trapezoid_mask(int64_t length, int64_t ramp_left, int64_t ram
   return mask;
 }
 
-std::vector<AxisTile> axis_tiles(int64_t latent_len, int64_t out_len, int64_t factor, int64_t tile_size,
-                                 int64_t overlap, bool temporal, const char* axis) {
+std::vector<Interval> latent_intervals(int64_t latent_len, int64_t factor, int64_t tile_size, int64_t overlap,
+                                       bool temporal, const char* axis) {
   if (tile_size == 0) {
     VIDAX_CHECK(overlap == 0, "LTX-2 video VAE tiling: untiled axis " << axis << " (tile_size 0) with overlap "
                                                                       << overlap);
-    return {{0, latent_len, 0, out_len, {1.0f}}};
+    return {{0, latent_len, 0, 0}};
   }
   // DimensionSizeConfig and _validate_size_axis.
   VIDAX_CHECK(tile_size > 0 && overlap >= 0 && overlap < tile_size,
@@ -75,20 +76,45 @@ std::vector<AxisTile> axis_tiles(int64_t latent_len, int64_t out_len, int64_t fa
                                          << 2 * factor);
   const int64_t size = tile_size / factor, ov = overlap / factor;
   const int64_t tile = std::max(std::max<int64_t>(2, ov + 1), size);
-  const std::vector<Interval> iv = temporal ? split_temporal_causal(latent_len, tile, ov) : split_by_size(latent_len, tile, ov);
+  return temporal ? split_temporal_causal(latent_len, tile, ov) : split_by_size(latent_len, tile, ov);
+}
+
+namespace {
+
+// map_temporal_slice / map_spatial_slice: a latent interval's video slice.
+std::pair<int64_t, int64_t> video_slice(const Interval& i, int64_t factor, bool temporal) {
+  return {i.start * factor, temporal ? 1 + (i.end - 1) * factor : i.end * factor};
+}
+
+}  // namespace
+
+std::vector<AxisTile> axis_tiles(int64_t latent_len, int64_t out_len, int64_t factor, int64_t tile_size,
+                                 int64_t overlap, bool temporal, const char* axis) {
+  const std::vector<Interval> iv = latent_intervals(latent_len, factor, tile_size, overlap, temporal, axis);
+  if (tile_size == 0) return {{0, latent_len, 0, out_len, {1.0f}}};  // DEFAULT_MAPPING_OPERATION
   std::vector<AxisTile> out;
   for (const Interval& i : iv) {
     AxisTile t{i.start, i.end, 0, 0, {}};
-    if (temporal) {  // map_temporal_slice
-      t.out_start = i.start * factor;
-      t.out_end = 1 + (i.end - 1) * factor;
-      const int64_t left = i.left_ramp == 0 ? 0 : 1 + (i.left_ramp - 1) * factor;
-      t.mask = trapezoid_mask(t.out_end - t.out_start, left, i.right_ramp * factor, true);
-    } else {  // map_spatial_slice
-      t.out_start = i.start * factor;
-      t.out_end = i.end * factor;
-      t.mask = trapezoid_mask(t.out_end - t.out_start, i.left_ramp * factor, i.right_ramp * factor, false);
-    }
+    std::tie(t.out_start, t.out_end) = video_slice(i, factor, temporal);
+    const int64_t left = temporal ? (i.left_ramp == 0 ? 0 : 1 + (i.left_ramp - 1) * factor) : i.left_ramp * factor;
+    t.mask = trapezoid_mask(t.out_end - t.out_start, left, i.right_ramp * factor, temporal);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::vector<AxisTile> encode_axis_tiles(int64_t latent_len, int64_t factor, int64_t tile_size, int64_t overlap,
+                                        bool temporal, const char* axis) {
+  // _validate_overlap(min_overlap_frames=16, min_overlap_pixels=64): a conv encoder needs that much
+  // overlap to discard its edge artefacts.
+  const int64_t min_overlap = temporal ? 16 : 64;
+  VIDAX_CHECK(tile_size == 0 || overlap >= min_overlap,
+              "LTX-2 video VAE tiled encode: " << axis << " overlap " << overlap << " is below the required "
+                                               << min_overlap << (temporal ? " frames" : " px"));
+  std::vector<AxisTile> out;
+  for (const Interval& i : latent_intervals(latent_len, factor, tile_size, overlap, temporal, axis)) {
+    AxisTile t{0, 0, i.start, i.end, trapezoid_mask(i.end - i.start, i.left_ramp, i.right_ramp, temporal)};
+    std::tie(t.in_start, t.in_end) = video_slice(i, factor, temporal);
     out.push_back(std::move(t));
   }
   return out;
@@ -141,6 +167,33 @@ Tensor placed(const Tensor& x, int64_t t0, int64_t h0, int64_t w0, int64_t T, in
 Tensor clamp_min(const Tensor& w) { return ops::clamp(w, 1e-8, std::numeric_limits<double>::infinity()); }
 
 }  // namespace
+
+Tensor VideoEncoder::tiled_encode(const Tensor& video, const VaeTiling& tiling) const {
+  const Shape out = output_shape(video.shape());
+  const int64_t tf = config_.encoder_time_factor(), sf = config_.encoder_space_factor();
+  const std::vector<AxisTile> ts = encode_axis_tiles(out[2], tf, tiling.frames.tile_size, tiling.frames.overlap, true, "frames");
+  const std::vector<AxisTile> hs = encode_axis_tiles(out[3], sf, tiling.height.tile_size, tiling.height.overlap, false, "height");
+  const std::vector<AxisTile> ws = encode_axis_tiles(out[4], sf, tiling.width.tile_size, tiling.width.overlap, false, "width");
+  const bool comp = complementary(ts, out[2]) && complementary(hs, out[3]) && complementary(ws, out[4]);
+  const int64_t T = out[2], H = out[3], W = out[4];
+  Tensor buffer = Tensor::zeros(out, video.dtype());
+  Tensor weights = comp ? Tensor() : Tensor::zeros({1, 1, T, H, W}, DType::F32);
+  for (const AxisTile& t : ts)
+    for (const AxisTile& h : hs)
+      for (const AxisTile& w : ws) {
+        const Tensor in = video.slice(2, t.in_start, t.in_end).slice(3, h.in_start, h.in_end).slice(4, w.in_start, w.in_end);
+        const int64_t lt = t.out_end - t.out_start, lh = h.out_end - h.out_start, lw = w.out_end - w.out_start;
+        // latent_buffer[out] += scale_by_masks_1d(forward(tile), masks): one fp32 multiply per axis.
+        const Tensor mt = mask_along(t.mask, 2, lt), mh = mask_along(h.mask, 3, lh), mw = mask_along(w.mask, 4, lw);
+        const Tensor z = ops::mul(ops::mul(ops::mul(forward(in.contiguous()), mt), mh), mw);
+        buffer = ops::add(buffer, placed(z, t.out_start, h.out_start, w.out_start, T, H, W));
+        if (!comp) {
+          const Tensor strength = ops::mul(ops::mul(ops::mul(Tensor::full({1, 1, lt, lh, lw}, 1.0, DType::F32), mt), mh), mw);
+          weights = ops::add(weights, placed(strength, t.out_start, h.out_start, w.out_start, T, H, W));
+        }
+      }
+  return comp ? buffer : ops::div(buffer, clamp_min(weights));
+}
 
 Tensor VideoDecoder::tiled_decode(const Tensor& latent, const VaeTiling& tiling, const DecoderConditioning& cond) const {
   const Shape out = output_shape(latent.shape());
