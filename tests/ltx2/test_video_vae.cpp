@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "backend/ops.h"
 #include "engine/builtin_kinds.h"
@@ -396,4 +397,33 @@ TEST(Ltx2VideoVae, TileMasksAndSplits) {
   EXPECT_EQ(tiles.size(), 3u);
   EXPECT_FALSE(complementary(tiles, 48));
   EXPECT_TRUE(complementary(axis_tiles(4, 64, 16, 32, 16, false, "height"), 64));
+}
+
+// The published LTX-2 structure (tests/ltx2/data/video_vae_keys.json: the official classes' state
+// dict names and shapes for the PUBLISHED config of tools/golden/ltx2_video_vae.py, which the script
+// checks against diffusers' AutoencoderKLLTX2Video): both halves take exactly those parameters.
+TEST(Ltx2VideoVae, PublishedStructureTakesTheOfficialKeys) {
+  std::ifstream f(fs::path(VIDAX_TEST_DATA_DIR) / "ltx2" / "data" / "video_vae_keys.json");
+  ASSERT_TRUE(f.good());
+  const json j = json::parse(f);
+  const ltx2::VideoVaeConfig cfg = ltx2::VideoVaeConfig::from_json(j.at("config"));
+  EXPECT_EQ(cfg.decoder_bottleneck_channels(), 1024);
+  EXPECT_EQ(cfg.decoder_time_factor(), 8);
+  EXPECT_EQ(cfg.decoder_space_factor(), 32);
+  EXPECT_EQ(cfg.encoder_time_factor(), 8);
+  EXPECT_EQ(cfg.encoder_space_factor(), 32);
+  for (const char* half : {"decoder", "encoder"}) {
+    std::map<std::string, Tensor> shapes;  // shape-only (Meta) tensors under the official names
+    for (const auto& [k, v] : j.at(half).items()) shapes[k] = Tensor::empty(v.get<Shape>(), DType::F32, Device::Meta);
+    nn::ParamSource src = nn::ParamSource::from_map(shapes, half);
+    if (std::string(half) == "decoder") {
+      const ltx2::VideoDecoder d(cfg, src);
+      EXPECT_EQ(d.output_shape({1, 128, 5, 16, 24}), (Shape{1, 3, 33, 512, 768}));
+    } else {
+      const ltx2::VideoEncoder e(cfg, src);
+      EXPECT_EQ(e.output_shape({1, 3, 33, 512, 768}), (Shape{1, 128, 5, 16, 24}));
+    }
+    EXPECT_NO_THROW(src.expect_all_taken()) << half;
+    EXPECT_EQ(src.taken_in_order().size(), j.at(half).size()) << half;
+  }
 }

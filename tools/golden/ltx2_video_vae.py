@@ -36,6 +36,9 @@ seeded random weights. Each file holds:
                                        compress_all_x_y (strided convs), res_x_y, attn,
                                        latent_log_var per_channel, reflect padding, B = 2
 
+  tests/ltx2/data/video_vae_keys.json  the published structure's state dict names and shapes per half
+                                       (PUBLISHED, checked against diffusers' AutoencoderKLLTX2Video)
+
 The per-channel statistics are drawn (mean N(0, 0.5), std U(0.5, 1.5)) so the (un)normalisation
 matters; norms' affine parameters, attention gains and all biases are random too.
 
@@ -154,6 +157,78 @@ ENCODE_VARIANTS = {
 }
 
 
+# The published LTX-2 video VAE's `vae` config as this script takes it (the block lists of the
+# LTX-Video 0.9.5+ layout that diffusers' AutoencoderKLLTX2Video defaults describe: encoder
+# layers_per_block (4, 6, 6, 2, 2), spatial / temporal / 2x spatiotemporal downsampling; decoder
+# 4 x 5 resnets, 3 residual spatiotemporal upsamplers; no timestep conditioning, no noise).
+# key_list() checks it against diffusers: converted with diffusers' own convert_ltx2_vae_to_diffusers,
+# its state dict must be AutoencoderKLLTX2Video()'s, name for name and shape for shape.
+PUBLISHED = {
+    "_class_name": "CausalVideoAutoencoder",
+    "dims": 3,
+    "in_channels": 3,
+    "out_channels": 3,
+    "latent_channels": 128,
+    "patch_size": 4,
+    "norm_layer": "pixel_norm",
+    "latent_log_var": "uniform",
+    "causal_decoder": False,
+    "timestep_conditioning": False,
+    "spatial_padding_mode": "reflect",
+    "encoder_spatial_padding_mode": "zeros",
+    "decoder_base_channels": 128,
+    "encoder_blocks": [
+        ["res_x", {"num_layers": 4}],
+        ["compress_space_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 6}],
+        ["compress_time_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 6}],
+        ["compress_all_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 2}],
+        ["compress_all_res", {"multiplier": 2}],
+        ["res_x", {"num_layers": 2}],
+    ],
+    "decoder_blocks": [
+        ["res_x", {"num_layers": 5, "inject_noise": False}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 5, "inject_noise": False}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 5, "inject_noise": False}],
+        ["compress_all", {"residual": True, "multiplier": 2}],
+        ["res_x", {"num_layers": 5, "inject_noise": False}],
+    ],
+}
+
+
+def key_list(path):
+    """The published structure's state dict names and shapes (official classes on the meta device),
+    after checking them against diffusers' AutoencoderKLLTX2Video through diffusers' converter."""
+    from diffusers import AutoencoderKLLTX2Video
+    from diffusers.loaders.single_file_utils import convert_ltx2_vae_to_diffusers
+
+    with torch.device("meta"):
+        dec = VideoDecoderConfigurator.from_metadata({"config": {"vae": PUBLISHED}})
+        enc = VideoEncoderConfigurator.from_metadata({"config": {"vae": PUBLISHED}})
+        ref = AutoencoderKLLTX2Video()
+    keys = {"decoder": {k: list(v.shape) for k, v in dec.state_dict().items()},
+            "encoder": {k: list(v.shape) for k, v in enc.state_dict().items()}}
+    bundled = {}
+    for half, sd in (("decoder", dec.state_dict()), ("encoder", enc.state_dict())):
+        for k, v in sd.items():
+            bundled["vae." + k if k.startswith("per_channel_statistics.") else f"vae.{half}.{k}"] = v
+    converted = {k: list(v.shape) for k, v in convert_ltx2_vae_to_diffusers(bundled).items()}
+    want = {k: list(v.shape) for k, v in ref.state_dict().items()}
+    if converted != want:
+        missing = sorted(set(want) - set(converted))[:5]
+        extra = sorted(set(converted) - set(want))[:5]
+        raise SystemExit(f"PUBLISHED does not convert to AutoencoderKLLTX2Video(): missing {missing}, extra {extra}")
+    with open(path, "w") as f:
+        json.dump({"config": PUBLISHED, **keys}, f, indent=0, sort_keys=True)
+        f.write("\n")
+    n = sum(len(v) for v in keys.values())
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {n} keys; matches diffusers' AutoencoderKLLTX2Video)")
+
+
 def randomize(model, gen):
     with torch.no_grad():
         for name, p in model.named_parameters():
@@ -260,8 +335,11 @@ def make_encode(path, config, video_shape, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/golden/ltx2")
+    ap.add_argument("--keys", default="tests/ltx2/data/video_vae_keys.json")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    os.makedirs(os.path.dirname(args.keys), exist_ok=True)
+    key_list(args.keys)
     out = lambda name: os.path.join(args.out, name)  # noqa: E731
     # 3 latent frames of 3 x 2 -> 9 frames of 48 x 32 (two spatio-temporal x2 steps, patch 4).
     make_decode(out("ltx2_vae_decode.safetensors"), DECODE, (1, 8, 3, 3, 2), 0)
