@@ -1,6 +1,8 @@
 // The LTX-2 video VAE (Lightricks/LTX-2 ltx_core.model.video_vae, commit 400fd31): VideoEncoder
 // (video_vae.py) and the convolutional decoder ConvVideoDecoder (conv_video_decoder.py), built from
-// the checkpoint's `vae` config (VideoVaeConfig) and run on the whole clip, as their forward does.
+// the checkpoint's `vae` config (VideoVaeConfig) and run on the whole clip as their forward does,
+// or tiled as their tiled_decode / tiled_encode do (video_vae_tiling.cpp). The decoder's timestep
+// conditioning and noise injection draw from a TorchGenerator in torch's order.
 // LTX-2's published VAE: 128 latent channels, 32x spatial (patchify 4 then three x2 steps) and 8x
 // temporal compression; F frames <-> 1 + (F - 1) / 8 latent frames.
 //
@@ -19,9 +21,8 @@
 #include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
-#include <string>
-
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
