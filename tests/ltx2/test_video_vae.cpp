@@ -246,6 +246,7 @@ TEST(Ltx2VideoVae, BadConfigIsAnError) {
   expect_error({{"_class_name", "CausalDiffusionVAE"}}, "DiffusionVideoDecoder");
   expect_error({{"decoder", json::object()}}, "DiffusionVideoDecoder");
   expect_error({{"dims", 2}}, "dims");
+  expect_error({{"dims", {2, 1}}}, "DualConv3d");
   const auto blocks = [](const std::string& name, const json& params) {
     return json::array({json::array({name, params})});
   };

@@ -134,6 +134,9 @@ VideoVaeConfig VideoVaeConfig::from_json(const Json& in) {
                 "LTX-2 video VAE config: unknown key '" << key << "' (the keys model_configurator reads)");
 
   VideoVaeConfig c;
+  VIDAX_CHECK(!j.contains("dims") || !j["dims"].is_array(),
+              "LTX-2 video VAE config: dims " << j["dims"].dump()
+                                              << " (DualConv3d) is not supported; 3 (CausalConv3d) runs here");
   c.dims = value_or(j, "dims", c.dims);
   VIDAX_CHECK(c.dims == 3, "LTX-2 video VAE config: dims " << j["dims"].dump()
                                                            << " is not supported (3: CausalConv3d; the 2-D and dual "
@@ -173,6 +176,11 @@ VideoVaeConfig VideoVaeConfig::from_json(const Json& in) {
               ">= 1");
   VIDAX_CHECK(c.patch_size >= 1, "LTX-2 video VAE config: patch_size " << c.patch_size << " (>= 1)");
   return c;
+}
+
+bool is_unused_checkpoint_buffer(const std::string& name) {
+  return name == "per_channel_statistics.channel" || name == "per_channel_statistics.mean-of-stds" ||
+         name == "per_channel_statistics.mean-of-stds_over_std-of-means";
 }
 
 int64_t VideoVaeConfig::encoder_time_factor() const { return factor(encoder_blocks, true); }

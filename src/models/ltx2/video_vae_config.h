@@ -70,4 +70,10 @@ struct VideoVaeConfig {
   int64_t decoder_bottleneck_channels() const;
 };
 
+// Checkpoint buffers no module of the reference has, which its non-strict load_state_dict leaves
+// unused: per_channel_statistics.channel and .mean-of-stds (the LTX-2.0 checkpoint carries both;
+// diffusers' converter drops them too) and .mean-of-stds_over_std-of-means (LTX-Video's). `name`
+// as the module sees it (no vae. prefix). A strict loader drops these and nothing else.
+bool is_unused_checkpoint_buffer(const std::string& name);
+
 }  // namespace vidax::ltx2

@@ -94,11 +94,6 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
 
 }  // namespace
 
-bool is_unused_checkpoint_buffer(const std::string& name) {
-  return name == "per_channel_statistics.channel" || name == "per_channel_statistics.mean-of-stds" ||
-         name == "per_channel_statistics.mean-of-stds_over_std-of-means";
-}
-
 void register_video_vae_parity_kinds() {
   static std::once_flag once;
   std::call_once(once, [] {
