@@ -4,10 +4,9 @@
 // spellings; controls that must fail (a changed weight, the statistics, the padding mode, causality);
 // bad config, input and parameters.
 #include <gtest/gtest.h>
-
-#include <cstdio>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -26,9 +25,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string golden(const char* name) {
-  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
-}
+std::string golden(const char* name) { return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string(); }
 
 struct Loaded {
   io::Checkpoint file;
@@ -128,7 +125,8 @@ TEST(Ltx2VideoVae, BundledCheckpointSpellingsThroughTheKind) {
       out[stats + "mean-of-stds"] = Tensor::from_f32(std::vector<float>(4, 1.0f), {4});
       out["input.sample"] = l.file.get("input.sample");
       out["output"] = l.file.get("output");
-      const fs::path tmp = fs::temp_directory_path() / ("ltx2_vae_prefix_" + std::to_string(::getpid()) + ".safetensors");
+      const fs::path tmp =
+          fs::temp_directory_path() / ("ltx2_vae_prefix_" + std::to_string(::getpid()) + ".safetensors");
       io::save_safetensors(tmp.string(), out, l.file.metadata());
       parity::Options opt;
       opt.precision = "fp32";
@@ -214,8 +212,9 @@ TEST(Ltx2VideoVae, ConditionedDecoderControlsFail) {
   EXPECT_TRUE(d.uses_noise());
   EXPECT_THROW(d.forward(l.file.get("input.sample")), Error);  // no generator
   TorchGenerator gen(7);
-  EXPECT_THROW(d.forward(l.file.get("input.sample"), {}, {.timestep = std::vector<float>{0.1f, 0.2f}, .generator = &gen}),
-               Error);  // 2 timesteps for a batch of 1
+  EXPECT_THROW(
+      d.forward(l.file.get("input.sample"), {}, {.timestep = std::vector<float>{0.1f, 0.2f}, .generator = &gen}),
+      Error);  // 2 timesteps for a batch of 1
   const Loaded plain = load("ltx2_vae_decode.safetensors");
   nn::ParamSource ps = nn::ParamSource::from_map(plain.params, "golden");
   const ltx2::VideoDecoder pd(ltx2::VideoVaeConfig::from_json(plain.config), ps);
@@ -289,9 +288,9 @@ TEST(Ltx2VideoVae, BadInputAndParametersAreErrors) {
   const ltx2::VideoDecoder dec(ltx2::VideoVaeConfig::from_json(d.config), src);
   const Tensor z = d.file.get("input.sample");
   EXPECT_EQ(dec.output_shape(z.shape()), (Shape{1, 3, 9, 48, 32}));
-  EXPECT_THROW(dec.forward(z.slice(1, 0, 4)), Error);         // 4 of 8 latent channels
-  EXPECT_THROW(dec.forward(z.select(0, 0)), Error);           // 4-D
-  EXPECT_THROW(dec.forward(z.slice(4, 0, 1)), Error);         // reflect padding of a 1-pixel-wide latent
+  EXPECT_THROW(dec.forward(z.slice(1, 0, 4)), Error);  // 4 of 8 latent channels
+  EXPECT_THROW(dec.forward(z.select(0, 0)), Error);    // 4-D
+  EXPECT_THROW(dec.forward(z.slice(4, 0, 1)), Error);  // reflect padding of a 1-pixel-wide latent
   auto missing = d.params;
   missing.erase("up_blocks.1.conv.conv.bias");
   nn::ParamSource m = nn::ParamSource::from_map(missing, "golden");

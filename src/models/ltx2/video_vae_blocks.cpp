@@ -10,8 +10,8 @@ namespace vidax::ltx2::vae {
 
 namespace {
 
-constexpr double kEps = 1e-6;         // the resnets' and conv_norm_out's GroupNorms (resnet_eps)
-constexpr double kPixelEps = 1e-8;    // PixelNorm()
+constexpr double kEps = 1e-6;       // the resnets' and conv_norm_out's GroupNorms (resnet_eps)
+constexpr double kPixelEps = 1e-8;  // PixelNorm()
 
 int64_t prod(const std::array<int64_t, 3>& s) { return s[0] * s[1] * s[2]; }
 
@@ -20,8 +20,8 @@ int64_t prod(const std::array<int64_t, 3>& s) { return s[0] * s[1] * s[2]; }
 Tensor pad_one(const Tensor& x, int64_t d, VaePadding mode) {
   const int64_t n = x.size(d);
   if (mode == VaePadding::Reflect) {
-    VIDAX_CHECK(n >= 2, "LTX-2 video VAE: reflect padding needs at least 2 pixels along each spatial axis, found "
-                            << x.str());
+    VIDAX_CHECK(n >= 2,
+                "LTX-2 video VAE: reflect padding needs at least 2 pixels along each spatial axis, found " << x.str());
     return ops::concat({x.slice(d, 1, 2), x, x.slice(d, n - 2, n - 1)}, d);
   }
   return ops::concat({x.slice(d, n - 1, n), x, x.slice(d, 0, 1)}, d);  // circular
@@ -34,8 +34,8 @@ Tensor Loader::get(const std::string& name, const Shape& shape) const {
   return t.dtype() == compute || t.device() == Device::Meta ? t : ops::cast(t, compute);
 }
 
-CausalConv3d CausalConv3d::load(const Loader& l, const std::string& prefix, int64_t in, int64_t out,
-                                VaePadding padding, std::array<int64_t, 3> stride) {
+CausalConv3d CausalConv3d::load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, VaePadding padding,
+                                std::array<int64_t, 3> stride) {
   return {l.get(prefix + ".conv.weight", {out, in, 3, 3, 3}), l.get(prefix + ".conv.bias", {out}), stride, padding};
 }
 
@@ -85,7 +85,8 @@ ResnetBlock3D ResnetBlock3D::load(const Loader& l, const std::string& p, int64_t
   // width can use them (the config refuses the others).
   VIDAX_CHECK(in == out || (!timestep_conditioning && !inject_noise),
               "LTX-2 video VAE: " << l.prefix << p << " changes the width; it has no timestep conditioning or noise");
-  if (timestep_conditioning) r.scale_shift_table = l.get(p + ".scale_shift_table", {4, in}).reshape({1, 4, in, 1, 1, 1});
+  if (timestep_conditioning)
+    r.scale_shift_table = l.get(p + ".scale_shift_table", {4, in}).reshape({1, 4, in, 1, 1, 1});
   if (inject_noise) {
     r.noise_scale1 = l.get(p + ".per_channel_scale1", {in, 1, 1});
     r.noise_scale2 = l.get(p + ".per_channel_scale2", {in, 1, 1});
@@ -154,13 +155,13 @@ Tensor TimestepEmbedder::operator()(const std::vector<float>& t) const {
   return ops::linear(ops::silu(ops::linear(proj, w1, b1)), w2, b2);
 }
 
-SpaceToDepthDownsample SpaceToDepthDownsample::load(const Loader& l, const std::string& prefix, int64_t in,
-                                                    int64_t out, std::array<int64_t, 3> stride, VaePadding padding) {
+SpaceToDepthDownsample SpaceToDepthDownsample::load(const Loader& l, const std::string& prefix, int64_t in, int64_t out,
+                                                    std::array<int64_t, 3> stride, VaePadding padding) {
   const int64_t s = prod(stride);
-  VIDAX_CHECK(out % s == 0 && (in * s) % out == 0,
-              "LTX-2 video VAE: SpaceToDepthDownsample at " << l.prefix << prefix << " from " << in << " to " << out
-                                                            << " channels with stride " << s
-                                                            << " (out must divide by the stride and in * stride by out)");
+  VIDAX_CHECK(out % s == 0 && (in * s) % out == 0, "LTX-2 video VAE: SpaceToDepthDownsample at "
+                                                       << l.prefix << prefix << " from " << in << " to " << out
+                                                       << " channels with stride " << s
+                                                       << " (out must divide by the stride and in * stride by out)");
   return {CausalConv3d::load(l, prefix + ".conv", in, out / s, padding), stride, out};
 }
 
@@ -177,8 +178,8 @@ DepthToSpaceUpsample DepthToSpaceUpsample::load(const Loader& l, const std::stri
                                                 VaePadding padding) {
   const int64_t s = prod(stride);
   VIDAX_CHECK((s * in) % reduction == 0 && (s * in / reduction) % s == 0 && (!residual || s % reduction == 0),
-              "LTX-2 video VAE: DepthToSpaceUpsample at " << l.prefix << prefix << " of " << in
-                                                          << " channels, stride " << s << ", multiplier " << reduction
+              "LTX-2 video VAE: DepthToSpaceUpsample at " << l.prefix << prefix << " of " << in << " channels, stride "
+                                                          << s << ", multiplier " << reduction
                                                           << " does not divide into whole channels");
   return {CausalConv3d::load(l, prefix + ".conv", in, s * in / reduction, padding), stride, residual, reduction};
 }

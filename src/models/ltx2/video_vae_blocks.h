@@ -56,7 +56,7 @@ struct ResnetBlock3D {
   CausalConv3d conv1, conv2;
   std::optional<Norm> norm3;
   std::optional<Tensor> shortcut_w, shortcut_b;
-  std::optional<Tensor> scale_shift_table;  // [1, 4, C, 1, 1, 1]
+  std::optional<Tensor> scale_shift_table;           // [1, 4, C, 1, 1, 1]
   std::optional<Tensor> noise_scale1, noise_scale2;  // [C, 1, 1]
   static ResnetBlock3D load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, VaeNorm norm,
                             VaePadding padding, bool timestep_conditioning = false, bool inject_noise = false);
@@ -98,8 +98,7 @@ struct DepthToSpaceUpsample {
   bool residual = false;
   int64_t reduction = 1;
   static DepthToSpaceUpsample load(const Loader& l, const std::string& prefix, int64_t in,
-                                   std::array<int64_t, 3> stride, bool residual, int64_t reduction,
-                                   VaePadding padding);
+                                   std::array<int64_t, 3> stride, bool residual, int64_t reduction, VaePadding padding);
   Tensor operator()(const Tensor& x, bool causal) const;
 };
 

@@ -25,16 +25,28 @@ VaePadding padding_of(const std::string& s, const char* field) {
                     << "' (zeros, reflect, replicate or circular: PaddingModeType)");
 }
 
-const std::vector<std::string> kEncoderBlocks{"res_x",           "res_x_y",          "compress_time",
-                                              "compress_space",  "compress_all",     "compress_all_x_y",
-                                              "compress_all_res", "compress_space_res", "compress_time_res",
+const std::vector<std::string> kEncoderBlocks{"res_x",
+                                              "res_x_y",
+                                              "compress_time",
+                                              "compress_space",
+                                              "compress_all",
+                                              "compress_all_x_y",
+                                              "compress_all_res",
+                                              "compress_space_res",
+                                              "compress_time_res",
                                               "attn"};
-const std::vector<std::string> kDecoderBlocks{"res_x", "res_x_y", "compress_time", "compress_space", "compress_all",
-                                              "attn"};
+const std::vector<std::string> kDecoderBlocks{"res_x",          "res_x_y",      "compress_time",
+                                              "compress_space", "compress_all", "attn"};
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string s;
+  for (const auto& n : names) s += (s.empty() ? "" : ", ") + n;
+  return s;
+}
 
 std::vector<VaeBlock> blocks_of(const Json& j, const char* field, bool decoder) {
-  VIDAX_CHECK(j.is_array(), "LTX-2 video VAE config: " << field << " must be a list of [name, params], found "
-                                                      << j.dump());
+  VIDAX_CHECK(j.is_array(),
+              "LTX-2 video VAE config: " << field << " must be a list of [name, params], found " << j.dump());
   std::vector<VaeBlock> out;
   for (size_t i = 0; i < j.size(); ++i) {
     const std::string where = std::string(field) + "[" + std::to_string(i) + "]";
@@ -51,17 +63,13 @@ std::vector<VaeBlock> blocks_of(const Json& j, const char* field, bool decoder) 
     VIDAX_CHECK(std::find(known.begin(), known.end(), b.name) != known.end(),
                 "LTX-2 video VAE config: " << where << " unknown block '" << b.name << "' (the reference's "
                                            << (decoder ? "_make_decoder_block" : "_make_encoder_block")
-                                           << " takes: " << [&] {
-                                                std::string s;
-                                                for (const auto& k : known) s += (s.empty() ? "" : ", ") + k;
-                                                return s;
-                                              }() << ")");
+                                           << " takes: " << joined(known) << ")");
     const Json& p = e[1];
     if (p.is_number()) {
       b.num_layers = strict_get<int64_t>(p, where);
     } else {
-      VIDAX_CHECK(p.is_object(), "LTX-2 video VAE config: " << where << " params must be an int or a dict, found "
-                                                            << p.dump());
+      VIDAX_CHECK(p.is_object(),
+                  "LTX-2 video VAE config: " << where << " params must be an int or a dict, found " << p.dump());
       for (const auto& [key, v] : p.items()) {
         const std::string f = where + "." + key;
         if (key == "num_layers") {
@@ -115,17 +123,21 @@ VideoVaeConfig VideoVaeConfig::from_json(const Json& in) {
   const std::string cls = value_or<std::string>(j, "_class_name", "CausalVideoAutoencoder");
   VIDAX_CHECK(cls == "CausalVideoAutoencoder",
               "LTX-2 video VAE config: _class_name '"
-                  << cls << "' is the DiffusionVideoDecoder (video_vae/diffusion_video_decoder.py), which is not "
-                            "supported; only the convolutional CausalVideoAutoencoder (ConvVideoDecoder) runs here");
+                  << cls
+                  << "' is the DiffusionVideoDecoder (video_vae/diffusion_video_decoder.py), which is not "
+                     "supported; only the convolutional CausalVideoAutoencoder (ConvVideoDecoder) runs here");
   VIDAX_CHECK(!j.contains("encoder") && !j.contains("decoder"),
               "LTX-2 video VAE config: a nested 'encoder' / 'decoder' section is the CausalDiffusionVAE layout "
               "(DiffusionVideoDecoder), which is not supported");
   // The keys the configurator reads, and those a published `vae` dict carries that it does not read.
-  static const std::vector<std::string> known{
-      "_class_name",      "dims",           "in_channels",    "out_channels",          "latent_channels",
-      "encoder_blocks",   "decoder_blocks", "patch_size",     "norm_layer",            "latent_log_var",
-      "causal_decoder",   "timestep_conditioning",            "spatial_padding_mode",  "encoder_spatial_padding_mode",
-      "decoder_base_channels"};
+  static const std::vector<std::string> known{"_class_name",          "dims",
+                                              "in_channels",          "out_channels",
+                                              "latent_channels",      "encoder_blocks",
+                                              "decoder_blocks",       "patch_size",
+                                              "norm_layer",           "latent_log_var",
+                                              "causal_decoder",       "timestep_conditioning",
+                                              "spatial_padding_mode", "encoder_spatial_padding_mode",
+                                              "decoder_base_channels"};
   static const std::vector<std::string> unread{"scaling_factor", "use_quant_conv", "normalize_latent_channels",
                                                "encoder_base_channels", "decoder_spatial_padding_mode"};
   for (const auto& [key, v] : j.items())
@@ -152,19 +164,21 @@ VideoVaeConfig VideoVaeConfig::from_json(const Json& in) {
               "LTX-2 video VAE config: norm_layer '" << norm << "' (pixel_norm or group_norm)");
   c.norm_layer = norm == "pixel_norm" ? VaeNorm::PixelNorm : VaeNorm::GroupNorm;
   const std::string lv = value_or<std::string>(j, "latent_log_var", "uniform");
-  VIDAX_CHECK(lv != "none", "LTX-2 video VAE config: latent_log_var 'none' is not supported: the reference's "
-                            "encoder keeps half of its latent_channels outputs as means and then fails to "
-                            "normalise them with latent_channels statistics");
+  VIDAX_CHECK(lv != "none",
+              "LTX-2 video VAE config: latent_log_var 'none' is not supported: the reference's "
+              "encoder keeps half of its latent_channels outputs as means and then fails to "
+              "normalise them with latent_channels statistics");
   VIDAX_CHECK(lv == "uniform" || lv == "per_channel" || lv == "constant",
               "LTX-2 video VAE config: latent_log_var '" << lv << "' (uniform, per_channel or constant)");
-  c.latent_log_var = lv == "uniform" ? VaeLogVar::Uniform : lv == "per_channel" ? VaeLogVar::PerChannel
-                                                                                  : VaeLogVar::Constant;
+  c.latent_log_var = lv == "uniform"       ? VaeLogVar::Uniform
+                     : lv == "per_channel" ? VaeLogVar::PerChannel
+                                           : VaeLogVar::Constant;
   c.causal_decoder = value_or(j, "causal_decoder", c.causal_decoder);
   c.timestep_conditioning = value_or(j, "timestep_conditioning", c.timestep_conditioning);
   const std::optional<std::string> shared =
-      j.contains("spatial_padding_mode") ? std::optional(strict_get<std::string>(j["spatial_padding_mode"],
-                                                                                 "spatial_padding_mode"))
-                                         : std::nullopt;
+      j.contains("spatial_padding_mode")
+          ? std::optional(strict_get<std::string>(j["spatial_padding_mode"], "spatial_padding_mode"))
+          : std::nullopt;
   c.decoder_padding = padding_of(shared.value_or("reflect"), "spatial_padding_mode");
   c.encoder_padding = shared ? padding_of(*shared, "spatial_padding_mode")
                              : padding_of(value_or<std::string>(j, "encoder_spatial_padding_mode", "zeros"),
@@ -191,7 +205,8 @@ int64_t VideoVaeConfig::decoder_space_factor() const { return patch_size * facto
 int64_t VideoVaeConfig::decoder_bottleneck_channels() const {
   int64_t m = 1;
   for (const VaeBlock& b : decoder_blocks) {
-    if (b.name == "compress_time" || b.name == "compress_space" || b.name == "compress_all") m *= b.multiplier.value_or(1);
+    if (b.name == "compress_time" || b.name == "compress_space" || b.name == "compress_all")
+      m *= b.multiplier.value_or(1);
     if (b.name == "res_x_y") m *= b.multiplier.value_or(2);
   }
   return decoder_base_channels * m;

@@ -28,10 +28,10 @@ enum class VaeLogVar { PerChannel, Uniform, Constant };
 // One entry of encoder_blocks / decoder_blocks: the name and its parameters (an int is num_layers).
 struct VaeBlock {
   std::string name;
-  int64_t num_layers = 1;                // res_x
-  std::optional<int64_t> multiplier;     // the reference's default depends on the block and side
-  bool residual = false;                 // decoder compress_all
-  bool inject_noise = false;             // decoder res_x / res_x_y
+  int64_t num_layers = 1;             // res_x
+  std::optional<int64_t> multiplier;  // the reference's default depends on the block and side
+  bool residual = false;              // decoder compress_all
+  bool inject_noise = false;          // decoder res_x / res_x_y
 
   // Time and space strides of a compress_* block ({1, 1, 1} otherwise), from its name.
   std::array<int64_t, 3> stride() const;
@@ -39,8 +39,8 @@ struct VaeBlock {
 
 struct VideoVaeConfig {
   int64_t dims = 3;
-  int64_t in_channels = 3;       // encoder input (RGB)
-  int64_t out_channels = 3;      // decoder output (RGB)
+  int64_t in_channels = 3;   // encoder input (RGB)
+  int64_t out_channels = 3;  // decoder output (RGB)
   int64_t latent_channels = 128;
   std::vector<VaeBlock> encoder_blocks;
   std::vector<VaeBlock> decoder_blocks;

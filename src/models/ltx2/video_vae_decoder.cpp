@@ -20,7 +20,7 @@ constexpr double kDecodeNoiseScale = 0.025;  // ConvVideoDecoder.decode_noise_sc
 constexpr float kDecodeTimestep = 0.05f;     // ConvVideoDecoder.decode_timestep
 
 struct UpBlock {
-  std::vector<ResnetBlock3D> resnets;  // res_x: res_blocks.*; res_x_y: the block itself
+  std::vector<ResnetBlock3D> resnets;             // res_x: res_blocks.*; res_x_y: the block itself
   std::optional<TimestepEmbedder> time_embedder;  // res_x with timestep conditioning: [B] -> [B, 4 C]
   std::optional<DepthToSpaceUpsample> up;
   std::optional<AttnBlock3D> attn;
@@ -103,9 +103,8 @@ VideoDecoder::VideoDecoder(VideoDecoder&&) noexcept = default;
 
 void VideoDecoder::check_latent(const Shape& s) const {
   VIDAX_CHECK(s.size() == 5 && s[0] >= 1 && s[1] == config_.latent_channels && s[2] >= 1 && s[3] >= 1 && s[4] >= 1,
-              "LTX-2 video VAE decoder: the latent must be [B, " << config_.latent_channels
-                                                                 << ", F', H', W'] (non-empty), found "
-                                                                 << shape_str(s));
+              "LTX-2 video VAE decoder: the latent must be [B, "
+                  << config_.latent_channels << ", F', H', W'] (non-empty), found " << shape_str(s));
 }
 
 Shape VideoDecoder::output_shape(const Shape& s) const {
@@ -121,8 +120,9 @@ Tensor VideoDecoder::forward(const Tensor& sample, const VaeTap& tap, const Deco
   };
   const bool causal = config_.causal_decoder, tc = config_.timestep_conditioning;
   const int64_t B = sample.size(0);
-  VIDAX_CHECK(tc || !cond.timestep, "LTX-2 video VAE decoder: a timestep was given but the config has no "
-                                    "timestep_conditioning (the reference would ignore it)");
+  VIDAX_CHECK(tc || !cond.timestep,
+              "LTX-2 video VAE decoder: a timestep was given but the config has no "
+              "timestep_conditioning (the reference would ignore it)");
   VIDAX_CHECK(!cond.timestep || static_cast<int64_t>(cond.timestep->size()) == B,
               "LTX-2 video VAE decoder: " << cond.timestep->size() << " timesteps for a batch of " << B);
   VIDAX_CHECK(!uses_noise() || cond.generator != nullptr,
@@ -148,8 +148,8 @@ Tensor VideoDecoder::forward(const Tensor& sample, const VaeTap& tap, const Deco
   x = impl_->norm_out(x);
   if (tc) {  // shift, scale = last_scale_shift_table + last_time_embedder(t) viewed [B, 2, C]
     const int64_t C = x.size(1);
-    const Tensor ada = ops::add(*impl_->last_scale_shift_table,
-                                (*impl_->last_time_embedder)(t).reshape({B, 2, C, 1, 1, 1}));
+    const Tensor ada =
+        ops::add(*impl_->last_scale_shift_table, (*impl_->last_time_embedder)(t).reshape({B, 2, C, 1, 1, 1}));
     x = ops::modulate(x, ada.select(1, 0), ada.select(1, 1));
   }
   x = impl_->conv_out(ops::silu(x), causal);

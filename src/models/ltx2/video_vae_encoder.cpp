@@ -88,9 +88,9 @@ VideoEncoder::VideoEncoder(VideoEncoder&&) noexcept = default;
 
 void VideoEncoder::check_video(const Shape& s) const {
   const int64_t t = config_.encoder_time_factor(), sp = config_.encoder_space_factor();
-  VIDAX_CHECK(s.size() == 5 && s[0] >= 1 && s[1] == config_.in_channels && s[2] >= 1 && s[3] >= 1 && s[4] >= 1,
-              "LTX-2 video VAE encoder: the video must be [B, " << config_.in_channels << ", F, H, W], found "
-                                                                << shape_str(s));
+  VIDAX_CHECK(
+      s.size() == 5 && s[0] >= 1 && s[1] == config_.in_channels && s[2] >= 1 && s[3] >= 1 && s[4] >= 1,
+      "LTX-2 video VAE encoder: the video must be [B, " << config_.in_channels << ", F, H, W], found " << shape_str(s));
   if ((s[2] - 1) % t != 0) {
     const int64_t lo = 1 + (s[2] - 1) / t * t;
     throw Error(msg() << "LTX-2 video VAE encoder: " << s[2] << " frames; the encoder takes 1 + " << t

@@ -67,8 +67,8 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
       } catch (const std::exception&) {
         used = 0;
       }
-      VIDAX_CHECK(used > 0 && used == it->second.size(), g.path << ": __metadata__.generator_seed '" << it->second
-                                                                << "' is not an integer");
+      VIDAX_CHECK(used > 0 && used == it->second.size(),
+                  g.path << ": __metadata__.generator_seed '" << it->second << "' is not an integer");
       gen.emplace(static_cast<uint64_t>(seed));
       cond.generator = &*gen;
     }
@@ -76,7 +76,8 @@ parity::Produced run(const parity::Golden& g, const parity::Options& opt, bool d
                                                     "__metadata__.generator_seed (its torch.Generator's seed)");
     // __metadata__.tiling: tiled_decode with that TileSizeConfig (its tiles have no single module output).
     if (auto it = g.file.metadata().find("tiling"); it != g.file.metadata().end()) {
-      out["output"] = f32(dec.tiled_decode(x.to(compute), VaeTiling::from_json(nlohmann::json::parse(it->second)), cond));
+      out["output"] =
+          f32(dec.tiled_decode(x.to(compute), VaeTiling::from_json(nlohmann::json::parse(it->second)), cond));
       return out;
     }
     out["output"] = f32(dec.forward(x.to(compute), tap, cond));

@@ -20,9 +20,9 @@ namespace vidax::ltx2 {
 namespace vae {
 
 std::vector<Interval> split_by_size(int64_t n, int64_t size, int64_t overlap) {
-  VIDAX_CHECK(size > 0 && overlap >= 0 && overlap < size,
-              "LTX-2 video VAE tiling: a split needs 0 <= overlap < size, found overlap " << overlap << ", size "
-                                                                                        << size);
+  VIDAX_CHECK(
+      size > 0 && overlap >= 0 && overlap < size,
+      "LTX-2 video VAE tiling: a split needs 0 <= overlap < size, found overlap " << overlap << ", size " << size);
   if (n <= size) return {{0, n, 0, 0}};
   const int64_t step = size - overlap, amount = (n + size - 2 * overlap - 1) / step;
   std::vector<Interval> out{{0, size, 0, overlap}};
@@ -47,13 +47,15 @@ std::vector<float> trapezoid_mask(int64_t length, int64_t ramp_left, int64_t ram
   std::vector<float> mask(static_cast<size_t>(length), 1.0f);
   if (ramp_left > 0) {
     // linspace(0, 1, ramp + 1)[:-1] from 0, else linspace(0, 1, ramp + 2)[1:-1].
-    const std::vector<float> f = sched::torch_linspace_f32(0.0f, 1.0f, left_starts_from_0 ? ramp_left + 1 : ramp_left + 2);
+    const std::vector<float> f =
+        sched::torch_linspace_f32(0.0f, 1.0f, left_starts_from_0 ? ramp_left + 1 : ramp_left + 2);
     const size_t first = left_starts_from_0 ? 0 : 1;
     for (int64_t i = 0; i < ramp_left; ++i) mask[static_cast<size_t>(i)] *= f[first + static_cast<size_t>(i)];
   }
   if (ramp_right > 0) {  // linspace(1, 0, ramp + 2)[1:-1] over the last ramp_right entries
     const std::vector<float> f = sched::torch_linspace_f32(1.0f, 0.0f, ramp_right + 2);
-    for (int64_t i = 0; i < ramp_right; ++i) mask[static_cast<size_t>(length - ramp_right + i)] *= f[1 + static_cast<size_t>(i)];
+    for (int64_t i = 0; i < ramp_right; ++i)
+      mask[static_cast<size_t>(length - ramp_right + i)] *= f[1 + static_cast<size_t>(i)];
   }
   for (float& m : mask) m = std::clamp(m, 0.0f, 1.0f);
   return mask;
@@ -62,8 +64,8 @@ std::vector<float> trapezoid_mask(int64_t length, int64_t ramp_left, int64_t ram
 std::vector<Interval> latent_intervals(int64_t latent_len, int64_t factor, int64_t tile_size, int64_t overlap,
                                        bool temporal, const char* axis) {
   if (tile_size == 0) {
-    VIDAX_CHECK(overlap == 0, "LTX-2 video VAE tiling: untiled axis " << axis << " (tile_size 0) with overlap "
-                                                                      << overlap);
+    VIDAX_CHECK(overlap == 0,
+                "LTX-2 video VAE tiling: untiled axis " << axis << " (tile_size 0) with overlap " << overlap);
     return {{0, latent_len, 0, 0}};
   }
   // DimensionSizeConfig and _validate_size_axis.
@@ -72,8 +74,7 @@ std::vector<Interval> latent_intervals(int64_t latent_len, int64_t factor, int64
                                          << " (0 <= overlap < tile_size)");
   VIDAX_CHECK(tile_size >= 2 * factor && tile_size % factor == 0 && overlap % factor == 0,
               "LTX-2 video VAE tiling: " << axis << " tile_size " << tile_size << " / overlap " << overlap
-                                         << " must be multiples of " << factor << ", the tile at least "
-                                         << 2 * factor);
+                                         << " must be multiples of " << factor << ", the tile at least " << 2 * factor);
   const int64_t size = tile_size / factor, ov = overlap / factor;
   const int64_t tile = std::max(std::max<int64_t>(2, ov + 1), size);
   return temporal ? split_temporal_causal(latent_len, tile, ov) : split_by_size(latent_len, tile, ov);
@@ -91,10 +92,10 @@ std::pair<int64_t, int64_t> video_slice(const Interval& i, int64_t factor, bool 
 std::vector<AxisTile> axis_tiles(int64_t latent_len, int64_t out_len, int64_t factor, int64_t tile_size,
                                  int64_t overlap, bool temporal, const char* axis) {
   const std::vector<Interval> iv = latent_intervals(latent_len, factor, tile_size, overlap, temporal, axis);
-  if (tile_size == 0) return {{0, latent_len, 0, out_len, {1.0f}}};  // DEFAULT_MAPPING_OPERATION
+  if (tile_size == 0) return {{0, latent_len, 0, out_len, {1.0f}, true}};  // DEFAULT_MAPPING_OPERATION
   std::vector<AxisTile> out;
   for (const Interval& i : iv) {
-    AxisTile t{i.start, i.end, 0, 0, {}};
+    AxisTile t{i.start, i.end, 0, 0, {}, false};
     std::tie(t.out_start, t.out_end) = video_slice(i, factor, temporal);
     const int64_t left = temporal ? (i.left_ramp == 0 ? 0 : 1 + (i.left_ramp - 1) * factor) : i.left_ramp * factor;
     t.mask = trapezoid_mask(t.out_end - t.out_start, left, i.right_ramp * factor, temporal);
@@ -113,7 +114,7 @@ std::vector<AxisTile> encode_axis_tiles(int64_t latent_len, int64_t factor, int6
                                                << min_overlap << (temporal ? " frames" : " px"));
   std::vector<AxisTile> out;
   for (const Interval& i : latent_intervals(latent_len, factor, tile_size, overlap, temporal, axis)) {
-    AxisTile t{0, 0, i.start, i.end, trapezoid_mask(i.end - i.start, i.left_ramp, i.right_ramp, temporal)};
+    AxisTile t{0, 0, i.start, i.end, trapezoid_mask(i.end - i.start, i.left_ramp, i.right_ramp, temporal), false};
     std::tie(t.in_start, t.in_end) = video_slice(i, factor, temporal);
     out.push_back(std::move(t));
   }
@@ -144,7 +145,8 @@ VaeTiling VaeTiling::from_json(const nlohmann::json& j) {
     VaeTileSize* axis = key == "frames" ? &t.frames : key == "height" ? &t.height : key == "width" ? &t.width : nullptr;
     VIDAX_CHECK(axis != nullptr, "LTX-2 video VAE tiling: unknown axis '" << key << "' (frames, height, width)");
     const auto pair = translate::strict_get<std::vector<int64_t>>(v, "tiling." + key);
-    VIDAX_CHECK(pair.size() == 2, "LTX-2 video VAE tiling: " << key << " must be [tile_size, overlap], found " << v.dump());
+    VIDAX_CHECK(pair.size() == 2,
+                "LTX-2 video VAE tiling: " << key << " must be [tile_size, overlap], found " << v.dump());
     *axis = {pair[0], pair[1]};
   }
   return t;
@@ -171,9 +173,12 @@ Tensor clamp_min(const Tensor& w) { return ops::clamp(w, 1e-8, std::numeric_limi
 Tensor VideoEncoder::tiled_encode(const Tensor& video, const VaeTiling& tiling) const {
   const Shape out = output_shape(video.shape());
   const int64_t tf = config_.encoder_time_factor(), sf = config_.encoder_space_factor();
-  const std::vector<AxisTile> ts = encode_axis_tiles(out[2], tf, tiling.frames.tile_size, tiling.frames.overlap, true, "frames");
-  const std::vector<AxisTile> hs = encode_axis_tiles(out[3], sf, tiling.height.tile_size, tiling.height.overlap, false, "height");
-  const std::vector<AxisTile> ws = encode_axis_tiles(out[4], sf, tiling.width.tile_size, tiling.width.overlap, false, "width");
+  const std::vector<AxisTile> ts =
+      encode_axis_tiles(out[2], tf, tiling.frames.tile_size, tiling.frames.overlap, true, "frames");
+  const std::vector<AxisTile> hs =
+      encode_axis_tiles(out[3], sf, tiling.height.tile_size, tiling.height.overlap, false, "height");
+  const std::vector<AxisTile> ws =
+      encode_axis_tiles(out[4], sf, tiling.width.tile_size, tiling.width.overlap, false, "width");
   const bool comp = complementary(ts, out[2]) && complementary(hs, out[3]) && complementary(ws, out[4]);
   const int64_t T = out[2], H = out[3], W = out[4];
   Tensor buffer = Tensor::zeros(out, video.dtype());
@@ -181,31 +186,35 @@ Tensor VideoEncoder::tiled_encode(const Tensor& video, const VaeTiling& tiling) 
   for (const AxisTile& t : ts)
     for (const AxisTile& h : hs)
       for (const AxisTile& w : ws) {
-        const Tensor in = video.slice(2, t.in_start, t.in_end).slice(3, h.in_start, h.in_end).slice(4, w.in_start, w.in_end);
+        const Tensor in =
+            video.slice(2, t.in_start, t.in_end).slice(3, h.in_start, h.in_end).slice(4, w.in_start, w.in_end);
         const int64_t lt = t.out_end - t.out_start, lh = h.out_end - h.out_start, lw = w.out_end - w.out_start;
         // latent_buffer[out] += scale_by_masks_1d(forward(tile), masks): one fp32 multiply per axis.
         const Tensor mt = mask_along(t.mask, 2, lt), mh = mask_along(h.mask, 3, lh), mw = mask_along(w.mask, 4, lw);
         const Tensor z = ops::mul(ops::mul(ops::mul(forward(in.contiguous()), mt), mh), mw);
         buffer = ops::add(buffer, placed(z, t.out_start, h.out_start, w.out_start, T, H, W));
         if (!comp) {
-          const Tensor strength = ops::mul(ops::mul(ops::mul(Tensor::full({1, 1, lt, lh, lw}, 1.0, DType::F32), mt), mh), mw);
+          const Tensor strength =
+              ops::mul(ops::mul(ops::mul(Tensor::full({1, 1, lt, lh, lw}, 1.0, DType::F32), mt), mh), mw);
           weights = ops::add(weights, placed(strength, t.out_start, h.out_start, w.out_start, T, H, W));
         }
       }
   return comp ? buffer : ops::div(buffer, clamp_min(weights));
 }
 
-Tensor VideoDecoder::tiled_decode(const Tensor& latent, const VaeTiling& tiling, const DecoderConditioning& cond) const {
+Tensor VideoDecoder::tiled_decode(const Tensor& latent, const VaeTiling& tiling,
+                                  const DecoderConditioning& cond) const {
   const Shape out = output_shape(latent.shape());
-  VIDAX_CHECK(!cond.timestep, "LTX-2 video VAE tiled decode: an explicit timestep is not supported (decode_video "
-                              "passes none; the default decode_timestep applies)");
+  VIDAX_CHECK(!cond.timestep,
+              "LTX-2 video VAE tiled decode: an explicit timestep is not supported (decode_video "
+              "passes none; the default decode_timestep applies)");
   const int64_t tf = config_.decoder_time_factor(), sf = config_.decoder_space_factor();
-  const std::vector<AxisTile> ts = axis_tiles(latent.size(2), out[2], tf, tiling.frames.tile_size,
-                                              tiling.frames.overlap, true, "frames");
-  const std::vector<AxisTile> hs = axis_tiles(latent.size(3), out[3], sf, tiling.height.tile_size,
-                                              tiling.height.overlap, false, "height");
-  const std::vector<AxisTile> ws = axis_tiles(latent.size(4), out[4], sf, tiling.width.tile_size,
-                                              tiling.width.overlap, false, "width");
+  const std::vector<AxisTile> ts =
+      axis_tiles(latent.size(2), out[2], tf, tiling.frames.tile_size, tiling.frames.overlap, true, "frames");
+  const std::vector<AxisTile> hs =
+      axis_tiles(latent.size(3), out[3], sf, tiling.height.tile_size, tiling.height.overlap, false, "height");
+  const std::vector<AxisTile> ws =
+      axis_tiles(latent.size(4), out[4], sf, tiling.width.tile_size, tiling.width.overlap, false, "width");
   const bool comp = complementary(ts, out[2]) && complementary(hs, out[3]) && complementary(ws, out[4]);
   const int64_t H = out[3], W = out[4];
 
@@ -220,16 +229,23 @@ Tensor VideoDecoder::tiled_decode(const Tensor& latent, const VaeTiling& tiling,
     Tensor weights = comp ? Tensor() : Tensor::zeros({1, 1, T, H, W}, DType::F32);
     for (const AxisTile& h : hs)
       for (const AxisTile& w : ws) {
-        const Tensor in = latent.slice(2, t.in_start, t.in_end).slice(3, h.in_start, h.in_end).slice(4, w.in_start, w.in_end);
+        const Tensor in =
+            latent.slice(2, t.in_start, t.in_end).slice(3, h.in_start, h.in_end).slice(4, w.in_start, w.in_end);
         const Tensor decoded = forward(in.contiguous(), {}, cond);
         const int64_t n = std::min(T, decoded.size(2));  // the tile's frames (its group starts where it does)
         const int64_t lh = h.out_end - h.out_start, lw = w.out_end - w.out_start;
         // scale_by_masks_1d: x * mask_b * mask_c * mask_t * mask_h * mask_w (the first two are ones).
         Tensor m = decoded.slice(2, 0, n);
-        Tensor one = Tensor::full({1, 1, 1, 1, 1}, 1.0, DType::F32);
-        if (t.mask.size() > 1) m = ops::mul(m, mask_along(t.mask, 2, n)), one = ops::mul(one, mask_along(t.mask, 2, n));
-        if (h.mask.size() > 1) m = ops::mul(m, mask_along(h.mask, 3, lh)), one = ops::mul(one, mask_along(h.mask, 3, lh));
-        if (w.mask.size() > 1) m = ops::mul(m, mask_along(w.mask, 4, lw)), one = ops::mul(one, mask_along(w.mask, 4, lw));
+        Tensor one = Tensor::full({1, 1, 1, 1, 1}, 1.0, DType::F32);  // the masks' product (the weights)
+        const auto apply = [&](const AxisTile& a, int64_t dim, int64_t len) {
+          if (a.untiled) return;  // ones(1): a multiply by 1
+          const Tensor t1 = mask_along(a.mask, dim, len);
+          m = ops::mul(m, t1);
+          one = ops::mul(one, t1);
+        };
+        apply(t, 2, n);
+        apply(h, 3, lh);
+        apply(w, 4, lw);
         buffer = ops::add(buffer, placed(m, 0, h.out_start, w.out_start, T, H, W));
         if (!comp) {
           // strength = ones(decoded_slice.shape) * masks: the product broadcast to the tile's extent.

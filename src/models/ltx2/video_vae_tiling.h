@@ -37,6 +37,7 @@ std::vector<Interval> latent_intervals(int64_t latent_len, int64_t factor, int64
 struct AxisTile {
   int64_t in_start = 0, in_end = 0, out_start = 0, out_end = 0;
   std::vector<float> mask;
+  bool untiled = false;  // the decode's DEFAULT_MAPPING_OPERATION: mask {1} over the whole axis
 };
 
 // Decode (ConvVideoDecoder._prepare_tiles): the tiles of one axis of `latent_len` latents decoding
