@@ -12,6 +12,7 @@
 #include "models/hunyuan/vae.h"
 #include "models/hunyuan/vae_keys.h"
 #include "models/ltx2/dit_parity.h"
+#include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
 #include "text/umt5_keys.h"
@@ -32,6 +33,7 @@ void register_builtin_kinds() {
     vidax::hunyuan::register_vae_parity_kinds();  // hunyuan.vae.decode, hunyuan.vae.encode
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
     vidax::ltx2::register_dit_parity_kinds();  // ltx2.dit (no ltx2 Family yet)
+    vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
   });
 }
 
