@@ -1,4 +1,4 @@
-"""Golden files for the LTX-2 audio-video DiT (kind ltx2.dit, docs/models/ltx2-dit.md).
+"""Golden files for the LTX-2 audio-video DiT (kind ltx2.dit, docs/models/ltx2.md).
 
 Builds the OFFICIAL ltx_core LTXModel (Lightricks/LTX-2 400fd31, imported from $LTX2_CORE, default
 /work/ref/ltx2/packages/ltx-core/src) through its own configurators (LTXModelConfigurator for the

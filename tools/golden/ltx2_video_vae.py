@@ -1,4 +1,4 @@
-"""Golden files for the LTX-2 video VAE (kinds ltx2.vae.decode / ltx2.vae.encode, docs/models/ltx2-vae.md).
+"""Golden files for the LTX-2 video VAE (kinds ltx2.vae.decode / ltx2.vae.encode, docs/models/ltx2.md).
 
 Runs the OFFICIAL ltx_core.model.video_vae classes (Lightricks/LTX-2, imported from $LTX2_CORE,
 default /work/ref/ltx2/packages/ltx-core/src), built exactly as the checkpoint loader builds them

@@ -123,7 +123,7 @@ class VideoEncoder {
   std::unique_ptr<Impl> impl_;
 };
 
-// Kinds ltx2.vae.decode and ltx2.vae.encode (docs/parity.md, docs/models/ltx2-vae.md).
+// Kinds ltx2.vae.decode and ltx2.vae.encode (docs/parity.md, docs/models/ltx2.md).
 void register_video_vae_parity_kinds();
 
 }  // namespace vidax::ltx2

@@ -1,4 +1,4 @@
-// Kinds ltx2.vae.decode / ltx2.vae.encode (docs/parity.md, docs/models/ltx2-vae.md): the golden's
+// Kinds ltx2.vae.decode / ltx2.vae.encode (docs/parity.md, docs/models/ltx2.md): the golden's
 // ConvVideoDecoder / VideoEncoder built from __metadata__.config (the checkpoint's `vae` dict) and
 // its parameters, strictly, under the official names: bare, or as the bundled checkpoint spells
 // them (vae.decoder.* / vae.encoder.* and vae.per_channel_statistics.*), or the ComfyUI split files'
