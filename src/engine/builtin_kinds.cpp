@@ -9,10 +9,13 @@
 #include "engine/families.h"
 #include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit_parity.h"
+#include "models/hunyuan/text_encoder.h"
 #include "models/hunyuan/vae.h"
 #include "models/hunyuan/vae_keys.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
+#include "text/clip_text.h"
+#include "text/llama_config.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
 #include "sched/parity_kinds.h"
@@ -29,6 +32,7 @@ void register_builtin_kinds() {
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
     vidax::hunyuan::register_parity_kinds();  // hunyuan.dit (no hunyuan Family yet)
     vidax::hunyuan::register_vae_parity_kinds();  // hunyuan.vae.decode, hunyuan.vae.encode
+    vidax::hunyuan::register_text_parity_kinds();  // hunyuan.text.llama, hunyuan.text.clip
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
   });
 }
@@ -39,6 +43,8 @@ void register_builtin_components() {
     for (const pipeline::Family* f : families())
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
+    translate::register_component(text::llama_component());
+    translate::register_component(text::clip_text_component());
     translate::register_component(vidax::hunyuan::dit_component());  // hunyuanvideo-dit (no hunyuan Family yet)
     translate::register_component(vidax::hunyuan::vae_component());  // hunyuanvideo-vae and its halves
     translate::register_component(vidax::hunyuan::vae_encoder_component());
