@@ -9,6 +9,8 @@
 #include "engine/families.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
+#include "text/clip_text.h"
+#include "text/llama_config.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
 #include "sched/parity_kinds.h"
@@ -22,7 +24,7 @@ void register_builtin_kinds() {
     vidax::register_rng_parity_kinds();        // rng.torch_cpu
     vidax::sched::register_parity_kinds();     // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp
     vidax::text::register_parity_kinds();      // t5.encoder
-    for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.pipeline.t2v
+    for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.text.*, hunyuan.pipeline.t2v
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
   });
 }
@@ -33,6 +35,8 @@ void register_builtin_components() {
     for (const pipeline::Family* f : families())
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
+    translate::register_component(text::llama_component());
+    translate::register_component(text::clip_text_component());
   });
 }
 

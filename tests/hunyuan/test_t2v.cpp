@@ -17,11 +17,16 @@
 #include "io/checkpoint.h"
 #include "models/hunyuan/family.h"
 #include "models/hunyuan/pipeline_parity.h"
+#include "models/hunyuan/prompt_encoder.h"
 #include "models/hunyuan/t2v.h"
 #include "models/hunyuan/weights.h"
 #include "parity/parity.h"
 #include "pipeline/generate.h"
 #include "test_diff.h"
+#include "text/clip_text.h"
+#include "text/llama_config.h"
+#include "translate/inspect.h"
+#include "translate/source.h"
 
 namespace vidax::hunyuan {
 namespace {
@@ -167,7 +172,7 @@ TEST(HunyuanT2V, RefusesToLoadWithoutTextEncodersBeforeReadingWeights) {
   pipeline::LoadOptions lo;
   lo.weights_dir = d.string();
   const std::string err = error_of([&] { (void)family().load(lo); });
-  EXPECT_NE(err.find("text encoders are not in this build"), std::string::npos) << err;
+  EXPECT_NE(err.find("tokenizers are not in this build"), std::string::npos) << err;
   EXPECT_NE(err.find("text_encoder_2"), std::string::npos) << err;
 
   fs::remove_all(d / "text_encoder_2");
@@ -233,6 +238,74 @@ TEST(HunyuanT2V, VariantsAndTheirRequestChecks) {
   const pipeline::MemoryPlan plan = family().memory_plan("hunyuanvideo-t2v-544p", r, "bf16");
   EXPECT_GT(plan.peak_bytes(), 4.0 * 12.8e9);
   EXPECT_LT(plan.peak_bytes(), 4.0 * 20e9);
+}
+
+}  // namespace
+}  // namespace vidax::hunyuan
+
+namespace vidax::hunyuan {
+namespace {
+
+parity::Golden open_text_golden(const std::string& name) {
+  const std::string path = std::string(VIDAX_TEST_DATA_DIR) + "/golden/hunyuan/" + name;
+  auto ck = io::Checkpoint::open(path);
+  return parity::Golden{path, ck, ck.metadata().at("kind"), nlohmann::json::parse(ck.metadata().at("config"))};
+}
+
+std::map<std::string, Tensor> golden_params(const parity::Golden& g, const translate::Component& comp,
+                                            const nlohmann::json& cfg) {
+  translate::MemorySource src(g.path);
+  for (const auto& n : g.file.names())
+    if (!translate::is_golden_io_key(n)) src.add(n, g.file.get(n));
+  return translate::load(src, comp, cfg);
+}
+
+Tensor row0(const Tensor& t) { return t.slice(0, 0, 1).contiguous(); }
+
+// The two text encoders' goldens (tools/golden/hunyuan_text.py, the official TextEncoder.encode)
+// through HunyuanTextEncoders: the template applied to the stripped prompt, the LLM's cropped
+// hidden state and mask, CLIP's pooled output, as PromptEmbeds (the tokenizers stand in: they
+// hand back the goldens' first rows of ids).
+TEST(HunyuanT2V, PromptEncoderWiresBothTextEncodersAsThePipeline) {
+  const parity::Golden lg = open_text_golden("hunyuan_text_llama.safetensors");
+  const parity::Golden cg = open_text_golden("hunyuan_text_clip.safetensors");
+  const text::LlamaConfig lcfg = text::LlamaConfig::from_json(lg.config.at("text_encoder_config"));
+  const auto lp = golden_params(lg, text::llama_component(), lcfg.to_json());
+  auto llm = std::make_shared<const text::LlamaTextEncoder>(lcfg, [&](const std::string& n) { return lp.at(n); });
+  const text::ClipTextConfig ccfg = text::ClipTextConfig::from_json(cg.config.at("text_encoder_config"));
+  const auto cp = golden_params(cg, text::clip_text_component(), ccfg.to_json());
+  auto clip = std::make_shared<const text::ClipTextEncoder>(ccfg, [&](const std::string& n) { return cp.at(n); });
+  const LlmEncodeOptions opt = LlmEncodeOptions::from_json(lg.config);
+  const PromptTemplate tmpl{lg.config.at("prompt_template").at("template").get<std::string>(),
+                            lg.config.at("prompt_template").at("crop_start").get<int64_t>()};
+  std::string llm_text, clip_text;
+  Tokenize llm_tok = [&](const std::string& text, int64_t n) {
+    llm_text = text;
+    EXPECT_EQ(n, opt.max_length);
+    return Tokenized{row0(lg.file.get("input.input_ids")), row0(lg.file.get("input.attention_mask")), false};
+  };
+  Tokenize clip_tok = [&](const std::string& text, int64_t n) {
+    clip_text = text;
+    return Tokenized{row0(cg.file.get("input.input_ids")), row0(cg.file.get("input.attention_mask")), true};
+  };
+  const int64_t clip_len = cg.file.get("input.input_ids").size(1);
+  HunyuanTextEncoders enc(llm, opt, tmpl, llm_tok, clip, clip_tok, clip_len);
+  const PromptEmbeds e = enc.encode("  a cat walks on the grass \n");
+  EXPECT_EQ(clip_text, "a cat walks on the grass");
+  EXPECT_EQ(llm_text, apply_template(tmpl.text, "a cat walks on the grass"));
+  EXPECT_NE(llm_text.find("user<|end_header_id|>\n\na cat walks on the grass<|eot_id|>"), std::string::npos);
+  EXPECT_TRUE(e.truncated);  // either tokenizer's truncation is reported
+  const Tensor want_states = lg.file.get("output").slice(0, 0, 1).squeeze(0);
+  EXPECT_LE(test::rel_l2(want_states, e.text_states), 1e-5);
+  EXPECT_EQ(test::diff(lg.file.get("output.attention_mask").slice(0, 0, 1).squeeze(0).to(DType::F32),
+                       e.text_mask.to(DType::F32)).max_abs, 0.0);
+  EXPECT_LE(test::rel_l2(cg.file.get("output").slice(0, 0, 1).squeeze(0), e.text_states_2), 1e-5);
+  // As the DiT takes them: the widths checked.
+  const pipeline::EncodedPrompt p = to_encoded_prompt(e, lcfg.hidden_size, ccfg.hidden_size);
+  EXPECT_EQ(&prompt_embeds_of(p).text_states_2, &static_cast<const PromptEmbeds*>(p.conditioning.get())->text_states_2);
+  EXPECT_NE(error_of([&] { (void)to_encoded_prompt(e, lcfg.hidden_size + 1, ccfg.hidden_size); }).find("text_states"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)apply_template("no slot", "x"); }).find("{}"), std::string::npos);
 }
 
 }  // namespace

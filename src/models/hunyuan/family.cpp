@@ -6,6 +6,7 @@
 #include "models/hunyuan/pipeline_parity.h"
 #include "models/hunyuan/presets.h"
 #include "models/hunyuan/t2v.h"
+#include "models/hunyuan/text_encoder.h"
 #include "models/hunyuan/vae.h"
 #include "models/hunyuan/vae_keys.h"
 #include "parity/parity.h"
@@ -109,6 +110,7 @@ class HunyuanFamily final : public pipeline::Family {
   void register_parity_kinds() const override {
     hunyuan::register_parity_kinds();  // hunyuan.dit
     register_vae_parity_kinds();       // hunyuan.vae.decode, hunyuan.vae.encode
+    register_text_parity_kinds();      // hunyuan.text.llama, hunyuan.text.clip
     parity::register_kind("hunyuan.pipeline.t2v", run_t2v_golden);
   }
 

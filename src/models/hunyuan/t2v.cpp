@@ -131,11 +131,13 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::share
 }
 
 std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string&) {
-  throw Error(msg() << "HunyuanVideo: the text encoders are not in this build yet: the prompt needs the LLM "
-                       "(LLaVA-Llama-3-8B, "
-                    << files.text_encoder << ", tokenizer " << files.tokenizer << ") and CLIP-L/14 ("
-                    << files.text_encoder_2 << ", tokenizer " << files.tokenizer_2
-                    << "); the DiT, the VAE and the sampler are ready (docs/models/hunyuanvideo.md)");
+  // The encoders themselves exist (text::LlamaTextEncoder, text::ClipTextEncoder; HunyuanTextEncoders
+  // in prompt_encoder.h wires them); what a prompt still needs is its token ids.
+  throw Error(msg() << "HunyuanVideo: the prompt's tokenizers are not in this build yet: the Llama-3 byte-level BPE "
+                       "tokenizer ("
+                    << files.tokenizer << ") and CLIP's BPE tokenizer (" << files.tokenizer_2
+                    << "); the text encoders (" << files.text_encoder << ", " << files.text_encoder_2
+                    << "), the DiT, the VAE and the sampler are ready (docs/models/hunyuanvideo.md)");
 }
 
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncoder> encoder) {

@@ -50,8 +50,9 @@ struct LoadedT2V {
 // weights' text_encoder/ and text_encoder_2/ (make_prompt_encoder), before any weight is read.
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncoder> encoder = nullptr);
 
-// The LLaVA-Llama-3-8B + CLIP-L/14 prompt encoder of a weights directory. Not wired yet (the text
-// encoders are separate work): throws naming the folders found and what is missing.
+// The LLaVA-Llama-3-8B + CLIP-L/14 prompt encoder of a weights directory (prompt_encoder.h's
+// HunyuanTextEncoders over text_encoder/ and text_encoder_2/). Not complete yet: the Llama-3 and
+// CLIP tokenizers are missing, so it throws naming the folders and what is missing.
 std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string& precision);
 
 }  // namespace vidax::hunyuan
