@@ -15,6 +15,7 @@
 #include "engine/builtin_kinds.h"
 #include "engine/families.h"
 #include "io/checkpoint.h"
+#include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/family.h"
 #include "models/hunyuan/pipeline_parity.h"
 #include "models/hunyuan/prompt_encoder.h"
@@ -306,6 +307,27 @@ TEST(HunyuanT2V, PromptEncoderWiresBothTextEncodersAsThePipeline) {
   EXPECT_NE(error_of([&] { (void)to_encoded_prompt(e, lcfg.hidden_size + 1, ccfg.hidden_size); }).find("text_states"),
             std::string::npos);
   EXPECT_NE(error_of([&] { (void)apply_template("no slot", "x"); }).find("{}"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace vidax::hunyuan
+
+namespace vidax::hunyuan {
+namespace {
+
+// mp_rank_00_model_states.pt nests the state dict under "module": the DiT component's layout
+// "module" reads it (detected from the keys), strictly.
+TEST(HunyuanT2V, DiTUnderModuleIsTheOfficialCheckpointsLayout) {
+  const parity::Golden g = open_golden();
+  translate::MemorySource src("module.*");
+  for (const auto& n : g.file.names())
+    if (n.rfind("transformer.", 0) == 0) src.add("module." + n.substr(12), g.file.get(n));
+  const translate::Match m = translate::match(src, dit_component(), g.config.at("dit"));
+  EXPECT_EQ(m.layout, "module");
+  EXPECT_TRUE(m.plan.complete()) << m.plan.problems();
+  src.add("module.stray.weight", Tensor::zeros({2}, DType::F32));
+  EXPECT_NE(error_of([&] { (void)translate::load(src, dit_component(), g.config.at("dit")); }).find("module.stray.weight"),
+            std::string::npos);
 }
 
 }  // namespace
