@@ -90,7 +90,7 @@ pipeline::Geometry geometry_of(const DiTConfig& dit, const VAEConfig& vae, int64
 }
 
 pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::shared_ptr<const HunyuanVAE> vae,
-                               VAETiling tiling, std::shared_ptr<PromptEncoder> encoder) {
+                               VAETiling tiling, std::shared_ptr<PromptEncoder> encoder, int64_t text_len) {
   VIDAX_CHECK(dit && vae && encoder, "HunyuanVideo: the DiT, the VAE and the prompt encoder are all needed");
   const DiTConfig& c = dit->config();
   VIDAX_CHECK(c.in_channels == vae->config().latent_channels && c.out_channels == c.in_channels,
@@ -98,7 +98,7 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::share
                                                    << ") does not fit the VAE (latent_channels "
                                                    << vae->config().latent_channels << ")");
   pipeline::Parts p;
-  p.geometry = geometry_of(c, vae->config(), 256);
+  p.geometry = geometry_of(c, vae->config(), text_len);
   p.prediction = pipeline::PredictionType::FlowVelocity;
   p.guidance = pipeline::GuidanceKind::Embedded;
   p.encode_prompt = [encoder, dim = c.text_states_dim, dim2 = c.text_states_dim_2](const std::string& prompt) {
@@ -148,6 +148,9 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncod
               "--device " << opt.device << ": HunyuanVideo runs on the CPU backend only so far");
   VIDAX_CHECK(!opt.mesh, "--mesh: HunyuanVideo runs on a single rank so far");
   VIDAX_CHECK(!opt.offload, "--offload: HunyuanVideo's DiT is not streamed yet");
+  VIDAX_CHECK(opt.vae_tile == 0, "--vae-tile " << opt.vae_tile
+                                               << ": HunyuanVideo's VAE tiles as the reference does (the VAE config's "
+                                                  "sample_size / sample_tsize, always on); no other tile size yet");
   VIDAX_CHECK(opt.loras.empty() && opt.loras_high_noise.empty() && opt.loras_low_noise.empty(),
               "--lora: HunyuanVideo LoRAs are not supported yet");
   VIDAX_CHECK(!opt.files.any(), "--diffusion-model / --vae / --text-encoder: HunyuanVideo takes a weights folder "
@@ -176,8 +179,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncod
   auto vae = std::make_shared<const HunyuanVAE>(vae_cfg, vae_params, VAEParts{.encoder = false, .decoder = true},
                                                 DType::F32);
   vae_params.expect_all_taken();
-  out.parts = make_t2v_parts(dit, vae, VAETiling{.spatial = true, .temporal = true}, encoder);
-  out.parts.geometry.text_len = out.preset.text_len;
+  out.parts = make_t2v_parts(dit, vae, VAETiling{.spatial = true, .temporal = true}, encoder, out.preset.text_len);
   return out;
 }
 

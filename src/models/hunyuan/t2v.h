@@ -31,9 +31,10 @@ namespace vidax::hunyuan {
 // float32 and at bf16 that product of the bf16-rounded scale rounded to bf16 (6.0 -> 6016).
 double embedded_guidance_value(double scale, DType compute);
 
-// The parts for a loaded DiT and VAE (decoder) and a prompt encoder; `tiling` as the decode runs.
+// The parts for a loaded DiT and VAE (decoder) and a prompt encoder; `tiling` as the decode runs;
+// text_len the LLM's token budget (the official --text-len, 256).
 pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::shared_ptr<const HunyuanVAE> vae,
-                               VAETiling tiling, std::shared_ptr<PromptEncoder> encoder);
+                               VAETiling tiling, std::shared_ptr<PromptEncoder> encoder, int64_t text_len = 256);
 
 // The geometry of a DiT + VAE pair: z_dim, the VAE's strides, the DiT's patch, text_len.
 pipeline::Geometry geometry_of(const DiTConfig& dit, const VAEConfig& vae, int64_t text_len);
