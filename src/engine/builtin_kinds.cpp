@@ -7,14 +7,12 @@
 #include <mutex>
 
 #include "engine/families.h"
-#include "models/hunyuan/checkpoint_keys.h"
-#include "models/hunyuan/dit_parity.h"
-#include "models/hunyuan/vae.h"
-#include "models/hunyuan/vae_keys.h"
 #include "models/ltx2/dit_parity.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
+#include "text/clip_text.h"
+#include "text/llama_config.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
 #include "sched/parity_kinds.h"
@@ -28,9 +26,7 @@ void register_builtin_kinds() {
     vidax::register_rng_parity_kinds();        // rng.torch_cpu
     vidax::sched::register_parity_kinds();     // sched.flow_unipc, sched.flow_euler, sched.flow_dpmpp
     vidax::text::register_parity_kinds();      // t5.encoder
-    for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.dit, wan.vae.*, wan.pipeline.t2v
-    vidax::hunyuan::register_parity_kinds();  // hunyuan.dit (no hunyuan Family yet)
-    vidax::hunyuan::register_vae_parity_kinds();  // hunyuan.vae.decode, hunyuan.vae.encode
+    for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.text.*, hunyuan.pipeline.t2v
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
     vidax::ltx2::register_dit_parity_kinds();  // ltx2.dit (no ltx2 Family yet)
     vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
@@ -43,10 +39,8 @@ void register_builtin_components() {
     for (const pipeline::Family* f : families())
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
-    translate::register_component(vidax::hunyuan::dit_component());  // hunyuanvideo-dit (no hunyuan Family yet)
-    translate::register_component(vidax::hunyuan::vae_component());  // hunyuanvideo-vae and its halves
-    translate::register_component(vidax::hunyuan::vae_encoder_component());
-    translate::register_component(vidax::hunyuan::vae_decoder_component());
+    translate::register_component(text::llama_component());
+    translate::register_component(text::clip_text_component());
   });
 }
 

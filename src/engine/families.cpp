@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "models/hunyuan/family.h"
 #include "models/wan/family.h"
 
 namespace vidax::engine {
@@ -12,6 +13,7 @@ const std::vector<const pipeline::Family*>& families() {
   // One line per family.
   static const std::vector<const pipeline::Family*> all = {
       &wan::family(),
+      &hunyuan::family(),
   };
   return all;
 }

@@ -11,7 +11,8 @@ struct Entry {
 };
 // User name -> src/sched scheduler name: the one list of the samplers `--sampler` offers.
 constexpr Entry kSamplers[] = {
-    {"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}, {"lightx2v", "flow_step_distill"}};
+    {"unipc", "flow_unipc"}, {"dpm++", "flow_dpmpp"}, {"euler", "flow_euler"}, {"lightx2v", "flow_step_distill"},
+    {"flow_match_euler", "flow_match_discrete"}};
 }  // namespace
 
 const std::vector<std::string>& sampler_names() {

@@ -11,7 +11,8 @@ namespace vidax::pipeline {
 
 // "unipc" -> flow_unipc (official default), "dpm++" -> flow_dpmpp (official
 // alternative), "euler" -> flow_euler (diffusers' FlowMatchEulerDiscreteScheduler),
-// "lightx2v" -> flow_step_distill (LightX2V's step-distill sampler, docs/lora.md).
+// "lightx2v" -> flow_step_distill (LightX2V's step-distill sampler, docs/lora.md),
+// "flow_match_euler" -> flow_match_discrete (HunyuanVideo's FlowMatchDiscreteScheduler, reverse).
 const std::vector<std::string>& sampler_names();
 // The position of `name` in sampler_names(); throws listing them on an unknown name.
 size_t sampler_index(const std::string& name);

@@ -31,13 +31,14 @@ const Required kRequired[] = {
     {"sched.flow_dpmpp", "euler_at_final", false},
     {"sched.flow_dpmpp", "variance_type", nullptr},
     {"sched.flow_euler", "shift_terminal", nullptr},
+    {"sched.flow_match_discrete", "solver", "euler"},  // the only solver the reference has
 };
 
 }  // namespace
 
 SchedulerOptions options_from_config(const std::string& kind, const nlohmann::json& cfg) {
   VIDAX_CHECK(kind == "sched.flow_unipc" || kind == "sched.flow_dpmpp" || kind == "sched.flow_euler" ||
-                  kind == "sched.flow_step_distill",
+                  kind == "sched.flow_step_distill" || kind == "sched.flow_match_discrete",
               "unknown scheduler kind '" << kind << "'");
   for (const auto& r : kRequired) {
     if (*r.kind && kind != r.kind) continue;
@@ -74,6 +75,10 @@ SchedulerOptions options_from_config(const std::string& kind, const nlohmann::js
     if (cfg.contains("denoising_step_list"))
       o.denoising_step_list = cfg.at("denoising_step_list").get<std::vector<int64_t>>();
     VIDAX_CHECK(cfg.contains("generator_seed"), kind << ": the re-noising needs config generator_seed");
+  }
+  if (kind == "sched.flow_match_discrete") {
+    o.flow_reverse = cfg.value("reverse", true);  // the class's default
+    // n_tokens is accepted and unused, as in the reference (set_timesteps ignores it).
   }
   if (kind == "sched.flow_euler") {
     o.stochastic_sampling = cfg.value("stochastic_sampling", false);

@@ -11,7 +11,9 @@
 
 namespace vidax::sched {
 
-// kind: "sched.flow_unipc" | "sched.flow_dpmpp" | "sched.flow_euler".
+// kind: "sched.flow_unipc" | "sched.flow_dpmpp" | "sched.flow_euler" | "sched.flow_step_distill" |
+// "sched.flow_match_discrete" (HunyuanVideo: FlowMatchDiscreteScheduler's init args, `reverse`
+// default true, `solver` "euler" only).
 SchedulerOptions options_from_config(const std::string& kind, const nlohmann::json& config);
 
 }  // namespace vidax::sched

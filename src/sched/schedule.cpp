@@ -143,6 +143,26 @@ FlowSchedule step_distill_schedule(int64_t steps, double shift, int64_t num_trai
   return s;
 }
 
+FlowSchedule flow_match_discrete_schedule(int64_t steps, double shift, bool reverse, int64_t num_train_timesteps) {
+  check_args("flow_match_discrete", steps, shift, num_train_timesteps);
+  // A Python float times a float32 tensor multiplies by the float rounded to float32; shift - 1
+  // is a Python (float64) subtraction before that rounding.
+  const float fshift = static_cast<float>(shift);
+  const float fshift_m1 = static_cast<float>(shift - 1.0);
+  const float T = static_cast<float>(num_train_timesteps);
+  FlowSchedule s;
+  s.integer_timesteps = false;
+  for (float t : torch_linspace_f32(1.0f, 0.0f, steps + 1)) {
+    const float num = fshift * t;
+    const float den = 1.0f + fshift_m1 * t;
+    const float sigma = num / den;
+    s.sigmas.push_back(reverse ? sigma : 1.0f - sigma);
+  }
+  for (int64_t i = 0; i < steps; ++i)
+    s.timesteps.push_back(static_cast<double>(s.sigmas[static_cast<size_t>(i)] * T));
+  return s;
+}
+
 FlowSchedule diffusers_euler_schedule(int64_t steps, double shift, int64_t num_train_timesteps) {
   check_args("flow_euler", steps, shift, num_train_timesteps);
   const float T = static_cast<float>(num_train_timesteps);

@@ -51,6 +51,13 @@ FlowSchedule diffusers_euler_schedule(int64_t steps, double shift, int64_t num_t
 // timesteps = sigmas * T (float32), a final sigma 0 appended.
 FlowSchedule step_distill_schedule(int64_t steps, double shift, int64_t num_train_timesteps,
                                    const std::vector<int64_t>& denoising_step_list = {});
+// The official HunyuanVideo FlowMatchDiscreteScheduler(shift, reverse).set_timesteps(N)
+// (hyvideo/diffusion/schedulers/scheduling_flow_match_discrete.py), all float32 tensor math:
+// sigmas = torch.linspace(1, 0, N+1), sd3_time_shift (shift * s) / (1 + (shift - 1) * s) with the
+// Python floats shift and shift - 1 taken to float32, then 1 - sigmas unless reverse (sigmas rise
+// from 0 to 1), timesteps = sigmas[:-1] * T (float32). The N+1 sigmas are kept as they are (no 0
+// appended: the last one is the schedule's own end).
+FlowSchedule flow_match_discrete_schedule(int64_t steps, double shift, bool reverse, int64_t num_train_timesteps);
 // torch.linspace(start, end, steps) for float32 on the CPU: the first half counts up from
 // start, the second half down from end, step = (end - start) / (steps - 1) in float32, each
 // entry one fused multiply-add (fma(step, i, start), fma(-step, steps - 1 - i, end)) as torch's

@@ -8,6 +8,7 @@ std::unique_ptr<Scheduler> make_flow_unipc(const SchedulerOptions& opt);
 std::unique_ptr<Scheduler> make_flow_dpmpp(const SchedulerOptions& opt);
 std::unique_ptr<Scheduler> make_flow_euler(const SchedulerOptions& opt);
 std::unique_ptr<Scheduler> make_flow_step_distill(const SchedulerOptions& opt);
+std::unique_ptr<Scheduler> make_flow_match_discrete(const SchedulerOptions& opt);
 
 namespace {
 
@@ -20,6 +21,7 @@ constexpr Entry kSchedulers[] = {
     {"flow_dpmpp", make_flow_dpmpp},
     {"flow_euler", make_flow_euler},
     {"flow_step_distill", make_flow_step_distill},
+    {"flow_match_discrete", make_flow_match_discrete},
 };
 
 }  // namespace

@@ -5,6 +5,8 @@
 //               midpoint, order 2, sigmas from get_sampling_sigmas)
 //   flow_euler  diffusers' FlowMatchEulerDiscreteScheduler (optionally stochastic)
 //   flow_step_distill  LightX2V's WanStepDistillScheduler (fixed timesteps, x0 re-noised)
+//   flow_match_discrete  HunyuanVideo's FlowMatchDiscreteScheduler (shifted linspace(1, 0, N+1),
+//               Euler steps x + v * (sigma_{i+1} - sigma_i))
 // Each reproduces its reference's dtype sequence: sigmas float32, per-step
 // coefficients as float32 0-dim tensor math, one rounding per tensor op.
 //
@@ -35,7 +37,7 @@ namespace vidax::sched {
 enum class PredictionType { FlowVelocity, Epsilon, X0, VPrediction };
 
 struct SchedulerOptions {
-  std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler | flow_step_distill
+  std::string name = "flow_unipc";  // flow_unipc | flow_dpmpp | flow_euler | flow_step_distill | flow_match_discrete
   int64_t steps = 50;
   double shift = 5.0;
   int64_t num_train_timesteps = 1000;
@@ -51,6 +53,9 @@ struct SchedulerOptions {
   bool stochastic_sampling = false;
   // flow_step_distill: LightX2V's denoising_step_list (empty: T - i*T/steps).
   std::vector<int64_t> denoising_step_list{};
+  // flow_match_discrete: the class's `reverse` (sampling from t = 1 to t = 0, what HunyuanVideo's
+  // --flow-reverse selects and its published commands all pass); false: sigmas = 1 - shifted.
+  bool flow_reverse = true;
 };
 
 class Scheduler {

@@ -42,6 +42,11 @@ inline constexpr SchedCase kSchedCases[] = {
     {"sched_flow_euler_n10_s5.safetensors", "sched.flow_euler"},
     {"sched_flow_euler_n5_s3.safetensors", "sched.flow_euler"},
     {"sched_flow_euler_n5_s3_stochastic.safetensors", "sched.flow_euler"},
+    {"sched_flow_match_discrete_n50_s7.safetensors", "sched.flow_match_discrete"},
+    {"sched_flow_match_discrete_n10_s7.safetensors", "sched.flow_match_discrete"},
+    {"sched_flow_match_discrete_n6_s5p3.safetensors", "sched.flow_match_discrete"},
+    {"sched_flow_match_discrete_n5_s17.safetensors", "sched.flow_match_discrete"},
+    {"sched_flow_match_discrete_n4_s7_noreverse.safetensors", "sched.flow_match_discrete"},
 };
 
 }  // namespace vidax::testing

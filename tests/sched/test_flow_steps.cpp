@@ -90,6 +90,13 @@ TEST(FlowSamplers, ConfigRejectsUnimplementedOptions) {
   EXPECT_THROW(options_from_config("sched.flow_dpmpp", cfg), Error);
   EXPECT_THROW(options_from_config("sched.flow_euler", {{"shift", 3.0}}), Error);  // no steps
   EXPECT_THROW(options_from_config("sched.ddim", cfg), Error);
+  // HunyuanVideo's class: reverse read (default true), only the euler solver.
+  nlohmann::json fm = {{"num_inference_steps", 4}, {"shift", 7.0}, {"solver", "euler"}, {"n_tokens", nullptr}};
+  EXPECT_TRUE(options_from_config("sched.flow_match_discrete", fm).flow_reverse);
+  fm["reverse"] = false;
+  EXPECT_FALSE(options_from_config("sched.flow_match_discrete", fm).flow_reverse);
+  fm["solver"] = "heun";
+  EXPECT_THROW(options_from_config("sched.flow_match_discrete", fm), Error);
 }
 
 }  // namespace

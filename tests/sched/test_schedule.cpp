@@ -14,6 +14,7 @@ FlowSchedule schedule_for(const std::string& kind, const nlohmann::json& cfg, in
   if (kind == "sched.flow_unipc" && cfg.value("use_flow_sigmas", false)) return diffusers_unipc_flow_schedule(steps, shift, T);
   if (kind == "sched.flow_unipc") return wan_unipc_schedule(steps, shift, T);
   if (kind == "sched.flow_dpmpp") return wan_dpmpp_schedule(steps, shift, T);
+  if (kind == "sched.flow_match_discrete") return flow_match_discrete_schedule(steps, shift, cfg.value("reverse", true), T);
   return diffusers_euler_schedule(steps, shift, T);
 }
 

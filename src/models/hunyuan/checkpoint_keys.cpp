@@ -146,6 +146,9 @@ const std::vector<std::pair<std::string, std::vector<std::string>>> kDiffusersFu
 
 KeyMap dit_keymap(const std::string& layout) {
   if (layout == "original") return translate::original_identity();
+  // The official mp_rank_00_model_states.pt: the state dict under "module" (inference.py's
+  // load_state_dict with --load-key module), which the .pt reader flattens to "module.<name>".
+  if (layout == "module") return translate::with_key_prefix(translate::original_identity(), "module.", "module");
   if (layout == "diffusers") {
     KeyMap m{"diffusers", {}, {}};
     translate::add_nested(m.rules, "", "", kDiffusersRenames);
@@ -155,7 +158,7 @@ KeyMap dit_keymap(const std::string& layout) {
     m.rules.push_back(Rule{"final_layer.adaLN_modulation.1.{p}", {"norm_out.linear.{p}"}, Transform::SwapHalves, 0});
     return m;
   }
-  throw Error(msg() << "hunyuanvideo-dit: unknown layout '" << layout << "' (original, diffusers)");
+  throw Error(msg() << "hunyuanvideo-dit: unknown layout '" << layout << "' (original, module, diffusers)");
 }
 
 namespace {
@@ -164,7 +167,7 @@ class DitComponent : public translate::Component {
  public:
   std::string name() const override { return "hunyuanvideo-dit"; }
   std::string family() const override { return "hunyuanvideo"; }
-  std::vector<std::string> layouts() const override { return {"original", "diffusers"}; }
+  std::vector<std::string> layouts() const override { return {"original", "module", "diffusers"}; }
   Json default_config() const override { return DiTConfig::t2v_720p().to_json(); }
   std::optional<Json> read_config(const Json& j) const override {
     const bool ours = (translate::has(j, "_class_name") && j["_class_name"] == "HunyuanVideoTransformer3DModel") ||

@@ -1,6 +1,7 @@
 // The HunyuanVideo 1.0 DiT as the translator sees it: the engine's parameters (names = the
 // official checkpoint's state_dict names, mp_rank_00_model_states.pt "module") with shapes from the
-// config, and one key map per layout: "original" (identity) and "diffusers"
+// config, and one key map per layout: "original" (identity), "module" (the same names under
+// "module.", as mp_rank_00_model_states.pt nests them) and "diffusers"
 // (HunyuanVideoTransformer3DModel: the renames and splits of diffusers'
 // convert_hunyuan_video_transformer_to_diffusers, read backwards: fused q/k/v and the single
 // blocks' linear1 are concatenations of diffusers' separate projections, and the final layer's
