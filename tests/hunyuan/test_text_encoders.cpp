@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "backend/ops.h"
 #include "engine/builtin_kinds.h"
@@ -351,4 +352,37 @@ TEST(HunyuanTextClip, BadInputIsAnError) {
   j = c.config.at("text_encoder_config");
   j["num_attention_heads"] = 5;
   expect_error([&] { text::ClipTextConfig::from_json(j); }, "not divisible by num_attention_heads 5");
+}
+
+// ---- the LLM's prompts -----------------------------------------------------------------------
+
+// text2tokens on the tiny Llama-3-style tokenizer of tests/text/data/llama3_bpe (made by
+// tools/golden/llama_tokenizer_fixture.py with the official load_tokenizer): the templated,
+// truncated, padded ids and masks, prompt for prompt.
+TEST(HunyuanTextLlama, TokenizedPromptsMatchTheOfficialText2Tokens) {
+  const fs::path data = fs::path(VIDAX_TEST_DATA_DIR) / "text" / "data";
+  const text::ByteLevelBpeTokenizer tok = text::ByteLevelBpeTokenizer::from_dir((data / "llama3_bpe").string());
+  std::ifstream f(data / "llama3_bpe_cases.json");
+  const nlohmann::json fixture = nlohmann::json::parse(f);
+  std::vector<std::string> prompts;
+  for (const auto& c : fixture.at("cases")) prompts.push_back(c.at("text"));
+  const char* names[] = {"dit-llm-encode", "dit-llm-encode-video"};
+  for (size_t t = 0; t < 2; ++t) {
+    const auto& h = fixture.at("hunyuan").at(t);
+    const hunyuan::PromptTemplate& tmpl = hunyuan::prompt_template(names[t]);
+    EXPECT_EQ(h.at("template").get<std::string>(), tmpl.text);
+    const int64_t text_len = h.at("max_length").get<int64_t>() - tmpl.crop_start;
+    const text::TokenizedBatch b = hunyuan::tokenize_llm(tok, prompts, tmpl, text_len);
+    const auto ids = h.at("input_ids").get<std::vector<std::vector<int64_t>>>();
+    const auto mask = h.at("attention_mask").get<std::vector<std::vector<int64_t>>>();
+    ASSERT_EQ(b.prompts.size(), ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(b.prompts[i].ids, ids[i]) << names[t] << " prompt " << i;
+      EXPECT_EQ(b.prompts[i].mask, mask[i]) << names[t] << " prompt " << i;
+    }
+  }
+  hunyuan::PromptTemplate bad{"no placeholder", 0};
+  expect_error([&] { hunyuan::tokenize_llm(tok, prompts, bad); }, "exactly one {}");
+  bad.text = "{} and {}";
+  expect_error([&] { hunyuan::tokenize_llm(tok, prompts, bad); }, "exactly one {}");
 }
