@@ -70,20 +70,6 @@ size_t llama3_match(std::u32string_view t, size_t i) {
   return k - i;                      // \s+
 }
 
-// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for U+0100 onwards.
-const std::vector<std::string>& byte_alphabet() {
-  static const std::vector<std::string> table = [] {
-    std::vector<std::string> t(256);
-    char32_t next = 256;
-    for (int b = 0; b < 256; ++b) {
-      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
-      t[b] = u32_to_utf8(std::u32string(1, printable ? static_cast<char32_t>(b) : next++));
-    }
-    return t;
-  }();
-  return table;
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
   VIDAX_CHECK(f, "BPE tokenizer: cannot open " << path);
@@ -125,6 +111,20 @@ void read_post_processor(const json& pp, const std::string& path, std::vector<in
 }
 
 }  // namespace
+
+// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for U+0100 onwards.
+const std::vector<std::string>& gpt2_byte_alphabet() {
+  static const std::vector<std::string> table = [] {
+    std::vector<std::string> t(256);
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      t[b] = u32_to_utf8(std::u32string(1, printable ? static_cast<char32_t>(b) : next++));
+    }
+    return t;
+  }();
+  return table;
+}
 
 std::vector<std::u32string> llama3_pretokenize(std::u32string_view text) {
   std::vector<std::u32string> out;
@@ -268,7 +268,7 @@ void ByteLevelBpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& 
 
 std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text, bool add_special_tokens) const {
   const std::u32string u = utf8_to_u32(text);
-  const std::vector<std::string>& alphabet = byte_alphabet();
+  const std::vector<std::string>& alphabet = gpt2_byte_alphabet();
   std::vector<int64_t> ids;
   if (add_special_tokens) ids = prefix_;
   const auto encode_span = [&](std::u32string_view span) {

@@ -36,6 +36,10 @@ namespace vidax::text {
 extern const char* const kLlama3SplitPattern;
 std::vector<std::u32string> llama3_pretokenize(std::u32string_view text);
 
+// GPT-2's bytes_to_unicode: the UTF-8 of the character standing for each byte (printable bytes
+// stand for themselves, the others for U+0100 onwards).
+const std::vector<std::string>& gpt2_byte_alphabet();
+
 class ByteLevelBpeTokenizer {
  public:
   // tokenizer.json; pad_token: the token padding uses (tokenizer_config.json's pad_token), empty

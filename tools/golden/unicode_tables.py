@@ -1,9 +1,17 @@
 #!/usr/bin/env python3
-"""Generates src/text/unicode_tables.inc: the Unicode classes the byte-level BPE pre-tokenizer's
-regex uses (tokenizers' Split on Llama-3's pattern): \\p{L} (general categories Lu Ll Lt Lm Lo)
-and \\p{N} (Nd Nl No), as sorted inclusive code point ranges, from Python's unicodedata (its
-Unicode version is recorded in the header; tokenizers' Oniguruma may know a newer one: code points
-assigned since then are the only ones that can differ).
+"""Generates src/text/unicode_tables.inc: the Unicode data the BPE tokenizers use, from Python's
+unicodedata (its Unicode version is recorded in the header; tokenizers may know a newer one: code
+points assigned since then are the only ones that can differ):
+
+- kUnicodeLetters / kUnicodeNumbers: \\p{L} (Lu Ll Lt Lm Lo) and \\p{N} (Nd Nl No) of the
+  pre-tokenizer regexes, as sorted inclusive code point ranges;
+- kCanonicalDecomposition (+ kDecompositionData): each code point's full canonical decomposition
+  (unicodedata.normalize("NFD", c)), Hangul syllables left to the algorithm;
+- kCombiningClass: the non-zero canonical combining classes;
+- kCompositionPairs: (first, second) -> primary composite, for NFC's composition step (the pairs
+  of two-code-point decompositions whose composite survives NFC: composition exclusions left out);
+- kLowercase (+ kLowercaseData): chr(c).lower() where it differs (per code point, as tokenizers'
+  Lowercase normalizer maps them).
 
 Usage: python tools/golden/unicode_tables.py
 """
@@ -40,6 +48,52 @@ def main():
         for i in range(0, len(rs), 4):
             lines.append("    " + " ".join(f"{{0x{a:X}, 0x{b:X}}}," for a, b in rs[i:i + 4]))
         lines += ["};", ""]
+    decomp, data = [], []
+    for cp in range(0x110000):
+        if 0xAC00 <= cp <= 0xD7A3:
+            continue  # Hangul syllables: algorithmic
+        c = chr(cp)
+        d = unicodedata.normalize("NFD", c)
+        if d != c:
+            decomp.append((cp, len(data), len(d)))
+            data += [ord(x) for x in d]
+    lines.append("inline constexpr char32_t kDecompositionData[] = {")
+    for i in range(0, len(data), 12):
+        lines.append("    " + " ".join(f"0x{x:X}," for x in data[i:i + 12]))
+    lines += ["};", "", "inline constexpr CodepointSequence kCanonicalDecomposition[] = {"]
+    for i in range(0, len(decomp), 4):
+        lines.append("    " + " ".join(f"{{0x{a:X}, {o}, {n}}}," for a, o, n in decomp[i:i + 4]))
+    lines += ["};", "", "inline constexpr CodepointValue kCombiningClass[] = {"]
+    ccc = [(cp, unicodedata.combining(chr(cp))) for cp in range(0x110000) if unicodedata.combining(chr(cp))]
+    for i in range(0, len(ccc), 6):
+        lines.append("    " + " ".join(f"{{0x{a:X}, {b}}}," for a, b in ccc[i:i + 6]))
+    pairs = []
+    for cp in range(0x110000):
+        d = unicodedata.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in d.split()]
+        if len(parts) == 2 and unicodedata.normalize("NFC", chr(cp)) == chr(cp):
+            pairs.append((parts[0], parts[1], cp))
+    pairs.sort()
+    lines += ["};", "", "inline constexpr CompositionPair kCompositionPairs[] = {"]
+    for i in range(0, len(pairs), 3):
+        lines.append("    " + " ".join(f"{{0x{a:X}, 0x{b:X}, 0x{c:X}}}," for a, b, c in pairs[i:i + 3]))
+    lower, ldata = [], []
+    for cp in range(0x110000):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        low = chr(cp).lower()
+        if low != chr(cp):
+            lower.append((cp, len(ldata), len(low)))
+            ldata += [ord(x) for x in low]
+    lines += ["};", "", "inline constexpr char32_t kLowercaseData[] = {"]
+    for i in range(0, len(ldata), 12):
+        lines.append("    " + " ".join(f"0x{x:X}," for x in ldata[i:i + 12]))
+    lines += ["};", "", "inline constexpr CodepointSequence kLowercase[] = {"]
+    for i in range(0, len(lower), 4):
+        lines.append("    " + " ".join(f"{{0x{a:X}, {o}, {n}}}," for a, o, n in lower[i:i + 4]))
+    lines += ["};", ""]
     with open(OUT, "w") as f:
         f.write("\n".join(lines))
     print(f"wrote {OUT}")
