@@ -386,3 +386,17 @@ TEST(HunyuanTextLlama, TokenizedPromptsMatchTheOfficialText2Tokens) {
   bad.text = "{} and {}";
   expect_error([&] { hunyuan::tokenize_llm(tok, prompts, bad); }, "exactly one {}");
 }
+
+// The published sizes: LLaVA-Llama-3-8B's language model without its head (LlamaModel: 7.505B)
+// and CLIP-L/14's text model (123.06M), from the configs' defaults.
+TEST(HunyuanTextEncoders, PublishedParameterCounts) {
+  const auto count = [](const translate::ParamSpec& s) { return s.parameter_count(); };
+  const text::LlamaConfig llm = text::LlamaConfig::llava_llama3_8b();
+  EXPECT_EQ(count(text::llama_params(llm)), 7505186816);
+  EXPECT_EQ(text::LlamaConfig::from_json(llm.to_json()), llm);
+  EXPECT_EQ(text::llama_component().variant(llm.to_json()), "llava-llama-3-8b");
+  const text::ClipTextConfig clip = text::ClipTextConfig::clip_l14();
+  EXPECT_EQ(count(text::clip_text_params(clip)), 123060480);
+  EXPECT_EQ(text::ClipTextConfig::from_json(clip.to_json()), clip);
+  EXPECT_EQ(text::clip_text_component().variant(clip.to_json()), "clip-vit-large-patch14");
+}
