@@ -13,7 +13,9 @@ bool is_unicode_number(char32_t c);
 bool is_unicode_white_space(char32_t c);
 
 // Unicode normalization form C (canonical decomposition, canonical ordering, canonical
-// composition; Hangul algorithmically), as unicodedata.normalize("NFC", text).
+// composition; Hangul algorithmically) as tokenizers' NFC normalizer computes it: its Unicode
+// data is older than Python's, and code points it does not know stay as they are (not decomposed,
+// class 0); unicode_tables.inc is generated from it (tools/golden/unicode_tables.py).
 std::u32string nfc(std::u32string_view text);
 // Each code point replaced by its lowercase mapping (chr(c).lower(): full mappings such as
 // U+0130 -> i + U+0307; no final-sigma context, as tokenizers' Lowercase).

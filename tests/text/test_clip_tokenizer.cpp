@@ -126,3 +126,18 @@ TEST(ClipBpe, BadFoldersAreErrors) {
   fs::remove_all(dir);
   EXPECT_THROW(tokenizer().encode_batch({"a"}, 2), Error);
 }
+
+// NFC and the whole normalizer on 400 random strings of the code points normalization touches,
+// against tokenizers (whose Unicode data is older than Python's).
+TEST(ClipBpe, NfcMatchesTokenizersOnRandomStrings) {
+  const nlohmann::json all = fixture();
+  int n = 0;
+  for (const auto& c : all.at("nfc_cases")) {
+    const std::u32string text = text::utf8_to_u32(c.at("text").get<std::string>());
+    EXPECT_EQ(text::u32_to_utf8(text::nfc(text)), c.at("nfc").get<std::string>()) << printable(c.at("text"));
+    EXPECT_EQ(text::u32_to_utf8(text::clip_normalize(text)), c.at("normalized").get<std::string>())
+        << printable(c.at("text"));
+    ++n;
+  }
+  EXPECT_EQ(n, 400);
+}

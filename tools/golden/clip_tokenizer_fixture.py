@@ -12,7 +12,9 @@
       "cases": for each prompt, the official load_tokenizer("clipL", ...) of
       hyvideo/text_encoder/__init__.py (CLIPTokenizer.from_pretrained(path, max_length=77)):
       tokenizer(prompt)["input_ids"], add_special_tokens=False, the normalizer's output and the
-      pre-tokenizer's pieces; "batch": that tokenizer called as TextEncoder.text2tokens calls it for
+      pre-tokenizer's pieces; "nfc_cases": 400 random short strings of the code points
+      normalization touches (marks, canonical decompositions, Hangul jamo and syllables) with
+      tokenizers' NFC and the tokenizer's normalizer output; "batch": that tokenizer called as TextEncoder.text2tokens calls it for
       CLIP (no template, truncation=True, max_length=77, padding="max_length") on every prompt
 
 Prompts: tools/golden/llama_tokenizer_fixture.py's plus case, NFC (combining marks, Hangul jamo,
@@ -22,6 +24,8 @@ Usage: python tools/golden/clip_tokenizer_fixture.py
 """
 import json
 import os
+import random
+import unicodedata
 
 import tokenizers
 import transformers
@@ -71,9 +75,21 @@ def main():
                       "pieces": [x for x, _ in backend.pre_tokenizer.pre_tokenize_str(normalized)]})
     enc = official(PROMPTS, truncation=True, max_length=77, padding="max_length", return_length=False,
                    return_overflowing_tokens=False, return_attention_mask=True, return_tensors="pt")
+    # NFC and lowercase on random short strings of the code points normalization touches.
+    pool = [cp for cp in range(0x30000) if unicodedata.combining(chr(cp)) or unicodedata.decomposition(chr(cp))
+            and not unicodedata.decomposition(chr(cp)).startswith("<")]
+    pool += list(range(0x1100, 0x1113)) + list(range(0x1161, 0x1176)) + list(range(0x11A8, 0x11C3))
+    pool += [0xAC00, 0xAC1C, 0xD7A3] + [ord(c) for c in "aeiouAEIOU\u03a3\u0130KkSs"]
+    pool = [cp for cp in pool if not 0xD800 <= cp <= 0xDFFF]
+    rng = random.Random(7)
+    nfc_cases = []
+    for _ in range(400):
+        text = "".join(chr(rng.choice(pool)) for _ in range(rng.randint(1, 6)))
+        nfc_cases.append({"text": text, "nfc": normalizers.NFC().normalize_str(text),
+                          "normalized": backend.normalizer.normalize_str(text)})
     out = {"generator": "tools/golden/clip_tokenizer_fixture.py",
            "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__},
-           "cases": cases,
+           "cases": cases, "nfc_cases": nfc_cases,
            "batch": {"max_length": 77, "input_ids": enc["input_ids"].tolist(),
                      "attention_mask": enc["attention_mask"].tolist()}}
     path = os.path.join(DATA, "clip_bpe_cases.json")
