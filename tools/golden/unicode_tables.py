@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
-"""Generates src/text/unicode_tables.inc: the Unicode data the BPE tokenizers use, from Python's
-unicodedata (its Unicode version is recorded in the header; tokenizers may know a newer one: code
-points assigned since then are the only ones that can differ):
+"""Generates src/text/unicode_tables.inc: the Unicode data the BPE tokenizers use, taken from
+tokenizers itself where its libraries carry their own Unicode versions (Oniguruma's regex classes
+are newer than Python 3.11's unicodedata 14.0, its NFC tables older), else from unicodedata:
 
-- kUnicodeLetters / kUnicodeNumbers: \\p{L} (Lu Ll Lt Lm Lo) and \\p{N} (Nd Nl No) of the
-  pre-tokenizer regexes, as sorted inclusive code point ranges;
+- kUnicodeLetters / kUnicodeNumbers: \\p{L} and \\p{N} of the pre-tokenizer regexes as
+  tokenizers' regex engine (Oniguruma) matches them, probed code point by code point, as sorted
+  inclusive code point ranges (its Unicode data need not be Python's); \\s is checked against the
+  White_Space list of unicode_classes.cpp;
 - kCanonicalDecomposition (+ kDecompositionData), kCombiningClass, kCompositionPairs: the NFC
   data as tokenizers' NFC normalizer has it (its unicode-normalization tables are older than
   Python's unicodedata: code points it does not know are neither decomposed nor marks there):
@@ -12,8 +14,8 @@ points assigned since then are the only ones that can differ):
   classes (unicodedata's) of the marks tokenizers reorders (probed against U+0334, class 1, and
   U+0345, class 240), the (first, second) -> primary composite pairs that tokenizers' NFC composes;
   Hangul syllables are left to the algorithm;
-- kLowercase (+ kLowercaseData): chr(c).lower() where it differs (per code point, as tokenizers'
-  Lowercase normalizer maps them).
+- kLowercase (+ kLowercaseData): tokenizers' Lowercase normalizer on each code point where it
+  changes it (Rust's char::to_lowercase: full mappings, no final-sigma context).
 
 Usage: python tools/golden/unicode_tables.py
 """
@@ -47,9 +49,27 @@ def main():
              f"// Python {sys.version.split()[0]}, unicodedata {unicodedata.unidata_version}, "
              f"tokenizers {tokenizers.__version__} (the NFC data).",
              "// Sorted inclusive code point ranges {first, last}.", ""]
-    for name, pred in [("kUnicodeLetters", lambda c: c.startswith("L")),
-                       ("kUnicodeNumbers", lambda c: c.startswith("N"))]:
-        rs = ranges(pred)
+    from tokenizers import Regex, pre_tokenizers
+
+    def probe(pattern):
+        split = pre_tokenizers.Split(Regex(pattern), behavior="removed", invert=True)  # keeps matches
+        return [cp for cp in range(0x110000)
+                if not 0xD800 <= cp <= 0xDFFF and split.pre_tokenize_str(chr(cp))]
+
+    def as_ranges(cps):
+        out = []
+        for cp in cps:
+            if out and out[-1][1] == cp - 1:
+                out[-1][1] = cp
+            else:
+                out.append([cp, cp])
+        return out
+
+    white = [0x9, 0xA, 0xB, 0xC, 0xD, 0x20, 0x85, 0xA0, 0x1680] + list(range(0x2000, 0x200B)) + \
+        [0x2028, 0x2029, 0x202F, 0x205F, 0x3000]
+    assert probe(r"\s") == white, "tokenizers' \\s is not unicode_classes.cpp's White_Space list"
+    for name, pattern in [("kUnicodeLetters", r"\p{L}"), ("kUnicodeNumbers", r"\p{N}")]:
+        rs = as_ranges(probe(pattern))
         lines.append(f"inline constexpr CodepointRange {name}[] = {{")
         for i in range(0, len(rs), 4):
             lines.append("    " + " ".join(f"{{0x{a:X}, 0x{b:X}}}," for a, b in rs[i:i + 4]))
@@ -93,11 +113,12 @@ def main():
     lines += ["};", "", "inline constexpr CompositionPair kCompositionPairs[] = {"]
     for i in range(0, len(pairs), 3):
         lines.append("    " + " ".join(f"{{0x{a:X}, 0x{b:X}, 0x{c:X}}}," for a, b, c in pairs[i:i + 3]))
+    lower_norm = normalizers.Lowercase()  # Rust's char::to_lowercase, per code point
     lower, ldata = [], []
     for cp in range(0x110000):
         if 0xD800 <= cp <= 0xDFFF:
             continue
-        low = chr(cp).lower()
+        low = lower_norm.normalize_str(chr(cp))
         if low != chr(cp):
             lower.append((cp, len(ldata), len(low)))
             ldata += [ord(x) for x in low]
