@@ -132,3 +132,16 @@ TEST(ByteLevelBpe, UnsupportedFilesAreRefused) {
   fs::remove(p);
   expect_error([] { text::ByteLevelBpeTokenizer::from_dir("/nonexistent/dir"); }, "has no tokenizer.json");
 }
+
+TEST(ByteLevelBpe, PiecesMatchOnRandomStrings) {
+  const nlohmann::json all = cases();
+  int n = 0;
+  for (const auto& c : all.at("random_split")) {
+    const std::string text = c.at("text");
+    std::vector<std::string> got;
+    for (const std::u32string& p : text::llama3_pretokenize(text::utf8_to_u32(text))) got.push_back(text::u32_to_utf8(p));
+    EXPECT_EQ(got, c.at("pieces").get<std::vector<std::string>>()) << printable(text);
+    ++n;
+  }
+  EXPECT_EQ(n, 300);
+}

@@ -10,7 +10,9 @@ with it (text::ByteLevelBpeTokenizer's fixture, tests/text/test_bpe_tokenizer.cp
       PreTrainedTokenizerFast with pad_token "<pad>" (HunyuanVideo's tokenizer pads too)
   tests/text/data/llama3_bpe_cases.json
       "cases": for each prompt, tokenizer(prompt)["input_ids"] (and add_special_tokens=False), and
-      the pieces of the Split pre-tokenizer alone (its pre_tokenize_str);
+      the pieces of the Split pre-tokenizer alone (its pre_tokenize_str); "random_split": those
+      pieces for 300 random strings mixing white space, contraction letters, digits, marks and
+      punctuation;
       "hunyuan": the official load_tokenizer("llm", ..., padding_side="right") of
       hyvideo/text_encoder/__init__.py on that folder, called as TextEncoder.text2tokens calls it
       (the template's format(prompt), truncation=True, max_length=text_len + crop_start,
@@ -24,6 +26,7 @@ Usage: python tools/golden/llama_tokenizer_fixture.py
 """
 import json
 import os
+import random
 import tempfile
 
 import tokenizers
@@ -112,9 +115,17 @@ def main():
         # with this tiny one it is printed for the record.
         n = len(official(template["template"].split("{}")[0])["input_ids"])
         print(f"template prefix: {n} tokens here (crop_start {template['crop_start']} with Llama-3's vocabulary)")
+    # The Split regex on random strings mixing the classes it tells apart.
+    rng = random.Random(5)
+    pool = list(" \t\n\r\u00a0\u3000\u2028'\u017f") + list("sStTrReEvVmMlLdD") + list("0123\u0663\u2167\u00bd") + \
+        list("!?.,-_'\"(") + ["\u0301", "\u1c89", "\ua7cb", "\U0001F600", "\u4e00", "\u0905", "\u093f", "\u0130"]
+    random_cases = []
+    for _ in range(300):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
+        random_cases.append({"text": text, "pieces": [piece for piece, _ in split.pre_tokenize_str(text)]})
     out = {"generator": "tools/golden/llama_tokenizer_fixture.py",
            "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__},
-           "cases": cases, "hunyuan": hunyuan}
+           "cases": cases, "random_split": random_cases, "hunyuan": hunyuan}
     path = os.path.join(DATA, "llama3_bpe_cases.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=True, indent=0)
