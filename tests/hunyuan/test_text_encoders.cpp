@@ -400,3 +400,25 @@ TEST(HunyuanTextEncoders, PublishedParameterCounts) {
   EXPECT_EQ(text::ClipTextConfig::from_json(clip.to_json()), clip);
   EXPECT_EQ(text::clip_text_component().variant(clip.to_json()), "clip-vit-large-patch14");
 }
+
+// End to end: the official TextEncoder.forward(prompts) (text2tokens with the real tokenizer
+// loader on tests/text/data/llama3_bpe, then encode) against tokenize_llm + encode_llm from the
+// prompt strings in the file's metadata.
+TEST(HunyuanTextLlama, PromptsToHiddenStatesMatchTheOfficialForward) {
+  expect_golden("hunyuan_text_llama_prompts.safetensors", "fp32", 1e-5, 1e-5, 2);
+  const Llm l = load_llm("hunyuan_text_llama_prompts.safetensors");
+  const auto prompts = nlohmann::json::parse(l.file.metadata().at("prompts")).get<std::vector<std::string>>();
+  const int64_t text_len = std::stoll(l.file.metadata().at("text_len"));
+  const text::ByteLevelBpeTokenizer tok = text::ByteLevelBpeTokenizer::from_dir(
+      (fs::path(VIDAX_TEST_DATA_DIR) / "text" / "data" / "llama3_bpe").string());
+  const text::TokenizedBatch b = hunyuan::tokenize_llm(tok, prompts, hunyuan::prompt_template("dit-llm-encode"), text_len);
+  EXPECT_EQ(b.ids.to_f64_vector(), l.file.get("input.input_ids").to_f64_vector());
+  EXPECT_EQ(b.mask.to_f64_vector(), l.file.get("input.attention_mask").to_f64_vector());
+  EXPECT_TRUE(b.prompts[1].truncated);
+  EXPECT_FALSE(b.prompts[0].truncated);
+  const hunyuan::LlmEncoding e = hunyuan::encode_llm(build(l, l.cfg), b.ids, b.mask, hunyuan::LlmEncodeOptions::from_json(l.config));
+  const test::Diff d = test::diff(l.file.get("output"), e.hidden_state);
+  std::printf("  prompts -> hidden_state max_abs=%.3g rel_l2=%.3g\n", d.max_abs, d.rel_l2);
+  EXPECT_LE(d.max_abs, 1e-5);
+  EXPECT_EQ(e.attention_mask->to_f64_vector(), l.file.get("output.attention_mask").to_f64_vector());
+}
