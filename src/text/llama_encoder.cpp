@@ -49,7 +49,7 @@ LlamaTextEncoder::LlamaTextEncoder(const LlamaConfig& cfg, const WeightLookup& w
   };
   const int64_t d = cfg_.hidden_size, q = cfg_.num_attention_heads * cfg_.head_dim,
                 kv = cfg_.num_key_value_heads * cfg_.head_dim, f = cfg_.intermediate_size;
-  embed_ = vec("embed_tokens.weight", {cfg_.vocab_size, d});
+  embed_ = get("embed_tokens.weight", {cfg_.vocab_size, d});  // as stored: the gathered rows are cast
   for (int64_t i = 0; i < cfg_.num_hidden_layers; ++i) {
     const std::string p = "layers." + std::to_string(i) + ".";
     const std::string a = p + "self_attn.", m = p + "mlp.";
@@ -139,7 +139,7 @@ Tensor LlamaTextEncoder::hidden_state(const Tensor& ids, const std::optional<Ten
     }
   const Tensor cos = Tensor::from_f32(c, {L, half}), sin = Tensor::from_f32(s, {L, half});
 
-  Tensor x = ops::embedding(ids, embed_);  // [B, L, hidden]
+  Tensor x = ops::embedding(ids, embed_).to(dtype_);  // [B, L, hidden]; the same values as casting the table
   for (int64_t i = 0; i < index; ++i) x = layer_forward(layers_[i], x, cos, sin, kv_lens);
   if (index == cfg_.num_hidden_layers) x = final_norm(x);
   return x;

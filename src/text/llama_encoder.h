@@ -29,8 +29,10 @@ class LlamaTextEncoder {
   using WeightLookup = std::function<Tensor(const std::string& name)>;
 
   // Fetches every parameter by its LlamaModel name (llama_params) and checks its shape. compute: F32
-  // or BF16 (activations in that dtype, norm statistics and softmax in fp32; matrices of a BF16
-  // checkpoint are read as stored under F32 compute). Block-quantized weights are widened at load.
+  // or BF16 (activations in that dtype, norm statistics and softmax in fp32; matrices and the
+  // embedding table of a BF16 checkpoint are kept as stored under F32 compute, read exactly).
+  // Block-quantized weights are widened at load. Every layer is loaded (the checkpoint is consumed
+  // strictly), though hidden_state runs only those it needs.
   LlamaTextEncoder(const LlamaConfig& cfg, const WeightLookup& weights, DType compute = DType::F32);
 
   // ids [B, L] (I64/I32); mask [B, L] (1 = token, right-padded, >= 1 token per row) or none (every

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "backend/ops.h"
 #include "engine/builtin_kinds.h"
@@ -351,4 +352,73 @@ TEST(HunyuanTextClip, BadInputIsAnError) {
   j = c.config.at("text_encoder_config");
   j["num_attention_heads"] = 5;
   expect_error([&] { text::ClipTextConfig::from_json(j); }, "not divisible by num_attention_heads 5");
+}
+
+// ---- the LLM's prompts -----------------------------------------------------------------------
+
+// text2tokens on the tiny Llama-3-style tokenizer of tests/text/data/llama3_bpe (made by
+// tools/golden/llama_tokenizer_fixture.py with the official load_tokenizer): the templated,
+// truncated, padded ids and masks, prompt for prompt.
+TEST(HunyuanTextLlama, TokenizedPromptsMatchTheOfficialText2Tokens) {
+  const fs::path data = fs::path(VIDAX_TEST_DATA_DIR) / "text" / "data";
+  const text::ByteLevelBpeTokenizer tok = text::ByteLevelBpeTokenizer::from_dir((data / "llama3_bpe").string());
+  std::ifstream f(data / "llama3_bpe_cases.json");
+  const nlohmann::json fixture = nlohmann::json::parse(f);
+  std::vector<std::string> prompts;
+  for (const auto& c : fixture.at("cases")) prompts.push_back(c.at("text"));
+  const char* names[] = {"dit-llm-encode", "dit-llm-encode-video"};
+  for (size_t t = 0; t < 2; ++t) {
+    const auto& h = fixture.at("hunyuan").at(t);
+    const hunyuan::PromptTemplate& tmpl = hunyuan::prompt_template(names[t]);
+    EXPECT_EQ(h.at("template").get<std::string>(), tmpl.text);
+    const int64_t text_len = h.at("max_length").get<int64_t>() - tmpl.crop_start;
+    const text::TokenizedBatch b = hunyuan::tokenize_llm(tok, prompts, tmpl, text_len);
+    const auto ids = h.at("input_ids").get<std::vector<std::vector<int64_t>>>();
+    const auto mask = h.at("attention_mask").get<std::vector<std::vector<int64_t>>>();
+    ASSERT_EQ(b.prompts.size(), ids.size());
+    for (size_t i = 0; i < ids.size(); ++i) {
+      EXPECT_EQ(b.prompts[i].ids, ids[i]) << names[t] << " prompt " << i;
+      EXPECT_EQ(b.prompts[i].mask, mask[i]) << names[t] << " prompt " << i;
+    }
+  }
+  hunyuan::PromptTemplate bad{"no placeholder", 0};
+  expect_error([&] { hunyuan::tokenize_llm(tok, prompts, bad); }, "exactly one {}");
+  bad.text = "{} and {}";
+  expect_error([&] { hunyuan::tokenize_llm(tok, prompts, bad); }, "exactly one {}");
+}
+
+// The published sizes: LLaVA-Llama-3-8B's language model without its head (LlamaModel: 7.505B)
+// and CLIP-L/14's text model (123.06M), from the configs' defaults.
+TEST(HunyuanTextEncoders, PublishedParameterCounts) {
+  const auto count = [](const translate::ParamSpec& s) { return s.parameter_count(); };
+  const text::LlamaConfig llm = text::LlamaConfig::llava_llama3_8b();
+  EXPECT_EQ(count(text::llama_params(llm)), 7505186816);
+  EXPECT_EQ(text::LlamaConfig::from_json(llm.to_json()), llm);
+  EXPECT_EQ(text::llama_component().variant(llm.to_json()), "llava-llama-3-8b");
+  const text::ClipTextConfig clip = text::ClipTextConfig::clip_l14();
+  EXPECT_EQ(count(text::clip_text_params(clip)), 123060480);
+  EXPECT_EQ(text::ClipTextConfig::from_json(clip.to_json()), clip);
+  EXPECT_EQ(text::clip_text_component().variant(clip.to_json()), "clip-vit-large-patch14");
+}
+
+// End to end: the official TextEncoder.forward(prompts) (text2tokens with the real tokenizer
+// loader on tests/text/data/llama3_bpe, then encode) against tokenize_llm + encode_llm from the
+// prompt strings in the file's metadata.
+TEST(HunyuanTextLlama, PromptsToHiddenStatesMatchTheOfficialForward) {
+  expect_golden("hunyuan_text_llama_prompts.safetensors", "fp32", 1e-5, 1e-5, 2);
+  const Llm l = load_llm("hunyuan_text_llama_prompts.safetensors");
+  const auto prompts = nlohmann::json::parse(l.file.metadata().at("prompts")).get<std::vector<std::string>>();
+  const int64_t text_len = std::stoll(l.file.metadata().at("text_len"));
+  const text::ByteLevelBpeTokenizer tok = text::ByteLevelBpeTokenizer::from_dir(
+      (fs::path(VIDAX_TEST_DATA_DIR) / "text" / "data" / "llama3_bpe").string());
+  const text::TokenizedBatch b = hunyuan::tokenize_llm(tok, prompts, hunyuan::prompt_template("dit-llm-encode"), text_len);
+  EXPECT_EQ(b.ids.to_f64_vector(), l.file.get("input.input_ids").to_f64_vector());
+  EXPECT_EQ(b.mask.to_f64_vector(), l.file.get("input.attention_mask").to_f64_vector());
+  EXPECT_TRUE(b.prompts[1].truncated);
+  EXPECT_FALSE(b.prompts[0].truncated);
+  const hunyuan::LlmEncoding e = hunyuan::encode_llm(build(l, l.cfg), b.ids, b.mask, hunyuan::LlmEncodeOptions::from_json(l.config));
+  const test::Diff d = test::diff(l.file.get("output"), e.hidden_state);
+  std::printf("  prompts -> hidden_state max_abs=%.3g rel_l2=%.3g\n", d.max_abs, d.rel_l2);
+  EXPECT_LE(d.max_abs, 1e-5);
+  EXPECT_EQ(e.attention_mask->to_f64_vector(), l.file.get("output.attention_mask").to_f64_vector());
 }

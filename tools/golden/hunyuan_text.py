@@ -25,6 +25,11 @@ Writes (tests/golden/hunyuan/)
       dit-llm-encode-video (crop_start 95); skip 1 with apply_final_norm true
   hunyuan_text_llama_nomask.safetensors the first model again, skip 0 (the final norm's output)
       and use_attention_mask false (no mask reaches the model; no output mask)
+  hunyuan_text_llama_prompts.safetensors  end to end: the official TextEncoder.forward(prompts) with
+      the real load_tokenizer on tests/text/data/llama3_bpe (tools/golden/llama_tokenizer_fixture.py:
+      run it first), template dit-llm-encode, text_len 40: text2tokens then encode; the prompts in
+      __metadata__.prompts, the ids text2tokens made as input.input_ids / input.attention_mask;
+      a model of that tokenizer's vocabulary (GQA, skip 2 as the reference's defaults)
   hunyuan_text_clip.safetensors         CLIPTextModel as published (text_model.*), quick_gelu,
       eos_token_id 2 (the legacy pooling rule: the position of the largest id), ids padded with
       the end token as the CLIP-L tokenizer does
@@ -86,6 +91,7 @@ def randomize_(model, seed):
 
 def reference_module():
     te = load("hyvideo.text_encoder")
+    reference_module.real_load_tokenizer = te.load_tokenizer
     te.load_tokenizer = lambda tokenizer_type, tokenizer_path=None, **kw: (None, tokenizer_path)
     return te
 
@@ -97,8 +103,8 @@ def model_config(model):
     return c
 
 
-def save(name, tensors, kind, config):
-    meta = {"kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_text.py",
+def save(name, tensors, kind, config, **extra):
+    meta = {**extra, "kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_text.py",
             "torch": torch.__version__, "transformers": transformers.__version__}
     out = {}
     for k, v in tensors.items():
@@ -149,6 +155,49 @@ def run_llama(te, cfg, template_name, skip, final_norm, use_mask, lengths, text_
         tensors["output.attention_mask"] = out.attention_mask
     save(name, tensors, "hunyuan.text.llama", config)
     return model
+
+
+PROMPTS = ["A red panda climbing a bamboo tree in the snow",
+           "Two cats in comfy boxing gear fight on a spotlighted stage, cinematic lighting, shallow depth of "
+           "field, slow motion, 4k, highly detailed fur and sweat drops",  # truncated at text_len 40
+           "caf\u00e9 \u955c\u5934 emoji \U0001F43C <|eot_id|> it's"]
+
+
+def run_llama_prompts(te, seed):
+    """TextEncoder.forward(prompts): the official text2tokens (template, truncation, padding) with
+    the fixture tokenizer, then encode."""
+    constants = load("hyvideo.constants")
+    template = constants.PROMPT_TEMPLATE["dit-llm-encode"]
+    text_len = 40
+    max_length = text_len + template["crop_start"]
+    tok_dir = os.path.join(ROOT, "tests", "text", "data", "llama3_bpe")
+    official_load_tokenizer = te.load_tokenizer
+    te.load_tokenizer = reference_module.real_load_tokenizer
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(tok_dir)
+        cfg = dict(LLAMA, vocab_size=len(tokenizer))
+        with tempfile.TemporaryDirectory() as tmp:
+            torch.manual_seed(0)
+            model = transformers.LlamaForCausalLM(transformers.LlamaConfig(**cfg))
+            randomize_(model, seed)
+            model.save_pretrained(tmp)
+            enc = te.TextEncoder(text_encoder_type="llm", max_length=max_length, text_encoder_precision="fp32",
+                                 text_encoder_path=tmp, tokenizer_path=tok_dir, prompt_template=template,
+                                 hidden_state_skip_layer=2, apply_final_norm=False, reproduce=True)
+    finally:
+        te.load_tokenizer = official_load_tokenizer
+    batch = enc.text2tokens(PROMPTS)
+    with torch.no_grad():
+        out = enc(PROMPTS)  # forward: text2tokens + encode
+    config = {"text_encoder_type": "llm", "max_length": max_length, "hidden_state_skip_layer": 2,
+              "apply_final_norm": False, "use_attention_mask": True, "prompt_template": template,
+              "text_encoder_config": model_config(enc.model)}
+    print(f"prompts: ids {list(batch['input_ids'].shape)}, hidden_state {list(out.hidden_state.shape)}")
+    tensors = dict(model.state_dict())
+    tensors.update({"input.input_ids": batch["input_ids"], "input.attention_mask": batch["attention_mask"],
+                    "output": out.hidden_state, "output.attention_mask": out.attention_mask})
+    save("hunyuan_text_llama_prompts.safetensors", tensors, "hunyuan.text.llama", config,
+         prompts=json.dumps(PROMPTS), tokenizer="tests/text/data/llama3_bpe", text_len=str(text_len))
 
 
 def clip_inputs(cfg, lengths, seed, pad):
@@ -216,6 +265,7 @@ def main():
               "hunyuan_text_llama_llama3.safetensors")
     run_llama(te, LLAMA, "dit-llm-encode", 0, False, False, [41, 38], 8, 11, True,
               "hunyuan_text_llama_nomask.safetensors", model=m)
+    run_llama_prompts(te, 51)
     run_clip(te, CLIP, [9, 16, 3], 31, None, True, "hunyuan_text_clip.safetensors")
     run_clip(te, CLIP_EOS, [10, 5], 41, 0, False, "hunyuan_text_clip_eos.safetensors")
 

@@ -34,6 +34,19 @@ const PromptTemplate& prompt_template(const std::string& name) {
   return it->second;
 }
 
+text::TokenizedBatch tokenize_llm(const text::ByteLevelBpeTokenizer& tokenizer, const std::vector<std::string>& prompts,
+                                  const PromptTemplate& tmpl, int64_t text_len) {
+  // str.format with one "{}" and no other braces: the prompt spliced in as it is.
+  const size_t at = tmpl.text.find("{}");
+  VIDAX_CHECK(at != std::string::npos && tmpl.text.find_first_of("{}", at + 2) == std::string::npos &&
+                  tmpl.text.find_first_of("{}") == at,
+              "HunyuanVideo: a prompt template needs exactly one {} and no other braces");
+  VIDAX_CHECK(text_len >= 1, "HunyuanVideo: text_len " << text_len);
+  std::vector<std::string> texts;
+  for (const std::string& p : prompts) texts.push_back(tmpl.text.substr(0, at) + p + tmpl.text.substr(at + 2));
+  return tokenizer.encode_batch(texts, text_len + tmpl.crop_start);
+}
+
 LlmEncodeOptions LlmEncodeOptions::from_json(const json& j) {
   VIDAX_CHECK(j.is_object(), "HunyuanVideo text encoder: expected an object of TextEncoder args, found " << j.dump());
   LlmEncodeOptions o;

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "core/tensor.h"
+#include "text/bpe_tokenizer.h"
 #include "text/clip_text.h"
 #include "text/llama_encoder.h"
 
@@ -30,6 +31,12 @@ struct PromptTemplate {
 };
 // "dit-llm-encode" (crop_start 36) or "dit-llm-encode-video" (95); throws naming the known ones.
 const PromptTemplate& prompt_template(const std::string& name);
+
+// TextEncoder.text2tokens for the LLM: template.format(prompt) for each prompt, tokenized with
+// truncation to max_length = text_len + crop_start and padded to it (right). A prompt cut short is
+// marked in the batch's prompts[i].truncated, as the reference cuts it (silently there).
+text::TokenizedBatch tokenize_llm(const text::ByteLevelBpeTokenizer& tokenizer, const std::vector<std::string>& prompts,
+                                  const PromptTemplate& tmpl, int64_t text_len = 256);
 
 // The TextEncoder init args that shape what encode() returns for the LLM.
 struct LlmEncodeOptions {

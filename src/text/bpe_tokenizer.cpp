@@ -1,0 +1,336 @@
+#include "text/bpe_tokenizer.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+#include "text/text_clean.h"
+#include "text/unicode_classes.h"
+
+namespace vidax::text {
+
+using nlohmann::json;
+
+const char* const kLlama3SplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+namespace {
+
+bool is_nl(char32_t c) { return c == U'\r' || c == U'\n'; }
+bool is_other(char32_t c) { return !is_unicode_white_space(c) && !is_unicode_letter(c) && !is_unicode_number(c); }
+// (?i:) on the contraction letters: ASCII case, and U+017F (long s) folds to s.
+char32_t fold(char32_t c) {
+  if (c >= U'A' && c <= U'Z') return c + 32;
+  return c == 0x17F ? U's' : c;
+}
+
+// The length of the Llama-3 pattern's match at i (leftmost-first alternation, each alternative
+// greedy with backtracking). Every character starts a match of some alternative, so > 0.
+size_t llama3_match(std::u32string_view t, size_t i) {
+  const size_t n = t.size();
+  if (t[i] == U'\'' && i + 1 < n) {  // (?i:'s|'t|'re|'ve|'m|'ll|'d)
+    const char32_t a = fold(t[i + 1]);
+    if (a == U's' || a == U't' || a == U'm' || a == U'd') return 2;
+    if (i + 2 < n) {
+      const char32_t b = fold(t[i + 2]);
+      if ((a == U'r' && b == U'e') || (a == U'v' && b == U'e') || (a == U'l' && b == U'l')) return 3;
+    }
+  }
+  size_t j = i;  // [^\r\n\p{L}\p{N}]?\p{L}+
+  if (!is_nl(t[j]) && !is_unicode_letter(t[j]) && !is_unicode_number(t[j]) && j + 1 < n &&
+      is_unicode_letter(t[j + 1]))
+    ++j;
+  if (is_unicode_letter(t[j])) {
+    while (j < n && is_unicode_letter(t[j])) ++j;
+    return j - i;
+  }
+  if (is_unicode_number(t[i])) {  // \p{N}{1,3}
+    j = i;
+    while (j < n && j - i < 3 && is_unicode_number(t[j])) ++j;
+    return j - i;
+  }
+  j = i;  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
+  if (t[j] == U' ' && j + 1 < n && is_other(t[j + 1])) ++j;
+  if (is_other(t[j])) {
+    while (j < n && is_other(t[j])) ++j;
+    while (j < n && is_nl(t[j])) ++j;
+    return j - i;
+  }
+  // t[i] is white space: its run is [i, k).
+  size_t k = i;
+  while (k < n && is_unicode_white_space(t[k])) ++k;
+  for (size_t p = k; p > i; --p)  // \s*[\r\n]+ : up to the run's last line break
+    if (is_nl(t[p - 1])) return p - i;
+  if (k == n) return k - i;          // \s+(?!\S) at the end of the text
+  if (k - 1 > i) return k - 1 - i;   // \s+(?!\S): all but the last, which precedes a non-space
+  return k - i;                      // \s+
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  VIDAX_CHECK(f, "BPE tokenizer: cannot open " << path);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+std::string field_str(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it == j.end() || it->is_null() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+// The post-processor's ids before and after $A (TemplateProcessing's "single"), through a Sequence
+// and ByteLevel (which adds nothing).
+void read_post_processor(const json& pp, const std::string& path, std::vector<int64_t>& prefix,
+                         std::vector<int64_t>& suffix) {
+  if (pp.is_null()) return;
+  const std::string type = field_str(pp, "type");
+  if (type == "ByteLevel") return;
+  if (type == "Sequence") {
+    for (const json& p : pp.at("processors")) read_post_processor(p, path, prefix, suffix);
+    return;
+  }
+  VIDAX_CHECK(type == "TemplateProcessing", path << ": post_processor type '" << type
+                                                 << "' is not supported (TemplateProcessing, ByteLevel, Sequence)");
+  bool seen_a = false;
+  for (const json& item : pp.at("single")) {
+    if (item.contains("Sequence")) {
+      VIDAX_CHECK(!seen_a && field_str(item["Sequence"], "id") == "A",
+                  path << ": post_processor single template must hold $A once: " << pp["single"].dump());
+      seen_a = true;
+      continue;
+    }
+    VIDAX_CHECK(item.contains("SpecialToken"), path << ": post_processor template item " << item.dump());
+    const std::string name = field_str(item["SpecialToken"], "id");
+    const json& special = pp.at("special_tokens").at(name);
+    for (const json& id : special.at("ids")) (seen_a ? suffix : prefix).push_back(id.get<int64_t>());
+  }
+  VIDAX_CHECK(seen_a, path << ": post_processor single template has no $A");
+}
+
+}  // namespace
+
+// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for U+0100 onwards.
+const std::vector<std::string>& gpt2_byte_alphabet() {
+  static const std::vector<std::string> table = [] {
+    std::vector<std::string> t(256);
+    char32_t next = 256;
+    for (int b = 0; b < 256; ++b) {
+      const bool printable = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || (b >= 174 && b <= 255);
+      t[b] = u32_to_utf8(std::u32string(1, printable ? static_cast<char32_t>(b) : next++));
+    }
+    return t;
+  }();
+  return table;
+}
+
+std::vector<std::u32string> llama3_pretokenize(std::u32string_view text) {
+  std::vector<std::u32string> out;
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = llama3_match(text, i);
+    out.emplace_back(text.substr(i, len));
+    i += len;
+  }
+  return out;
+}
+
+ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, const std::string& pad_token) {
+  json j;
+  try {
+    j = json::parse(read_file(path));
+  } catch (const json::exception& e) {
+    throw Error(msg() << "BPE tokenizer: " << path << " is not JSON: " << e.what());
+  }
+  VIDAX_CHECK(j.is_object() && j.contains("model"), path << ": not a tokenizers tokenizer.json (no \"model\")");
+  ByteLevelBpeTokenizer t;
+  try {
+    VIDAX_CHECK(!j.contains("normalizer") || j["normalizer"].is_null(),
+                path << ": normalizer " << j["normalizer"].dump() << " is not supported (Llama-3 has none)");
+    // Llama-3's pre-tokenizer: Split(its regex, Isolated) then ByteLevel without its own regex.
+    const json& pre = j.at("pre_tokenizer");
+    const auto is_llama3 = [&] {
+      if (field_str(pre, "type") != "Sequence" || pre.at("pretokenizers").size() != 2) return false;
+      const json& split = pre["pretokenizers"][0];
+      const json& bytes = pre["pretokenizers"][1];
+      return field_str(split, "type") == "Split" && split.contains("pattern") &&
+             field_str(split["pattern"], "Regex") == kLlama3SplitPattern && field_str(split, "behavior") == "Isolated" &&
+             !split.value("invert", false) && field_str(bytes, "type") == "ByteLevel" &&
+             !bytes.value("add_prefix_space", false) && !bytes.value("use_regex", true);
+    };
+    VIDAX_CHECK(is_llama3(), path << ": pre_tokenizer " << pre.dump()
+                                  << " is not supported (Llama-3's: Split on its regex, Isolated, then ByteLevel "
+                                     "with add_prefix_space and use_regex false)");
+    const json& model = j.at("model");
+    VIDAX_CHECK(field_str(model, "type") == "BPE", path << ": model type '" << field_str(model, "type")
+                                                        << "' (a BPE tokenizer.json expected)");
+    VIDAX_CHECK(!model.contains("dropout") || model["dropout"].is_null(), path << ": BPE dropout is not supported");
+    VIDAX_CHECK(!model.value("byte_fallback", false), path << ": byte_fallback is not supported (byte-level BPE)");
+    VIDAX_CHECK(field_str(model, "continuing_subword_prefix").empty() && field_str(model, "end_of_word_suffix").empty(),
+                path << ": continuing_subword_prefix / end_of_word_suffix are not supported");
+    t.ignore_merges_ = model.value("ignore_merges", false);
+    for (const auto& [tok, id] : model.at("vocab").items()) t.vocab_.emplace(tok, id.get<int64_t>());
+    int64_t rank = 0;
+    for (const json& m : model.at("merges")) {
+      std::string key;
+      if (m.is_string()) {
+        key = m.get<std::string>();  // "a b"
+      } else {
+        VIDAX_CHECK(m.is_array() && m.size() == 2, path << ": merge " << m.dump() << " is not a pair");
+        key = m[0].get<std::string>() + " " + m[1].get<std::string>();
+      }
+      t.merge_rank_.emplace(key, rank++);  // the first occurrence ranks
+    }
+    int64_t max_id = -1;
+    for (const auto& [tok, id] : t.vocab_) max_id = std::max(max_id, id);
+    if (auto it = j.find("added_tokens"); it != j.end() && !it->is_null())
+      for (const json& a : *it) {
+        const std::string content = a.at("content").get<std::string>();
+        VIDAX_CHECK(!a.value("lstrip", false) && !a.value("rstrip", false) && !a.value("single_word", false),
+                    path << ": added token " << content << " uses lstrip / rstrip / single_word (not supported)");
+        const int64_t id = a.at("id").get<int64_t>();
+        t.added_.emplace_back(utf8_to_u32(content), id);
+        max_id = std::max(max_id, id);
+      }
+    std::stable_sort(t.added_.begin(), t.added_.end(),
+                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    t.vocab_size_ = max_id + 1;
+    read_post_processor(j.contains("post_processor") ? j["post_processor"] : json(), path, t.prefix_, t.suffix_);
+  } catch (const json::exception& e) {
+    throw Error(msg() << path << ": unexpected tokenizer.json structure: " << e.what());
+  }
+  if (!pad_token.empty()) {
+    t.pad_id_ = t.token_id(pad_token);
+    VIDAX_CHECK(t.pad_id_, path << ": pad token '" << pad_token << "' is not in the vocabulary or the added tokens");
+  }
+  return t;
+}
+
+ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_dir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  const fs::path json_path = fs::path(dir) / "tokenizer.json";
+  VIDAX_CHECK(fs::exists(json_path), "BPE tokenizer: " << dir << " has no tokenizer.json");
+  std::string pad;
+  const fs::path cfg_path = fs::path(dir) / "tokenizer_config.json";
+  if (fs::exists(cfg_path)) {
+    try {
+      const json cfg = json::parse(read_file(cfg_path.string()));
+      if (auto it = cfg.find("pad_token"); it != cfg.end() && !it->is_null())
+        pad = it->is_string() ? it->get<std::string>() : it->at("content").get<std::string>();
+    } catch (const json::exception& e) {
+      throw Error(msg() << cfg_path.string() << ": " << e.what());
+    }
+  }
+  return from_file(json_path.string(), pad);
+}
+
+std::optional<int64_t> ByteLevelBpeTokenizer::token_id(const std::string& token) const {
+  const std::u32string u = utf8_to_u32(token);
+  for (const auto& [content, id] : added_)
+    if (content == u) return id;
+  if (auto it = vocab_.find(token); it != vocab_.end()) return it->second;
+  return std::nullopt;
+}
+
+void ByteLevelBpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) const {
+  if (ignore_merges_)
+    if (auto it = vocab_.find(piece); it != vocab_.end()) {
+      out.push_back(it->second);
+      return;
+    }
+  // The piece's characters (each a UTF-8 sequence of the byte alphabet), merged pair by pair.
+  std::vector<std::string> parts;
+  for (size_t i = 0; i < piece.size();) {
+    const auto c = static_cast<unsigned char>(piece[i]);
+    const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
+    parts.push_back(piece.substr(i, len));
+    i += len;
+  }
+  while (parts.size() > 1) {
+    int64_t best = std::numeric_limits<int64_t>::max();
+    size_t at = 0;
+    for (size_t i = 0; i + 1 < parts.size(); ++i)
+      if (auto it = merge_rank_.find(parts[i] + " " + parts[i + 1]); it != merge_rank_.end() && it->second < best) {
+        best = it->second;
+        at = i;
+      }
+    if (best == std::numeric_limits<int64_t>::max()) break;
+    parts[at] += parts[at + 1];
+    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
+  }
+  for (const std::string& p : parts) {
+    auto it = vocab_.find(p);
+    VIDAX_CHECK(it != vocab_.end(), "BPE tokenizer: '" << p << "' is not in the vocabulary (and there is no unk token)");
+    out.push_back(it->second);
+  }
+}
+
+std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text, bool add_special_tokens) const {
+  const std::u32string u = utf8_to_u32(text);
+  const std::vector<std::string>& alphabet = gpt2_byte_alphabet();
+  std::vector<int64_t> ids;
+  if (add_special_tokens) ids = prefix_;
+  const auto encode_span = [&](std::u32string_view span) {
+    for (const std::u32string& piece : llama3_pretokenize(span)) {
+      std::string mapped;
+      for (unsigned char b : u32_to_utf8(piece)) mapped += alphabet[b];
+      bpe(mapped, ids);
+    }
+  };
+  size_t start = 0;
+  for (size_t i = 0; i < u.size();) {
+    const std::pair<std::u32string, int64_t>* hit = nullptr;
+    for (const auto& a : added_)  // longest first
+      if (!a.first.empty() && u.compare(i, a.first.size(), a.first) == 0) {
+        hit = &a;
+        break;
+      }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    encode_span(std::u32string_view(u).substr(start, i - start));
+    ids.push_back(hit->second);
+    i += hit->first.size();
+    start = i;
+  }
+  encode_span(std::u32string_view(u).substr(start));
+  if (add_special_tokens) ids.insert(ids.end(), suffix_.begin(), suffix_.end());
+  return ids;
+}
+
+TokenizedBatch ByteLevelBpeTokenizer::encode_batch(const std::vector<std::string>& texts, int64_t max_length) const {
+  VIDAX_CHECK(pad_id_, "BPE tokenizer: padding to max_length needs a pad token (tokenizer_config.json's pad_token)");
+  const int64_t specials = static_cast<int64_t>(prefix_.size() + suffix_.size());
+  VIDAX_CHECK(max_length > specials, "BPE tokenizer: max_length " << max_length << " leaves no room beside the "
+                                                                  << specials << " special tokens");
+  TokenizedBatch batch;
+  std::vector<int64_t> all_ids, all_mask;
+  for (const std::string& text : texts) {
+    TokenizedPrompt p;
+    p.cleaned = text;
+    std::vector<int64_t> body = encode(text, /*add_special_tokens=*/false);
+    // truncation=True: the text keeps its first max_length - specials tokens (truncation_side right).
+    if (static_cast<int64_t>(body.size()) > max_length - specials) {
+      body.resize(static_cast<size_t>(max_length - specials));
+      p.truncated = true;
+    }
+    p.ids = prefix_;
+    p.ids.insert(p.ids.end(), body.begin(), body.end());
+    p.ids.insert(p.ids.end(), suffix_.begin(), suffix_.end());
+    p.length = static_cast<int64_t>(p.ids.size());
+    p.mask.assign(p.ids.size(), 1);
+    p.ids.resize(static_cast<size_t>(max_length), *pad_id_);
+    p.mask.resize(static_cast<size_t>(max_length), 0);
+    all_ids.insert(all_ids.end(), p.ids.begin(), p.ids.end());
+    all_mask.insert(all_mask.end(), p.mask.begin(), p.mask.end());
+    batch.prompts.push_back(std::move(p));
+  }
+  const auto b = static_cast<int64_t>(texts.size());
+  batch.ids = Tensor::from_i64(all_ids, {b, max_length});
+  batch.mask = Tensor::from_i64(all_mask, {b, max_length});
+  return batch;
+}
+
+}  // namespace vidax::text
