@@ -2,7 +2,7 @@
 
 #include "backend/ops.h"
 #include "core/error.h"
-#include "text/llama_encoder.h"
+#include "text/encoder_weights.h"
 #include "translate/config_fields.h"
 
 namespace vidax::text {
@@ -148,12 +148,7 @@ ClipTextEncoder::ClipTextEncoder(const ClipTextConfig& cfg, const WeightLookup& 
   VIDAX_CHECK(dtype_ == DType::F32 || dtype_ == DType::BF16,
               "CLIP text encoder: compute dtype must be F32 or BF16, got " << dtype_name(dtype_));
   auto get = [&](const std::string& name, const Shape& shape) {
-    Tensor t = weights(name);
-    VIDAX_CHECK(t.defined(), "CLIP text encoder: missing parameter " << name);
-    if (t.is_weight_only_quantized()) t = t.to(DType::F32);
-    VIDAX_CHECK(t.shape() == shape, "CLIP text encoder: parameter " << name << " has shape " << shape_str(t.shape())
-                                                                    << ", expected " << shape_str(shape));
-    return t;
+    return checked_param(weights, name, shape, "CLIP text encoder");
   };
   // Vectors and embeddings in the compute dtype; matrices as stored under F32, bf16 under BF16.
   auto vec = [&](const std::string& name, const Shape& shape) { return get(name, shape).to(dtype_); };

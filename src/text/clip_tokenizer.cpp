@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "text/bpe_merge.h"
 #include "text/bpe_tokenizer.h"
 #include "text/text_clean.h"
 #include "text/unicode_classes.h"
@@ -153,27 +154,10 @@ ClipBpeTokenizer ClipBpeTokenizer::from_dir(const std::string& dir) {
 }
 
 void ClipBpeTokenizer::bpe(const std::string& piece, std::vector<int64_t>& out) const {
-  std::vector<std::string> parts;
-  for (size_t i = 0; i < piece.size();) {
-    const auto c = static_cast<unsigned char>(piece[i]);
-    const size_t len = c < 0x80 ? 1 : c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    parts.push_back(piece.substr(i, len));
-    i += len;
-  }
+  std::vector<std::string> parts = utf8_symbols(piece);
   if (parts.empty()) return;
   parts.back() += "</w>";  // end_of_word_suffix on the word's last symbol
-  while (parts.size() > 1) {
-    int64_t best = std::numeric_limits<int64_t>::max();
-    size_t at = 0;
-    for (size_t i = 0; i + 1 < parts.size(); ++i)
-      if (auto it = merge_rank_.find(parts[i] + " " + parts[i + 1]); it != merge_rank_.end() && it->second < best) {
-        best = it->second;
-        at = i;
-      }
-    if (best == std::numeric_limits<int64_t>::max()) break;
-    parts[at] += parts[at + 1];
-    parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
-  }
+  merge_by_rank(parts, merge_rank_);
   for (const std::string& p : parts) {
     auto it = vocab_.find(p);
     out.push_back(it == vocab_.end() ? unk_ : it->second);

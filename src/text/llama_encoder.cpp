@@ -4,37 +4,16 @@
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "text/encoder_weights.h"
 
 namespace vidax::text {
-
-std::vector<int64_t> right_padded_lengths(const Tensor& mask, const std::string& who) {
-  VIDAX_CHECK(mask.dim() == 2, who << ": attention_mask must be [B, L], got " << shape_str(mask.shape()));
-  const int64_t B = mask.size(0), L = mask.size(1);
-  const std::vector<double> m = mask.to_f64_vector();
-  std::vector<int64_t> lens(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; ++b) {
-    int64_t n = 0;
-    while (n < L && m[b * L + n] == 1) ++n;
-    for (int64_t j = n; j < L; ++j)
-      VIDAX_CHECK(m[b * L + j] == 0, who << ": attention_mask row " << b << " is not right-padded 1s then 0s (value "
-                                         << m[b * L + j] << " at position " << j << ", after " << n << " tokens)");
-    VIDAX_CHECK(n > 0, who << ": attention_mask row " << b << " has no tokens");
-    lens[b] = n;
-  }
-  return lens;
-}
 
 LlamaTextEncoder::LlamaTextEncoder(const LlamaConfig& cfg, const WeightLookup& weights, DType compute)
     : cfg_(cfg), dtype_(compute) {
   VIDAX_CHECK(dtype_ == DType::F32 || dtype_ == DType::BF16,
               "llama text encoder: compute dtype must be F32 or BF16, got " << dtype_name(dtype_));
   auto get = [&](const std::string& name, const Shape& shape) {
-    Tensor t = weights(name);
-    VIDAX_CHECK(t.defined(), "llama text encoder: missing parameter " << name);
-    if (t.is_weight_only_quantized()) t = t.to(DType::F32);  // widened at load (docs/quantization.md)
-    VIDAX_CHECK(t.shape() == shape, "llama text encoder: parameter " << name << " has shape " << shape_str(t.shape())
-                                                                     << ", expected " << shape_str(shape));
-    return t;
+    return checked_param(weights, name, shape, "llama text encoder");
   };
   // Vectors and the embedding in the compute dtype; matrices as stored under F32 compute (a bf16
   // weight is read exactly), cast once to bf16 under BF16 compute.

@@ -62,8 +62,4 @@ class LlamaTextEncoder {
   std::vector<Layer> layers_;
 };
 
-// The mask's per-row token counts (right-padded 1s then 0s, at least one token), for messages
-// named `who`.
-std::vector<int64_t> right_padded_lengths(const Tensor& mask, const std::string& who);
-
 }  // namespace vidax::text
