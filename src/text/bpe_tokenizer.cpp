@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/text_file.h"
 #include "text/bpe_merge.h"
 #include "text/text_clean.h"
 #include "text/unicode_classes.h"
@@ -71,11 +72,7 @@ size_t llama3_match(std::u32string_view t, size_t i) {
   return k - i;                      // \s+
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  VIDAX_CHECK(f, "BPE tokenizer: cannot open " << path);
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string read_file(const std::string& path) { return io::read_text_file(path, "BPE tokenizer"); }
 
 std::string field_str(const json& j, const char* key) {
   auto it = j.find(key);

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/text_file.h"
 #include "text/bpe_merge.h"
 #include "text/bpe_tokenizer.h"
 #include "text/text_clean.h"
@@ -19,11 +20,7 @@ using nlohmann::json;
 
 namespace {
 
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  VIDAX_CHECK(f, "CLIP tokenizer: cannot open " << p.string());
-  return std::string(std::istreambuf_iterator<char>(f), {});
-}
+std::string read_text(const std::filesystem::path& p) { return io::read_text_file(p.string(), "CLIP tokenizer"); }
 
 bool is_other(char32_t c) { return !is_unicode_white_space(c) && !is_unicode_letter(c) && !is_unicode_number(c); }
 

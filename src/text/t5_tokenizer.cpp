@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "io/text_file.h"
 #include "text/text_clean.h"
 
 namespace vidax::text {
@@ -23,15 +24,7 @@ namespace fs = std::filesystem;
 // tokenizer_config.json's "extra_ids" overrides the count.
 constexpr int64_t kDefaultExtraIds = 100;
 
-nlohmann::json read_json(const fs::path& p) {
-  std::ifstream f(p);
-  VIDAX_CHECK(f, "cannot open " << p.string());
-  try {
-    return nlohmann::json::parse(f);
-  } catch (const nlohmann::json::exception& e) {
-    throw Error(msg() << "malformed JSON in " << p.string() << ": " << e.what());
-  }
-}
+nlohmann::json read_json(const fs::path& p) { return io::read_json_file(p.string()); }
 
 // tokenizer.json's "added_tokens", without building its (large) vocabulary:
 // the top-level "model" entry is discarded while parsing.

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "io/text_file.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -23,15 +24,7 @@ bool is_dir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-json read_json(const fs::path& p) {
-  std::ifstream is(p);
-  VIDAX_CHECK(is.is_open(), "cannot read " << p.string());
-  try {
-    return json::parse(is);
-  } catch (const json::exception& e) {
-    throw Error(msg() << p.string() << ": malformed JSON: " << e.what());
-  }
-}
+json read_json(const fs::path& p) { return io::read_json_file(p.string()); }
 
 // The first of `candidates` (under root) that exists, else an error naming them all.
 std::string first_existing(const fs::path& root, const std::vector<std::string>& candidates, const char* what,

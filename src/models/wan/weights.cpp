@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "io/text_file.h"
 #include "io/output_target.h"
 #include "models/wan/checkpoint_keys.h"
 #include "text/umt5_keys.h"
@@ -28,15 +29,7 @@ bool is_dir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-json read_json(const fs::path& p) {
-  std::ifstream is(p);
-  VIDAX_CHECK(is.is_open(), "cannot read " << p.string());
-  try {
-    return json::parse(is);
-  } catch (const json::exception& e) {
-    throw Error(msg() << p.string() << ": malformed JSON: " << e.what());
-  }
-}
+json read_json(const fs::path& p) { return io::read_json_file(p.string()); }
 
 json read_json_if_present(const fs::path& p) { return is_file(p) ? read_json(p) : json(); }
 
