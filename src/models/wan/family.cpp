@@ -9,6 +9,7 @@
 #include "models/wan/pipeline_parity.h"
 #include "models/wan/presets.h"
 #include "models/wan/t2v_load.h"
+#include "models/wan/vace_parity.h"
 #include "models/wan/vae.h"
 #include "models/wan/vae22.h"
 #include "models/wan/weights.h"
@@ -200,6 +201,7 @@ class WanFamily final : public pipeline::Family {
   void register_parity_kinds() const override {
     register_dit_parity_kinds();                                 // wan.dit
     register_vae_parity_kinds();                                 // wan.vae.decode, wan.vae.encode
+    register_vace_parity_kinds();                                // wan.vace.conditioning
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
     parity::register_kind("wan.pipeline.i2v", run_i2v_golden);  // image-to-video and first-last-frame runs
