@@ -109,11 +109,16 @@ void check_images(const Parts& parts, const Request& req) {
 
 // The control inputs of a request against what the loaded model takes; throws naming the option.
 void check_control(const Parts& parts, const Request& req) {
-  VIDAX_CHECK(!req.control_mask.defined() || req.control_video.defined(),
-              "--mask-video needs --control-video: the mask marks which pixels of the control video are regenerated");
+  check_control_inputs(req);
   VIDAX_CHECK(!req.has_control() || parts.condition_on_control,
               "this model takes no --control-video, --mask-video or --reference-image (control-video models only, "
               "e.g. Wan VACE)");
+}
+}  // namespace
+
+void check_control_inputs(const Request& req) {
+  VIDAX_CHECK(!req.control_mask.defined() || req.control_video.defined(),
+              "--mask-video needs --control-video: the mask marks which pixels of the control video are regenerated");
   for (const Tensor* t : {&req.control_video, &req.control_mask})
     if (t->defined())
       VIDAX_CHECK(t->dim() == 4 && t->size(0) == 3 && t->size(1) >= 1 && t->dtype() == DType::F32,
@@ -134,7 +139,6 @@ void check_control(const Parts& parts, const Request& req) {
                 "a reference image must be [3, H, W] F32, got " << r.str());
   VIDAX_CHECK(std::isfinite(req.control_scale), "--control-scale " << req.control_scale << ": must be a finite number");
 }
-}  // namespace
 
 Result run_generation(const Parts& parts, const Request& request, const Events& ev, bool decode) {
   check_images(parts, request);

@@ -124,6 +124,10 @@ Shape latent_shape(const Geometry& g, const Request& r);
 // sampler, a noise tensor of the wrong shape.
 void validate_request(const Geometry& g, const Request& r);
 
+// The control inputs of a request among themselves (Request::control_*): a mask without a control
+// video, a mask whose frame count or size differs from the video's, tensors of the wrong form.
+void check_control_inputs(const Request& r);
+
 // torch.manual_seed(seed); torch.randn(shape, dtype=float32) on the CPU generator.
 Tensor draw_noise(uint64_t seed, const Shape& shape);
 

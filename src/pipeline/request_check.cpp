@@ -27,8 +27,7 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
     VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
                                                << "); a first-last-frame (flf2v) variant does");
   // Control inputs (Wan VACE): only a control-video variant takes them.
-  VIDAX_CHECK(!request.control_mask.defined() || request.control_video.defined(),
-              "--mask-video needs --control-video: the mask marks which pixels of the control video are regenerated");
+  check_control_inputs(request);
   if (request.has_control())
     VIDAX_CHECK(has("vace"), "--control-video / --mask-video / --reference-image: "
                                  << variant << " takes no control video (its tasks: " << task_list
