@@ -205,6 +205,7 @@ class WanFamily final : public pipeline::Family {
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
     parity::register_kind("wan.pipeline.i2v", run_i2v_golden);  // image-to-video and first-last-frame runs
+    parity::register_kind("wan.pipeline.vace", run_vace_golden);  // VACE: control video, mask, reference images
     parity::register_kind("wan.pipeline.t2v_a14b", run_t2v_golden);  // Wan 2.2 A14B: two experts
     parity::register_kind("wan.pipeline.ti2v", run_t2v_golden);      // Wan 2.2 TI2V-5B, text-to-video
     register_clip_parity_kind();                                 // wan.clip.visual
