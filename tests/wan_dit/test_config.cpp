@@ -145,3 +145,22 @@ TEST(WanDiTConfig, ReadsVaceAndRefusesBadVaceLayers) {
   j["vace_layers"] = {0, 5};  // on a t2v model
   EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
 }
+
+// diffusers' WanVACETransformer3DModel config: its class defaults (vace_layers 0, 5, .., 35,
+// vace_in_channels 96) and its fields.
+TEST(WanDiTConfig, ReadsTheDiffusersVaceConfig) {
+  auto d = nlohmann::json::parse(kDiffusers14B);
+  d["_class_name"] = "WanVACETransformer3DModel";
+  DiTConfig c = DiTConfig::from_json(d);
+  EXPECT_EQ(c.model_type, "vace");
+  EXPECT_EQ(c.layout, vidax::wan::DiTLayout::Diffusers);
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35}));
+  EXPECT_EQ(c.vace_in_dim, 96);
+  d["vace_layers"] = {0, 2};
+  d["vace_in_channels"] = 12;
+  c = DiTConfig::from_json(d);
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(c.vace_in_dim, 12);
+  d["vace_layers"] = {2, 4};  // diffusers refuses a list without 0 too
+  EXPECT_THROW(DiTConfig::from_json(d), vidax::Error);
+}

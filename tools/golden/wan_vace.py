@@ -8,6 +8,10 @@ whose hints are added to those main blocks' outputs times vace_context_scale):
   wan_dit_vace_default_b2.safetensors
                                     vace_layers/vace_in_dim left out (the class defaults: every second
                                     layer, in_dim), qk_norm off, batch 2, no input.vace_context_scale (1.0)
+  wan_dit_vace_diffusers_tiny.safetensors
+                                    diffusers' WanVACETransformer3DModel (its names and config), its per-layer
+                                    control_hidden_states_scale all 0.6 (input.vace_context_scale), the hints as
+                                    inter.vace_blocks.<j>.proj_out
 
 Inputs are named after VaceWanModel.forward's arguments: input.x, input.t, input.context,
 input.vace_context, input.vace_context_scale. inter.* are module outputs (forward hooks):
@@ -76,6 +80,33 @@ def vace_dit_golden(vace_model, path, cfg, x_shape, ctx_lens, t_values, seed, sc
     save(path, tensors, {"kind": "wan.dit", "config": json.dumps(cfg)})
 
 
+def diffusers_vace_golden(path, cfg, x_shape, ctx_len, t_value, seed, scale):
+    """diffusers' WanVACETransformer3DModel (its names and config), one scale per vace layer, all `scale`;
+    the prompt zero-padded to 512 rows as WanVACEPipeline does."""
+    from diffusers import WanVACETransformer3DModel
+    gen = torch.Generator().manual_seed(seed)
+    model = WanVACETransformer3DModel(**cfg).eval()
+    randomize(model, gen)
+    x = torch.randn([1] + list(x_shape), generator=gen)
+    c = torch.randn([1, cfg["vace_in_channels"]] + list(x_shape[1:]), generator=gen)
+    ctx = torch.randn(1, ctx_len, cfg["text_dim"], generator=gen)
+    ctx_padded = torch.cat([ctx, ctx.new_zeros(1, 512 - ctx_len, cfg["text_dim"])], dim=1)
+    t = torch.tensor([t_value], dtype=torch.float32)
+    n = len(cfg["vace_layers"])
+    hooks = ["condition_embedder.time_embedder", "condition_embedder.time_proj", "proj_out"]
+    hooks += [f"blocks.{i}" for i in range(cfg["num_layers"])] + [f"vace_blocks.{j}.proj_out" for j in range(n)]
+    inter = {}
+    add_hooks(model, hooks, inter)
+    with torch.no_grad():
+        out = model(hidden_states=x, timestep=t, encoder_hidden_states=ctx_padded, control_hidden_states=c,
+                    control_hidden_states_scale=torch.full([n], scale), return_dict=False)[0]
+    tensors = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
+    tensors.update({"input.x": x, "input.t": t, "input.context": ctx, "input.vace_context": c,
+                    "input.vace_context_scale": torch.tensor([scale], dtype=torch.float32), "output": out})
+    tensors.update({"inter." + k: v for k, v in inter.items()})
+    save(path, tensors, {"kind": "wan.dit", "config": json.dumps(dict(model.config))})
+
+
 def main():
     torch.set_num_threads(2)
     vace_model = import_vace_model()
@@ -89,6 +120,12 @@ def main():
     del b2["vace_layers"], b2["vace_in_dim"]
     vace_dit_golden(vace_model, os.path.join(OUT, "wan_dit_vace_default_b2.safetensors"), b2,
                     x_shape=[3, 2, 4, 4], ctx_lens=[6, 6], t_values=[700.0, 41.0], seed=12)
+    dcfg = dict(patch_size=[1, 2, 2], num_attention_heads=2, attention_head_dim=24, in_channels=4, out_channels=4,
+                text_dim=40, freq_dim=32, ffn_dim=64, num_layers=3, cross_attn_norm=True,
+                qk_norm="rms_norm_across_heads", eps=1e-6, rope_max_seq_len=1024, vace_layers=[0, 2],
+                vace_in_channels=12)
+    diffusers_vace_golden(os.path.join(OUT, "wan_dit_vace_diffusers_tiny.safetensors"), dcfg, x_shape=[4, 2, 4, 6],
+                          ctx_len=5, t_value=500.0, seed=13, scale=0.6)
 
 
 if __name__ == "__main__":

@@ -59,8 +59,10 @@ DitConfig DitConfig::vace_14b() {
 
 bool is_diffusers_dit_config(const Json& j) {
   if (!j.is_object()) return false;
-  if (has(j, "_class_name") && j["_class_name"].is_string())
-    return j["_class_name"].get<std::string>() == "WanTransformer3DModel";
+  if (has(j, "_class_name") && j["_class_name"].is_string()) {
+    const std::string c = j["_class_name"].get<std::string>();
+    return c == "WanTransformer3DModel" || c == "WanVACETransformer3DModel";
+  }
   return has(j, "num_attention_heads") || has(j, "attention_head_dim") || has(j, "in_channels");
 }
 
@@ -112,6 +114,16 @@ DitConfig DitConfig::from_json(const Json& j) {
     const bool flf = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
     c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
     read_patch(c);
+    // WanVACETransformer3DModel: vace_layers (default 0, 5, .., 35) and vace_in_channels (96).
+    const bool vace = (has(j, "_class_name") && j["_class_name"] == "WanVACETransformer3DModel") ||
+                      has(j, "vace_layers") || has(j, "vace_in_channels");
+    if (vace) {
+      VIDAX_CHECK(c.model_type == "t2v", "Wan VACE DiT config: a VACE model with image inputs is not supported");
+      c.model_type = "vace";
+      c.vace_layers = value_or<std::vector<int64_t>>(j, "vace_layers", {0, 5, 10, 15, 20, 25, 30, 35});
+      c.vace_in_dim = value_or<int64_t>(j, "vace_in_channels", 96);
+      check_vace(c);
+    }
     return c;
   }
   VIDAX_CHECK(has(j, "dim") || has(j, "num_heads") || (has(j, "_class_name") && j["_class_name"] == "WanModel"),
@@ -278,6 +290,14 @@ KeyMap dit_keymap(const std::string& layout) {
   if (layout == "diffusers") {
     KeyMap m{"diffusers", {}};
     add_nested(m.rules, "", "", kDitDiffusers);
+    // WanVACETransformer3DModel: its vace blocks are named as the main blocks, with proj_in /
+    // proj_out for VaceWanAttentionBlock's before_proj / after_proj.
+    SuffixTable vace{{"vace_patch_embedding.{p}", "vace_patch_embedding.{p}"},
+                     {"vace_blocks.{i}.before_proj.{p}", "vace_blocks.{i}.proj_in.{p}"},
+                     {"vace_blocks.{i}.after_proj.{p}", "vace_blocks.{i}.proj_out.{p}"}};
+    for (const auto& [e, k] : kDitDiffusers)
+      if (std::string(e).rfind("blocks.{i}.", 0) == 0) vace.push_back({"vace_" + std::string(e), "vace_" + std::string(k)});
+    add_nested(m.rules, "", "", vace);
     return m;
   }
   throw Error(msg() << "wan2.1-dit: unknown layout '" << layout << "' (original, diffusers, comfyui)");

@@ -396,10 +396,14 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   if (vace_) hints = vace_->hints(h, sp.local(text.vace, 1), e0, rope, text.vace_blocks, cfg_, sp, taps);
   for (size_t i = 0; i < block_count(); ++i) {
     h = with_block(i, [&](const DiTBlock& b) { return b.forward(h, e0, rope, text.blocks[i], cfg_, sp); });
-    if (const int64_t j = vace_ ? vace_->hint_for(static_cast<int64_t>(i)) : -1; j >= 0)
-      // x + hints[j] * context_scale: the product rounds to the hint's dtype, the sum is fp32.
+    // The tap of a block that takes a hint: after it in VaceWanModel (BaseWanAttentionBlock adds it),
+    // before it in diffusers' WanVACETransformer3DModel (the model adds it after the block).
+    const std::string tap = "blocks." + std::to_string(i);
+    const int64_t j = vace_ ? vace_->hint_for(static_cast<int64_t>(i)) : -1;
+    if (taps && j >= 0 && cfg_.layout == DiTLayout::Diffusers) (*taps)[tap] = sp.gather(h, 1);
+    if (j >= 0)  // x + hints[j] * context_scale: the product rounds to the hint's dtype, the sum is fp32.
       h = ops::add(h, ops::scale(hints[static_cast<size_t>(j)], text.vace_scale));
-    if (taps) (*taps)["blocks." + std::to_string(i)] = sp.gather(h, 1);
+    if (taps && !(j >= 0 && cfg_.layout == DiTLayout::Diffusers)) (*taps)[tap] = sp.gather(h, 1);
   }
 
   // Head: (head.modulation + e).chunk(2): shift, scale; fp32.

@@ -182,9 +182,15 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   }
   for (auto& [name, tensor] : taps) {
     std::string golden_name = name;
-    if (cfg.layout == DiTLayout::Diffusers)
+    if (cfg.layout == DiTLayout::Diffusers) {
       for (const auto& [e, dn] : kDiffusersTaps)
         if (name == e) golden_name = dn;
+      // WanVACETransformer3DModel's hint is vace_blocks.<j>.proj_out (after_proj in VaceWanModel).
+      const std::string after = ".after_proj";
+      if (name.rfind("vace_blocks.", 0) == 0 && name.size() > after.size() &&
+          name.compare(name.size() - after.size(), after.size(), after) == 0)
+        golden_name = name.substr(0, name.size() - after.size()) + ".proj_out";
+    }
     out["inter." + golden_name] = tensor;
   }
   return out;
