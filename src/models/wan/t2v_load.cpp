@@ -436,10 +436,6 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   out.preset.vae = part_config(f.vae_config, f.vidax_model, "vae", out.preset.vae);
   out.preset.t5 = part_config(f.t5_config, f.vidax_model, "t5", out.preset.t5);
   const std::string image_task = out.preset.image_task();
-  const bool vace = out.preset.dit.is_object() && out.preset.dit.value("model_type", std::string()) == "vace";
-  VIDAX_CHECK(!pjrt_dit || !vace, "--device pjrt: " << out.preset.name()
-                                                    << " is a VACE model, whose DiT steps are not lowered to PJRT yet");
-  VIDAX_CHECK(!opt.offload || !vace, "--offload: weight streaming is not supported for VACE models yet");
   VIDAX_CHECK(!pjrt_dit || image_task.empty(), "--device pjrt: " << out.preset.name()
                                                                  << " is image-to-video, whose DiT steps are not lowered "
                                                                     "to PJRT yet (text-to-video only; docs/pjrt.md)");
@@ -457,6 +453,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
+  // VACE (either spelling: VaceWanModel's model_type, or diffusers' WanVACETransformer3DModel).
+  const bool vace = DiTConfig::from_json(out.preset.dit).is_vace();
+  VIDAX_CHECK(!pjrt_dit || !vace, "--device pjrt: " << out.preset.name()
+                                                    << " is a VACE model, whose DiT steps are not lowered to PJRT yet");
+  VIDAX_CHECK(!opt.offload || !vace, "--offload: weight streaming is not supported for VACE models yet");
   const bool vae22 = out.preset.vae_version == "wan2.2";
   with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""), [&] {
     if (vae22) (void)Wan22VAEConfig::from_json(out.preset.vae);
