@@ -112,7 +112,7 @@ void check_control(const Parts& parts, const Request& req) {
   check_control_inputs(req);
   VIDAX_CHECK(!req.has_control() || parts.condition_on_control,
               "this model takes no --control-video, --mask-video or --reference-image (control-video models only, "
-              "e.g. Wan VACE)");
+              "e.g. VACE)");
 }
 }  // namespace
 

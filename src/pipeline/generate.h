@@ -47,7 +47,7 @@ struct Request {
   // Undefined = none given. A family whose task takes no image refuses one (request_check).
   Tensor image;       // --image: the first frame
   Tensor last_image;  // --last-image: the last frame (first-last-frame tasks; needs image)
-  // Control-video models (Wan VACE, Parts::condition_on_control), as ControlInputs describes them:
+  // Control-video models (VACE, Parts::condition_on_control), as ControlInputs describes them:
   // --control-video (and its frame rate), --mask-video (needs the control video, whose frames and
   // size it must have), --reference-image (any number), --control-scale. A family without control
   // inputs refuses them (request_check).

@@ -51,7 +51,7 @@ struct ImageInputs {
   int64_t height = 0, width = 0;  // the request's size: height * width is the area the video may take
 };
 
-// Control-video conditioning (Wan VACE): the request's control video, its mask and reference
+// Control-video conditioning (VACE): the request's control video, its mask and reference
 // images as decoded from the user's files, handed to the family once per run
 // (Parts::condition_on_control), which samples, sizes and encodes them as its reference does.
 struct ControlInputs {
@@ -109,7 +109,7 @@ struct Parts {
   // text-to-video model: 0), and the callable that encodes them once per run, before the prompts.
   int min_images = 0, max_images = 0;
   std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
-  // Control-video models (Wan VACE): the callable that turns ControlInputs into the denoiser's
+  // Control-video models (VACE): the callable that turns ControlInputs into the denoiser's
   // conditioning (through DenoiseInput::images), once per run, before the prompts. Set = the model
   // takes --control-video / --mask-video / --reference-image (and runs with none of them: the
   // family says what an empty control is); unset = it refuses them.

@@ -26,7 +26,7 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
   if (request.last_image.defined())
     VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
                                                << "); a first-last-frame (flf2v) variant does");
-  // Control inputs (Wan VACE): only a control-video variant takes them.
+  // Control inputs (VACE): only a control-video variant takes them.
   check_control_inputs(request);
   if (request.has_control())
     VIDAX_CHECK(has("vace"), "--control-video / --mask-video / --reference-image: "
