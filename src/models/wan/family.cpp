@@ -163,6 +163,24 @@ class WanFamily final : public pipeline::Family {
       }
       m.phases.insert(m.phases.begin(), encode);
     }
+    // VACE: the VAE's encoder half (resident with the VAE) and the encode of the control video
+    // (its inactive and reactive halves in turn, whole frames), in a first phase with everything loaded.
+    if (dit.is_vace() && p.vae_version == "wan2.1") {
+      double vae_encoder_params = 0;
+      for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
+        if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
+          vae_encoder_params += static_cast<double>(shape_numel(info.shape));
+      pipeline::Request whole = r;
+      whole.vae_tile = 0;
+      const size_t enc_i = m.items.size();
+      m.items.push_back({"VAE encoder weights", 4.0 * vae_encoder_params, MemoryKind::WeightsResident});
+      m.items.push_back({"VAE encode activations (the control video)", vae_decode_activation_bytes(vae, whole),
+                         MemoryKind::Vae});
+      std::vector<size_t> encode = m.phases.front();
+      encode.insert(encode.end(), {enc_i, enc_i + 1});
+      for (auto& ph : m.phases) ph.push_back(enc_i);
+      m.phases.insert(m.phases.begin(), encode);
+    }
     return m;
   }
 
