@@ -42,6 +42,9 @@ namespace {
 
 struct GenerateArgs {
   std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh, image, last_image;
+  std::string control_video, mask_video;        // Wan VACE
+  std::vector<std::string> reference_images;    // Wan VACE, any number
+  double control_scale = 1.0;                   // VACE context_scale
   std::optional<std::string> negative_prompt, output;
   std::optional<int64_t> frames, height, width, steps;
   std::optional<std::string> seed;  // text: parse_seed takes all of torch's range, 2^64-1 too
@@ -128,6 +131,11 @@ pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& 
   pipeline::Request req = pipeline::record_request(rec, d.negative_prompt);
   req.image = given.image;
   req.last_image = given.last_image;
+  req.control_video = given.control_video;
+  req.control_fps = given.control_fps;
+  req.control_mask = given.control_mask;
+  req.reference_images = given.reference_images;
+  req.control_scale = given.control_scale;
   const std::string& dir = rec.dir;
   same_as_record("--prompt", a.prompt.empty() ? std::nullopt : std::optional<std::string>(a.prompt), req.prompt, dir);
   same_as_record("--negative-prompt", a.negative_prompt, req.negative_prompt, dir);
@@ -216,6 +224,13 @@ int run_generate(const GenerateArgs& a) {
   // Image-to-video: the images, decoded now so a bad file fails before any weight is read.
   if (!a.image.empty()) req.image = io::read_image(a.image, "--image");
   if (!a.last_image.empty()) req.last_image = io::read_image(a.last_image, "--last-image");
+  // VACE: the control video, its mask and reference images, decoded now for the same reason.
+  VIDAX_CHECK(a.mask_video.empty() || !a.control_video.empty(),
+              "--mask-video needs --control-video: the mask marks which pixels of the control video are regenerated");
+  if (!a.control_video.empty()) req.control_video = io::read_video_tensor(a.control_video, "--control-video", &req.control_fps);
+  if (!a.mask_video.empty()) req.control_mask = io::read_video_tensor(a.mask_video, "--mask-video");
+  for (const std::string& r : a.reference_images) req.reference_images.push_back(io::read_image(r, "--reference-image"));
+  req.control_scale = a.control_scale;
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
   // the seed used is recorded either way.
   const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
@@ -256,7 +271,7 @@ int run_generate(const GenerateArgs& a) {
   Geometry geom = checked.geometry;
   if (!a.noise_file.empty()) {
     // With images, the video's size comes from them: the noise's shape is checked at the run.
-    req.noise = read_noise_file(a.noise_file, req.image.defined() ? Shape{} : latent_shape(geom, req));
+    req.noise = read_noise_file(a.noise_file, req.image.defined() || req.has_control() ? Shape{} : latent_shape(geom, req));
     if (a.seed) note("warning: --seed " + *a.seed + " is unused: the noise comes from " + a.noise_file);
   }
 
@@ -390,7 +405,11 @@ int run_generate(const GenerateArgs& a) {
                         {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
                         {"image", a.image.empty() ? nlohmann::json() : nlohmann::json(a.image)},
                         {"last_image", a.last_image.empty() ? nlohmann::json() : nlohmann::json(a.last_image)},
-                        {"frames", req.frames},
+                        {"control_video", a.control_video.empty() ? nlohmann::json() : nlohmann::json(a.control_video)},
+                        {"mask_video", a.mask_video.empty() ? nlohmann::json() : nlohmann::json(a.mask_video)},
+                        {"reference_images", a.reference_images},
+                        {"control_scale", a.control_scale},
+                        {"frames", res.frames ? res.frames : req.frames},
                         {"height", res.height},
                         {"width", res.width},
                         {"steps", req.steps},
@@ -486,6 +505,15 @@ Command add_generate(CLI::App& app) {
                   "Image-to-video: the first frame (PNG, JPEG, ...); the video takes its aspect ratio at the area "
                   "of --width x --height, as the reference");
   sub->add_option("--last-image", a->last_image, "First-last-frame-to-video: the last frame (needs --image)");
+  sub->add_option("--control-video", a->control_video,
+                  "VACE: the control video (its frames to keep, or a depth/pose/... video); its aspect ratio and "
+                  "length set the video's, at the area of --width x --height, as the reference");
+  sub->add_option("--mask-video", a->mask_video,
+                  "VACE: the mask, a video of the control video's frames and size: white = regenerate, black = keep "
+                  "(needs --control-video)");
+  sub->add_option("--reference-image", a->reference_images,
+                  "VACE: a reference image (repeatable), pasted on a white canvas of the video's size");
+  sub->add_option("--control-scale", a->control_scale, "VACE: the control's strength (context_scale, default 1.0)");
   sub->add_option("--frames", a->frames, "Frame count: 4k+1 for Wan (default per model)");
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");

@@ -75,6 +75,61 @@ Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w) {
   return dst;
 }
 
+namespace {
+
+// upsample_bilinear2d's compute_indices_weights_linear (align_corners = false): two taps per output.
+struct LinearTap {
+  int64_t i0, i1;
+  float w0, w1;
+};
+
+std::vector<LinearTap> linear_taps(int64_t in, int64_t out) {
+  const float scale = static_cast<float>(in) / static_cast<float>(out);
+  std::vector<LinearTap> taps(static_cast<size_t>(out));
+  for (int64_t i = 0; i < out; ++i) {
+    float real = scale * (static_cast<float>(i) + 0.5f) - 0.5f;
+    if (real < 0.0f) real = 0.0f;  // area_pixel_compute_source_index clamps linear modes at 0
+    const int64_t idx = std::min(static_cast<int64_t>(std::floor(real)), in - 1);
+    const float lambda = std::min(std::max(real - static_cast<float>(idx), 0.0f), 1.0f);
+    taps[static_cast<size_t>(i)] = {idx, idx + (idx < in - 1 ? 1 : 0), 1.0f - lambda, lambda};
+  }
+  return taps;
+}
+
+}  // namespace
+
+Tensor resize_bilinear(const Tensor& x, int64_t out_h, int64_t out_w) {
+  VIDAX_CHECK(x.dim() >= 2 && x.dtype() == DType::F32, "resize_bilinear: expects [..., H, W] F32, got " << x.str());
+  VIDAX_CHECK(out_h >= 1 && out_w >= 1, "resize_bilinear: output size " << out_h << "x" << out_w);
+  const Tensor src = x.to_host().contiguous();
+  const int64_t h = src.size(-2), w = src.size(-1);
+  const int64_t planes = src.numel() / (h * w);
+  Shape shape = src.shape();
+  shape[shape.size() - 2] = out_h;
+  shape[shape.size() - 1] = out_w;
+  Tensor dst = Tensor::empty(shape, DType::F32);
+  const std::vector<LinearTap> ty = linear_taps(h, out_h), tx = linear_taps(w, out_w);
+  const float* in = src.data<float>();
+  float* out = dst.data<float>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const float* plane = in + p * h * w;
+    float* o = out + p * out_h * out_w;
+    for (int64_t oy = 0; oy < out_h; ++oy) {
+      const LinearTap& vy = ty[static_cast<size_t>(oy)];
+      const float* r0 = plane + vy.i0 * w;
+      const float* r1 = plane + vy.i1 * w;
+      for (int64_t ox = 0; ox < out_w; ++ox) {
+        const LinearTap& vx = tx[static_cast<size_t>(ox)];
+        // Interpolate<2>: the width interpolation of each row, then the rows weighted by height.
+        const float t0 = r0[vx.i0] * vx.w0 + r0[vx.i1] * vx.w1;
+        const float t1 = r1[vx.i0] * vx.w0 + r1[vx.i1] * vx.w1;
+        o[oy * out_w + ox] = t0 * vy.w0 + t1 * vy.w1;
+      }
+    }
+  }
+  return dst;
+}
+
 Tensor center_crop(const Tensor& x, int64_t h, int64_t w) {
   VIDAX_CHECK(x.dim() >= 2 && x.dtype() == DType::F32, "center_crop: expects [..., H, W] F32, got " << x.str());
   VIDAX_CHECK(h >= 1 && w >= 1, "center_crop: " << h << "x" << w << " is empty");

@@ -14,6 +14,11 @@ namespace vidax::io {
 // x [..., H, W] F32 (any leading dims) -> [..., out_h, out_w] F32.
 Tensor resize_bicubic(const Tensor& x, int64_t out_h, int64_t out_w);
 
+// torch.nn.functional.interpolate(x, size=(out_h, out_w), mode='bilinear', align_corners=False)
+// (no antialias; float arithmetic as torch's CPU kernel: out = (x00 w0 + x01 w1) h0 + (x10 w0 + x11 w1) h1,
+// source index scale * (i + 0.5) - 0.5 clamped at 0). x [..., H, W] F32 -> [..., out_h, out_w] F32.
+Tensor resize_bilinear(const Tensor& x, int64_t out_h, int64_t out_w);
+
 // torchvision.transforms.functional.center_crop on a tensor: the [..., h, w] window centred as
 // torchvision centres it (top = round((H - h) / 2) with Python's round, halves to even; left
 // likewise); a crop larger than the image pads it with zeros first, as torchvision does

@@ -79,6 +79,12 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
 // image (a video or an animated file with several frames is refused).
 Tensor read_image(const std::string& path, const std::string& what = "image");
 
+// A video file as Wan VACE's VaceVideoProcessor takes its frames (decord RGB, then
+// .float().div_(127.5).sub_(1.)), every frame: [3, F, H, W] F32 in [-1, 1]; *fps (when given) the
+// stream's average frame rate. Throws naming the file (`what`: "--control-video") when it cannot
+// be decoded or holds no frame.
+Tensor read_video_tensor(const std::string& path, const std::string& what, double* fps = nullptr);
+
 // A picture's RGB bytes as the image-to-video references take them: torchvision's to_tensor
 // (v / 255) and .sub_(0.5).div_(0.5), in fp32. [H, W, 3] bytes -> [3, H, W] F32 in [-1, 1].
 Tensor picture_to_tensor(const uint8_t* rgb, int64_t height, int64_t width);

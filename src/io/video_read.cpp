@@ -128,6 +128,25 @@ Tensor read_image(const std::string& path, const std::string& what) {
   return picture_to_tensor(rgb.rgb.data(), rgb.height, rgb.width);
 }
 
+Tensor read_video_tensor(const std::string& path, const std::string& what, double* fps) {
+  RgbVideo rgb;
+  VideoFileInfo info;
+  try {
+    info = read_video(path, &rgb);
+  } catch (const Error& e) {
+    throw Error(msg() << "cannot read the " << what << " " << path << " as a video: " << e.what());
+  }
+  VIDAX_CHECK(rgb.frames >= 1, "the " << what << " " << path << " holds no decodable frame");
+  if (fps) *fps = info.fps;
+  Tensor t = Tensor::empty({3, rgb.frames, rgb.height, rgb.width}, DType::F32);
+  float* out = t.data<float>();  // view-write-ok: fills the tensor made above
+  const int64_t n = rgb.frames * rgb.height * rgb.width;
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t c = 0; c < 3; ++c)
+      out[c * n + i] = static_cast<float>(rgb.rgb[static_cast<size_t>(i * 3 + c)]) / 127.5f - 1.0f;  // .div_(127.5).sub_(1.)
+  return t;
+}
+
 Tensor picture_to_tensor(const uint8_t* rgb, int64_t height, int64_t width) {
   Tensor t = Tensor::empty({3, height, width}, DType::F32);
   float* out = t.data<float>();  // view-write-ok: fills the tensor made above

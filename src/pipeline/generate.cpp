@@ -106,13 +106,47 @@ void check_images(const Parts& parts, const Request& req) {
       VIDAX_CHECK(t->dim() == 3 && t->size(0) == 3 && t->dtype() == DType::F32,
                   "an input image must be [3, H, W] F32, got " << t->str());
 }
+
+// The control inputs of a request against what the loaded model takes; throws naming the option.
+void check_control(const Parts& parts, const Request& req) {
+  check_control_inputs(req);
+  VIDAX_CHECK(!req.has_control() || parts.condition_on_control,
+              "this model takes no --control-video, --mask-video or --reference-image (control-video models only, "
+              "e.g. VACE)");
+}
 }  // namespace
+
+void check_control_inputs(const Request& req) {
+  VIDAX_CHECK(!req.control_mask.defined() || req.control_video.defined(),
+              "--mask-video needs --control-video: the mask marks which pixels of the control video are regenerated");
+  for (const Tensor* t : {&req.control_video, &req.control_mask})
+    if (t->defined())
+      VIDAX_CHECK(t->dim() == 4 && t->size(0) == 3 && t->size(1) >= 1 && t->dtype() == DType::F32,
+                  "a control or mask video must be [3, F, H, W] F32, got " << t->str());
+  if (req.control_mask.defined()) {
+    const Tensor &v = req.control_video, &m = req.control_mask;
+    VIDAX_CHECK(m.size(1) == v.size(1), "--mask-video has " << m.size(1) << " frames but --control-video has "
+                                                            << v.size(1) << ": the mask must have one frame per "
+                                                               "frame of the control video");
+    VIDAX_CHECK(m.size(2) == v.size(2) && m.size(3) == v.size(3),
+                "--mask-video is " << m.size(3) << "x" << m.size(2) << " but --control-video is " << v.size(3) << "x"
+                                   << v.size(2) << ": the mask must have the control video's size");
+  }
+  VIDAX_CHECK(!req.control_video.defined() || req.control_fps > 0,
+              "--control-video: the frame rate is " << req.control_fps << " (the file gave none)");
+  for (const Tensor& r : req.reference_images)
+    VIDAX_CHECK(r.dim() == 3 && r.size(0) == 3 && r.dtype() == DType::F32,
+                "a reference image must be [3, H, W] F32, got " << r.str());
+  VIDAX_CHECK(std::isfinite(req.control_scale), "--control-scale " << req.control_scale << ": must be a finite number");
+}
 
 Result run_generation(const Parts& parts, const Request& request, const Events& ev, bool decode) {
   check_images(parts, request);
-  {  // The noise of an image request has the size the images give; checked once that is known.
+  check_control(parts, request);
+  const bool control = static_cast<bool>(parts.condition_on_control);
+  {  // The noise of an image or control request has the size its inputs give; checked once that is known.
     Request r = request;
-    if (request.image.defined()) r.noise = Tensor();
+    if (request.image.defined() || control) r.noise = Tensor();
     validate_request(parts.geometry, r);
   }
   Request req = request;  // image-to-video: with the size its images give
@@ -170,8 +204,28 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
     res.seconds_images = seconds_since(ti);
     stop_point("image encoding");
   }
+  // 0'. Control video (VACE): its frames, mask and reference images, once per run. They may fix
+  // the video's size and frame count, and add latent frames before the video's.
+  if (control) {
+    stage("encoding the control video");
+    const auto ti = Clock::now();
+    images = parts.condition_on_control({req.control_video, req.control_fps, req.control_mask, req.reference_images,
+                                         req.control_scale, req.frames, req.height, req.width});
+    for (const std::string& n : images->notes)
+      if (ev.warn) ev.warn(n);
+    res.taps = images->taps;
+    req.height = images->height;
+    req.width = images->width;
+    if (images->frames > 0) req.frames = images->frames;
+    Request r = req;
+    r.noise = Tensor();  // checked below against the whole latent (with the leading frames)
+    validate_request(parts.geometry, r);
+    res.seconds_images = seconds_since(ti);
+    stop_point("control video encoding");
+  }
   res.height = req.height;
   res.width = req.width;
+  res.frames = req.frames;
 
   // 1. Text, once per run (the reference encodes the prompt, then the negative prompt).
   stage("encoding the prompts");
@@ -195,7 +249,14 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   if (parts.after_encoding) parts.after_encoding();
 
   // 2. Noise.
-  const Shape shape = latent_shape(parts.geometry, req);
+  Shape shape = latent_shape(parts.geometry, req);
+  const int64_t leading = images ? images->leading_latent_frames : 0;
+  shape[1] += leading;
+  if (control && req.noise.defined())
+    VIDAX_CHECK(req.noise.shape() == shape, "noise " << req.noise.str() << " does not fit the request: "
+                                                     << req.frames << " frames of " << req.width << "x" << req.height
+                                                     << (leading ? " and the reference images" : "") << " need "
+                                                     << shape_str(shape));
   SeededNoise noise(req, shape);
   Tensor x = noise.x;
   // Image-fixed latent frames (ImageConditioning::fixed_frames): put in place of x's first frames,
@@ -272,7 +333,8 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
       if (ev.on_decode) ev.on_decode(static_cast<int>(done), static_cast<int>(total), seconds_since(tc));
       tc = Clock::now();
     };
-    res.video = parts.decode(x, progress);
+    // Leading latent frames (VACE's reference images) are not part of the video.
+    res.video = parts.decode(leading ? x.slice(1, leading, x.size(1)).contiguous() : x, progress);
     res.seconds_decode = seconds_since(t2);
     stop_point("VAE decoding");
   }

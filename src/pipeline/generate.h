@@ -47,6 +47,15 @@ struct Request {
   // Undefined = none given. A family whose task takes no image refuses one (request_check).
   Tensor image;       // --image: the first frame
   Tensor last_image;  // --last-image: the last frame (first-last-frame tasks; needs image)
+  // Control-video models (VACE, Parts::condition_on_control), as ControlInputs describes them:
+  // --control-video (and its frame rate), --mask-video (needs the control video, whose frames and
+  // size it must have), --reference-image (any number), --control-scale. A family without control
+  // inputs refuses them (request_check).
+  Tensor control_video, control_mask;
+  double control_fps = 0;
+  std::vector<Tensor> reference_images;
+  double control_scale = 1.0;
+  bool has_control() const { return control_video.defined() || control_mask.defined() || !reference_images.empty(); }
   // Where the denoiser's weights live (--offload, --max-memory): streamed per block instead of
   // resident. The family's memory plan reads it; the loader gets it as LoadOptions::offload.
   bool offload = false;
@@ -93,6 +102,7 @@ struct Result {
   std::vector<double> timesteps;
   std::map<std::string, Tensor> taps;  // the family's intermediates by golden name (ImageConditioning::taps)
   int64_t height = 0, width = 0;  // the video's size: the request's, or what its images gave (image-to-video)
+  int64_t frames = 0;             // the video's frame count: the request's, or what its control video gave
   std::string negative_prompt;  // what was encoded ("" when guidance needed none)
   int64_t denoiser_calls = 0;   // forwards of the denoiser (CFG: 2 per guided step)
   // Per denoiser (Parts::denoiser_index): its forwards, and the steps it ran (0-based).
@@ -113,6 +123,10 @@ Shape latent_shape(const Geometry& g, const Request& r);
 // times the patch, steps outside 1..kMaxSteps, non-finite guidance, shift <= 0, an unknown
 // sampler, a noise tensor of the wrong shape.
 void validate_request(const Geometry& g, const Request& r);
+
+// The control inputs of a request among themselves (Request::control_*): a mask without a control
+// video, a mask whose frame count or size differs from the video's, tensors of the wrong form.
+void check_control_inputs(const Request& r);
 
 // torch.manual_seed(seed); torch.randn(shape, dtype=float32) on the CPU generator.
 Tensor draw_noise(uint64_t seed, const Shape& shape);

@@ -51,6 +51,18 @@ struct ImageInputs {
   int64_t height = 0, width = 0;  // the request's size: height * width is the area the video may take
 };
 
+// Control-video conditioning (VACE): the request's control video, its mask and reference
+// images as decoded from the user's files, handed to the family once per run
+// (Parts::condition_on_control), which samples, sizes and encodes them as its reference does.
+struct ControlInputs {
+  Tensor video;     // [3, F, H, W] F32: the file's 8-bit levels / 127.5 - 1; undefined = none given
+  double fps = 0;   // the video file's frame rate (the family may sample frames by time)
+  Tensor mask;      // [3, F, H, W] F32 likewise (the video's frames and size); undefined = none
+  std::vector<Tensor> references;  // each [3, H, W] F32 in [-1, 1] at the file's own size
+  double scale = 1.0;              // how strongly the control steers (VACE: context_scale)
+  int64_t frames = 0, height = 0, width = 0;  // the request's
+};
+
 // What the family made of the images: the video's size (the references derive it from the first
 // image's aspect ratio and the requested area) and the conditioning its denoiser takes.
 struct ImageConditioning {
@@ -63,6 +75,11 @@ struct ImageConditioning {
   // drawn and after every sampler update, as textimage2video.py's
   // latent = (1 - mask2) * z + mask2 * latent (mask2 0 on those frames, 1 elsewhere) does exactly.
   Tensor fixed_frames;
+  // Control-video runs: the video's frame count when the inputs fix it (0 = the request's), and
+  // the latent frames before the video's (VACE: one per reference image). Those are part of the
+  // denoised latent (its noise too) and are dropped before decoding, as WanVace.decode_latent does.
+  int64_t frames = 0;
+  int64_t leading_latent_frames = 0;
 };
 
 // One denoiser call: the latent, the sampler's model timestep, the prompt, and
@@ -92,6 +109,11 @@ struct Parts {
   // text-to-video model: 0), and the callable that encodes them once per run, before the prompts.
   int min_images = 0, max_images = 0;
   std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
+  // Control-video models (VACE): the callable that turns ControlInputs into the denoiser's
+  // conditioning (through DenoiseInput::images), once per run, before the prompts. Set = the model
+  // takes --control-video / --mask-video / --reference-image (and runs with none of them: the
+  // family says what an empty control is); unset = it refuses them.
+  std::function<ImageConditioning(const ControlInputs& in)> condition_on_control;
   // Called once the images are encoded: the family frees its image encoder here. Optional.
   std::function<void()> after_images;
   // Called once the prompts are encoded: a family frees its text encoder here when

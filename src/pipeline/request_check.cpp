@@ -26,7 +26,13 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
   if (request.last_image.defined())
     VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
                                                << "); a first-last-frame (flf2v) variant does");
-  if (!has("t2v") && !has("ti2v")) {
+  // Control inputs (VACE): only a control-video variant takes them.
+  check_control_inputs(request);
+  if (request.has_control())
+    VIDAX_CHECK(has("vace"), "--control-video / --mask-video / --reference-image: "
+                                 << variant << " takes no control video (its tasks: " << task_list
+                                 << "); a VACE variant does (`vidax models`)");
+  if (!has("t2v") && !has("ti2v") && !has("vace")) {
     VIDAX_CHECK(request.image.defined(), variant << " generates from an image (its tasks: " << task_list
                                                  << "): give --image FILE, the first frame");
     if (!has("i2v"))

@@ -231,7 +231,9 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     if (given.last_frame && !has("flf2v"))
       throw bad_field("last_frame", "model " + s.model + " takes no last frame (its tasks: " + list + ")",
                       "unsupported_value");
-    if (!has("t2v") && !has("ti2v") && !given.input_reference)
+    // A VACE model runs without its control inputs (the reference's zero video; the API has no
+    // field for them yet), so it needs no image either.
+    if (!has("t2v") && !has("ti2v") && !has("vace") && !given.input_reference)
       throw bad_field("input_reference", "model " + s.model + " generates from an image (its tasks: " + list +
                                              "): send input_reference, the first frame", "missing_required_parameter");
     if (has("flf2v") && !has("i2v") && given.input_reference && !given.last_frame)

@@ -84,10 +84,11 @@ inline void add_nested(std::vector<Rule>& rules, const std::string& engine_prefi
 // The identity map: engine names are the checkpoint's (a family's original layout).
 inline KeyMap original_identity() { return KeyMap{"original", {key_rule("{name*}", "{name}")}}; }
 
-// Counts blocks.{i} present under the layout (i = 0, 1, ... until one is absent).
-inline int64_t count_layers(const TensorSource& src, const KeyMap& map, const std::string& probe_suffix) {
+// Counts <prefix>{i} present under the layout (i = 0, 1, ... until one is absent).
+inline int64_t count_layers(const TensorSource& src, const KeyMap& map, const std::string& probe_suffix,
+                            const std::string& prefix = "blocks.") {
   int64_t n = 0;
-  while (find_param(src, map, "blocks." + std::to_string(n) + "." + probe_suffix)) ++n;
+  while (find_param(src, map, prefix + std::to_string(n) + "." + probe_suffix)) ++n;
   return n;
 }
 

@@ -63,8 +63,8 @@ parity::Report run_golden(const std::string& path) {
 
 // Rewrites a golden file with every `output*` tensor perturbed: floats by `delta` (relative and
 // absolute, so a zero moves too), integers by one. Returns the copy's path; `victims` gets the
-// names perturbed. A config's relative "weights" directory is made absolute (the copy lives
-// elsewhere).
+// names perturbed. A config's relative "weights" directory and "diffusion_model" file are made
+// absolute (the copy lives elsewhere).
 std::string perturbed_copy(const std::string& path, double delta, std::vector<std::string>* victims) {
   io::Checkpoint ck = io::Checkpoint::open(path);
   std::map<std::string, Tensor> t;
@@ -79,10 +79,11 @@ std::string perturbed_copy(const std::string& path, double delta, std::vector<st
   }
   auto meta = ck.metadata();
   nlohmann::json config = nlohmann::json::parse(meta.at("config"));
-  if (config.contains("weights")) {
-    config["weights"] = (fs::absolute(fs::path(path).parent_path()) / config["weights"].get<std::string>()).string();
-    meta["config"] = config.dump();
-  }
+  for (const char* rel : {"weights", "diffusion_model"})  // paths beside the golden (the copy lives elsewhere)
+    if (config.contains(rel) && config[rel].is_string()) {
+      config[rel] = (fs::absolute(fs::path(path).parent_path()) / config[rel].get<std::string>()).string();
+      meta["config"] = config.dump();
+    }
   const std::string out = (fs::temp_directory_path() / ("vidax_perturbed_" + stem(path) + "_" + std::to_string(::getpid()) + ".safetensors")).string();
   io::save_safetensors(out, t, meta);
   return out;

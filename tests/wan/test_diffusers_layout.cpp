@@ -45,10 +45,64 @@ void write_json(const fs::path& p, const json& j) {
 }
 
 
+// The tiny T2V golden's checkpoint written in the diffusers layout under `d`, with the DiT of
+// `dit_file` (original names) and its transformer config plus `extra` (e.g. VACE's fields).
+void write_diffusers_checkpoint(const fs::path& d, const std::string& dit_file, const json& extra);
+
 }  // namespace
 
 TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
   const fs::path d = vidax::test::scratch_dir("diffusers_tiny");
+  write_diffusers_checkpoint(d, kGolden + "/diffusion_pytorch_model.safetensors", json::object());
+
+  pipeline::LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.model = "wan2.1-tiny-demo";
+  lo.precision = "fp32";
+  wan::LoadedT2V m = wan::load_t2v(lo);
+  EXPECT_EQ(m.files.layout, "diffusers");
+
+  io::Checkpoint g = io::Checkpoint::open(kGolden + ".safetensors");
+  const json cfg = json::parse(g.metadata().at("config"));
+  const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
+  pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
+  const double e = vidax::test::rel_l2(g.get("output.latents"), res.latents);
+  std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);
+  EXPECT_LT(e, 1e-5);
+}
+
+// Wan VACE in the diffusers layout (WanVACETransformer3DModel names and config, detected as
+// wan2.1-vace-1.3b's architecture family): the official WanVace.generate's golden latents.
+TEST(DiffusersLayout, VaceSameLatentsAsTheOfficialGenerate) {
+  const std::string golden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan_vace_tiny";
+  const fs::path d = vidax::test::scratch_dir("diffusers_vace_tiny");
+  write_diffusers_checkpoint(d, golden + "/vace_diffusion_pytorch_model.safetensors",
+                             {{"_class_name", "WanVACETransformer3DModel"}, {"vace_layers", {0, 1}},
+                              {"vace_in_channels", 96}});
+  pipeline::LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.model = "wan2.1-vace-tiny-demo";
+  lo.precision = "fp32";
+  wan::LoadedT2V m = wan::load_t2v(lo);
+  EXPECT_EQ(m.files.layout, "diffusers");
+  ASSERT_TRUE(m.parts.condition_on_control);
+  io::Checkpoint g = io::Checkpoint::open(golden + ".safetensors");
+  const json cfg = json::parse(g.metadata().at("config"));
+  pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
+  r.control_video = g.get("input.control_video");
+  r.control_fps = cfg.at("control_fps");
+  r.control_mask = g.get("input.mask_video");
+  r.reference_images = {g.get("input.reference_image.0")};
+  r.control_scale = cfg.at("control_scale");
+  pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
+  const double e = vidax::test::rel_l2(g.get("output.latents"), res.latents);
+  std::printf("diffusers VACE layout: latents rel_l2 %.3g vs the official golden\n", e);
+  EXPECT_LT(e, 1e-5);
+}
+
+namespace {
+
+void write_diffusers_checkpoint(const fs::path& d, const std::string& dit_file, const json& extra) {
   std::ifstream vm(kGolden + "/vidax_model.json");
   const json model = json::parse(vm);
   const json& dit = model["dit"];
@@ -56,16 +110,14 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
   const json& t5 = model["t5"];
 
   namespace tw = translate::wan;
-  write_renamed(kGolden + "/diffusion_pytorch_model.safetensors", tw::dit_keymap("diffusers"),
-                d / "transformer/diffusion_pytorch_model.safetensors");
+  write_renamed(dit_file, tw::dit_keymap("diffusers"), d / "transformer/diffusion_pytorch_model.safetensors");
   write_renamed(kGolden + "/Wan2.1_VAE.safetensors", tw::vae_keymap("diffusers", tw::VaeConfig::from_json(vae)),
                 d / "vae/diffusion_pytorch_model.safetensors");
   write_renamed(kGolden + "/models_t5_umt5-xxl-enc-bf16.safetensors", translate::t5::t5_keymap("diffusers"),
                 d / "text_encoder/model.safetensors");
   write_json(d / "model_index.json", {{"_class_name", "WanPipeline"}});
   // The configs as diffusers / transformers spell them.
-  write_json(d / "transformer/config.json",
-             {{"_class_name", "WanTransformer3DModel"},
+  json transformer = {{"_class_name", "WanTransformer3DModel"},
               {"patch_size", dit["patch_size"]},
               {"num_attention_heads", dit["num_heads"]},
               {"attention_head_dim", dit["dim"].get<int64_t>() / dit["num_heads"].get<int64_t>()},
@@ -80,7 +132,9 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
               {"eps", 1e-6},
               {"image_dim", nullptr},
               {"added_kv_proj_dim", nullptr},
-              {"rope_max_seq_len", 1024}});
+              {"rope_max_seq_len", 1024}};
+  transformer.update(extra);
+  write_json(d / "transformer/config.json", transformer);
   write_json(d / "vae/config.json", {{"_class_name", "AutoencoderKLWan"},
                                      {"base_dim", vae["dim"]},
                                      {"z_dim", vae["z_dim"]},
@@ -102,20 +156,8 @@ TEST(DiffusersLayout, SameLatentsAsTheOriginalLayout) {
               {"feed_forward_proj", "gated-gelu"},
               {"layer_norm_epsilon", 1e-6}});
   fs::create_directories(d / "tokenizer");
-  fs::copy_file(kGolden + "/google/umt5-xxl/spiece.model", d / "tokenizer/spiece.model");
-
-  pipeline::LoadOptions lo;
-  lo.weights_dir = d.string();
-  lo.model = "wan2.1-tiny-demo";
-  lo.precision = "fp32";
-  wan::LoadedT2V m = wan::load_t2v(lo);
-  EXPECT_EQ(m.files.layout, "diffusers");
-
-  io::Checkpoint g = io::Checkpoint::open(kGolden + ".safetensors");
-  const json cfg = json::parse(g.metadata().at("config"));
-  const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
-  pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
-  const double e = vidax::test::rel_l2(g.get("output.latents"), res.latents);
-  std::printf("diffusers layout: latents rel_l2 %.3g vs the official golden\n", e);
-  EXPECT_LT(e, 1e-5);
+  fs::copy_file(kGolden + "/google/umt5-xxl/spiece.model", d / "tokenizer/spiece.model",
+                fs::copy_options::overwrite_existing);
 }
+
+}  // namespace

@@ -94,7 +94,7 @@ TEST(WanDiTConfig, RopeSplitFollowsRopeParams) {
 
 TEST(WanDiTConfig, RejectsWhatIsNotImplementedOrInconsistent) {
   auto j = nlohmann::json::parse(kOfficial13B);
-  j["model_type"] = "vace";
+  j["model_type"] = "magic";
   EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
   j["model_type"] = "i2v";
   EXPECT_TRUE(DiTConfig::from_json(j).has_image_input());
@@ -117,4 +117,50 @@ TEST(WanDiTConfig, RejectsWhatIsNotImplementedOrInconsistent) {
   EXPECT_EQ(DiTConfig::from_json(d).model_type, "flf2v");
   EXPECT_THROW(DiTConfig::from_json(nlohmann::json::parse(R"({"foo": 1})")), vidax::Error);
   EXPECT_THROW(DiTConfig::preset("wan2.1-t2v-2b"), vidax::Error);
+}
+
+// VaceWanModel's defaults (vace_layers every second layer from 0, vace_in_dim = in_dim), the
+// published VACE config, and what the reference would assert on or misread.
+TEST(WanDiTConfig, ReadsVaceAndRefusesBadVaceLayers) {
+  auto j = nlohmann::json::parse(kOfficial13B);
+  j["model_type"] = "vace";
+  DiTConfig c = DiTConfig::from_json(j);
+  EXPECT_TRUE(c.is_vace());
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28}));
+  EXPECT_EQ(c.vace_in_dim, c.in_dim);
+  j["vace_layers"] = {0, 5, 10, 15, 20, 25};
+  j["vace_in_dim"] = 96;
+  c = DiTConfig::from_json(j);
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 5, 10, 15, 20, 25}));
+  EXPECT_EQ(c.vace_in_dim, 96);
+  EXPECT_EQ(DiTConfig::from_json(c.to_json()).vace_layers, c.vace_layers);  // round trip
+  for (const char* bad : {"[5, 10]", "[0, 30]", "[0, 10, 5]", "[0, 0]", "[]"}) {
+    j["vace_layers"] = nlohmann::json::parse(bad);
+    EXPECT_THROW(DiTConfig::from_json(j), vidax::Error) << bad;
+  }
+  j["vace_layers"] = {0, 5};
+  j["vace_in_dim"] = 0;
+  EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
+  j = nlohmann::json::parse(kOfficial13B);
+  j["vace_layers"] = {0, 5};  // on a t2v model
+  EXPECT_THROW(DiTConfig::from_json(j), vidax::Error);
+}
+
+// diffusers' WanVACETransformer3DModel config: its class defaults (vace_layers 0, 5, .., 35,
+// vace_in_channels 96) and its fields.
+TEST(WanDiTConfig, ReadsTheDiffusersVaceConfig) {
+  auto d = nlohmann::json::parse(kDiffusers14B);
+  d["_class_name"] = "WanVACETransformer3DModel";
+  DiTConfig c = DiTConfig::from_json(d);
+  EXPECT_EQ(c.model_type, "vace");
+  EXPECT_EQ(c.layout, vidax::wan::DiTLayout::Diffusers);
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 5, 10, 15, 20, 25, 30, 35}));
+  EXPECT_EQ(c.vace_in_dim, 96);
+  d["vace_layers"] = {0, 2};
+  d["vace_in_channels"] = 12;
+  c = DiTConfig::from_json(d);
+  EXPECT_EQ(c.vace_layers, (std::vector<int64_t>{0, 2}));
+  EXPECT_EQ(c.vace_in_dim, 12);
+  d["vace_layers"] = {2, 4};  // diffusers refuses a list without 0 too
+  EXPECT_THROW(DiTConfig::from_json(d), vidax::Error);
 }

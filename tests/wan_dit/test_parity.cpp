@@ -71,6 +71,7 @@ TEST(WanDiTGolden, AllGoldenFilesArePresent) {
   for (const std::string& f : wan_dit_test::golden_files()) names.insert(std::filesystem::path(f).filename());
   for (const char* f : {"wan_dit_tiny.safetensors", "wan_dit_tiny_b2.safetensors", "wan_dit_diffusers_tiny.safetensors",
                         "wan_dit_i2v_tiny.safetensors", "wan_dit_flf2v_tiny.safetensors",
-                        "wan_dit_block1536.safetensors"})
+                        "wan_dit_block1536.safetensors", "wan_dit_vace_tiny.safetensors", "wan_dit_vace_default_b2.safetensors",
+                        "wan_dit_vace_diffusers_tiny.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }

@@ -207,6 +207,9 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   const double available = opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes
                                                       : static_cast<double>(mem_available_bytes());
 
+  // VACE: its step also runs the vace blocks on a vace context; not timed yet (refused, not mis-timed).
+  VIDAX_CHECK(!cfg.is_vace(), "bench: " << opt.model << " is a VACE model, whose DiT step (with its vace blocks) "
+                                                        "is not benchmarked yet; `vidax generate` runs it");
   json r;
   r["model"] = opt.model;
   r["precision"] = precision_name(precision);

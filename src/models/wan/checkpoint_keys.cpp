@@ -41,12 +41,48 @@ DitConfig DitConfig::ti2v_5b() {  // Wan2.2 wan/configs/wan_ti2v_5B.py (z_dim 48
   return c;
 }
 
+DitConfig DitConfig::vace_1_3b() {
+  DitConfig c;
+  c.model_type = "vace";
+  c.vace_layers = {0, 5, 10, 15, 20, 25};
+  c.vace_in_dim = 96;  // 32 (inactive and reactive latents) + 64 (the 8x8 mask)
+  return c;
+}
+
+DitConfig DitConfig::vace_14b() {
+  DitConfig c = t2v_14b();
+  c.model_type = "vace";
+  c.vace_layers = {0, 5, 10, 15, 20, 25, 30, 35};
+  c.vace_in_dim = 96;
+  return c;
+}
+
 bool is_diffusers_dit_config(const Json& j) {
   if (!j.is_object()) return false;
-  if (has(j, "_class_name") && j["_class_name"].is_string())
-    return j["_class_name"].get<std::string>() == "WanTransformer3DModel";
+  if (has(j, "_class_name") && j["_class_name"].is_string()) {
+    const std::string c = j["_class_name"].get<std::string>();
+    return c == "WanTransformer3DModel" || c == "WanVACETransformer3DModel";
+  }
   return has(j, "num_attention_heads") || has(j, "attention_head_dim") || has(j, "in_channels");
 }
+
+namespace {
+
+// VaceWanModel asserts 0 in vace_layers (vace block 0 adds the patch-embedded latent); each
+// entry must name a main block, once.
+void check_vace(const DitConfig& c) {
+  VIDAX_CHECK(!c.vace_layers.empty() && c.vace_layers[0] == 0,
+              "Wan VACE DiT config: vace_layers must start with layer 0 (VaceWanModel asserts 0 in vace_layers)");
+  for (size_t i = 0; i < c.vace_layers.size(); ++i) {
+    VIDAX_CHECK(c.vace_layers[i] >= 0 && c.vace_layers[i] < c.num_layers,
+                "Wan VACE DiT config: vace_layers entry " << c.vace_layers[i] << " is not a layer of 0.." << c.num_layers - 1);
+    VIDAX_CHECK(i == 0 || c.vace_layers[i] > c.vace_layers[i - 1],
+                "Wan VACE DiT config: vace_layers must be increasing without repeats");
+  }
+  VIDAX_CHECK(c.vace_in_dim > 0, "Wan VACE DiT config: vace_in_dim must be positive, got " << c.vace_in_dim);
+}
+
+}  // namespace
 
 DitConfig DitConfig::from_json(const Json& j) {
   VIDAX_CHECK(j.is_object(), "Wan DiT config must be a JSON object, got " << j.dump());
@@ -78,6 +114,16 @@ DitConfig DitConfig::from_json(const Json& j) {
     const bool flf = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
     c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
     read_patch(c);
+    // WanVACETransformer3DModel: vace_layers (default 0, 5, .., 35) and vace_in_channels (96).
+    const bool vace = (has(j, "_class_name") && j["_class_name"] == "WanVACETransformer3DModel") ||
+                      has(j, "vace_layers") || has(j, "vace_in_channels");
+    if (vace) {
+      VIDAX_CHECK(c.model_type == "t2v", "Wan VACE DiT config: a VACE model with image inputs is not supported");
+      c.model_type = "vace";
+      c.vace_layers = value_or<std::vector<int64_t>>(j, "vace_layers", {0, 5, 10, 15, 20, 25, 30, 35});
+      c.vace_in_dim = value_or<int64_t>(j, "vace_in_channels", 96);
+      check_vace(c);
+    }
     return c;
   }
   VIDAX_CHECK(has(j, "dim") || has(j, "num_heads") || (has(j, "_class_name") && j["_class_name"] == "WanModel"),
@@ -100,17 +146,37 @@ DitConfig DitConfig::from_json(const Json& j) {
   c.eps = value_or<double>(j, "eps", 1e-6);
   read_patch(c);
   // ti2v (Wan 2.2 TI2V-5B): t2v's parameters; the image enters as the first latent frame.
-  VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v" || c.model_type == "ti2v",
-              "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v, flf2v or ti2v");
+  VIDAX_CHECK(c.model_type == "t2v" || c.model_type == "i2v" || c.model_type == "flf2v" || c.model_type == "ti2v" ||
+                  c.model_type == "vace",
+              "Wan DiT config: model_type '" << c.model_type << "' is not t2v, i2v, flf2v, ti2v or vace");
+  VIDAX_CHECK(c.model_type == "vace" || (!has(j, "vace_layers") && !has(j, "vace_in_dim")) ||
+                  (j.value("vace_layers", Json()).is_null() && j.value("vace_in_dim", Json()).is_null()),
+              "Wan DiT config: vace_layers / vace_in_dim given for model_type '" << c.model_type << "'");
+  if (c.model_type == "vace") {
+    // VaceWanModel.__init__: vace_layers None -> range(0, num_layers, 2); vace_in_dim None -> in_dim.
+    if (has(j, "vace_layers") && !j["vace_layers"].is_null()) {
+      c.vace_layers = value_or<std::vector<int64_t>>(j, "vace_layers", {});
+    } else {
+      for (int64_t i = 0; i < c.num_layers; i += 2) c.vace_layers.push_back(i);
+    }
+    c.vace_in_dim = has(j, "vace_in_dim") && !j["vace_in_dim"].is_null() ? value_or<int64_t>(j, "vace_in_dim", 0)
+                                                                         : c.in_dim;
+    check_vace(c);
+  }
   return c;
 }
 
 Json DitConfig::to_json() const {
-  return Json{{"model_type", model_type}, {"patch_size", patch_size}, {"text_len", text_len},
-              {"in_dim", in_dim},         {"dim", dim},               {"ffn_dim", ffn_dim},
-              {"freq_dim", freq_dim},     {"text_dim", text_dim},     {"out_dim", out_dim},
-              {"num_heads", num_heads},   {"num_layers", num_layers}, {"qk_norm", qk_norm},
-              {"cross_attn_norm", cross_attn_norm}, {"eps", eps}};
+  Json j{{"model_type", model_type}, {"patch_size", patch_size}, {"text_len", text_len},
+         {"in_dim", in_dim},         {"dim", dim},               {"ffn_dim", ffn_dim},
+         {"freq_dim", freq_dim},     {"text_dim", text_dim},     {"out_dim", out_dim},
+         {"num_heads", num_heads},   {"num_layers", num_layers}, {"qk_norm", qk_norm},
+         {"cross_attn_norm", cross_attn_norm}, {"eps", eps}};
+  if (model_type == "vace") {
+    j["vace_layers"] = vace_layers;
+    j["vace_in_dim"] = vace_in_dim;
+  }
+  return j;
 }
 
 ParamSpec dit_params(const DitConfig& c) {
@@ -128,8 +194,17 @@ ParamSpec dit_params(const DitConfig& c) {
   linear("time_embedding.2", d, d);
   linear("time_projection.1", 6 * d, d);
   const bool image = c.model_type == "i2v" || c.model_type == "flf2v";
-  for (int64_t i = 0; i < c.num_layers; ++i) {
-    const std::string b = "blocks." + std::to_string(i) + ".";
+  // Main blocks, then (VACE) the vace blocks: a WanAttentionBlock each, plus before_proj
+  // (the one at layer 0) and after_proj.
+  const int64_t n_vace = static_cast<int64_t>(c.vace_layers.size());
+  for (int64_t k = 0; k < c.num_layers + n_vace; ++k) {
+    const bool vace = k >= c.num_layers;
+    const int64_t i = vace ? k - c.num_layers : k;
+    const std::string b = (vace ? "vace_blocks." : "blocks.") + std::to_string(i) + ".";
+    if (vace) {
+      if (c.vace_layers[static_cast<size_t>(i)] == 0) linear(b + "before_proj", d, d);
+      linear(b + "after_proj", d, d);
+    }
     for (const char* attn : {"self_attn.", "cross_attn."}) {
       for (const char* p : {"q", "k", "v", "o"}) linear(b + attn + p, d, d);
       if (c.qk_norm) {
@@ -149,6 +224,10 @@ ParamSpec dit_params(const DitConfig& c) {
     linear(b + "ffn.0", c.ffn_dim, d);
     linear(b + "ffn.2", d, c.ffn_dim);
     s.add(b + "modulation", {1, 6, d});
+  }
+  if (c.model_type == "vace") {
+    s.add("vace_patch_embedding.weight", {d, c.vace_in_dim, c.patch_size[0], c.patch_size[1], c.patch_size[2]});
+    s.add("vace_patch_embedding.bias", {d});
   }
   linear("head.head", c.out_dim * c.patch_size[0] * c.patch_size[1] * c.patch_size[2], d);
   s.add("head.modulation", {1, 2, d});
@@ -211,6 +290,14 @@ KeyMap dit_keymap(const std::string& layout) {
   if (layout == "diffusers") {
     KeyMap m{"diffusers", {}};
     add_nested(m.rules, "", "", kDitDiffusers);
+    // WanVACETransformer3DModel: its vace blocks are named as the main blocks, with proj_in /
+    // proj_out for VaceWanAttentionBlock's before_proj / after_proj.
+    SuffixTable vace{{"vace_patch_embedding.{p}", "vace_patch_embedding.{p}"},
+                     {"vace_blocks.{i}.before_proj.{p}", "vace_blocks.{i}.proj_in.{p}"},
+                     {"vace_blocks.{i}.after_proj.{p}", "vace_blocks.{i}.proj_out.{p}"}};
+    for (const auto& [e, k] : kDitDiffusers)
+      if (std::string(e).rfind("blocks.{i}.", 0) == 0) vace.push_back({"vace_" + std::string(e), "vace_" + std::string(k)});
+    add_nested(m.rules, "", "", vace);
     return m;
   }
   throw Error(msg() << "wan2.1-dit: unknown layout '" << layout << "' (original, diffusers, comfyui)");
@@ -445,6 +532,18 @@ class DitComponent : public Component {
     c.qk_norm = info("blocks.0.self_attn.norm_q.weight") != nullptr;
     c.cross_attn_norm = info("blocks.0.norm3.weight") != nullptr;
     if (info("blocks.0.cross_attn.k_img.weight")) c.model_type = info("img_emb.emb_pos") ? "flf2v" : "i2v";
+    if (auto* t = info("vace_patch_embedding.weight"); t && t->shape.size() == 5) {
+      // The checkpoint stores how many vace blocks there are, not where their hints go: every
+      // published VACE model spaces them evenly from layer 0 (1.3B: 0, 5, .., 25 of 30; 14B: 0, 5,
+      // .., 35 of 40), which is what is assumed here; a config.json says otherwise when it has to.
+      c.model_type = "vace";
+      c.vace_in_dim = t->shape[1];
+      const int64_t n = count_layers(src, m, "after_proj.weight", "vace_blocks.");
+      const int64_t step = n > 0 && c.num_layers % n == 0 ? c.num_layers / n : 2;
+      for (int64_t i = 0; i < c.num_layers && static_cast<int64_t>(c.vace_layers.size()) < std::max<int64_t>(n, 1);
+           i += step)
+        c.vace_layers.push_back(i);
+    }
     return c.to_json();
   }
   ParamSpec params(const Json& cfg) const override { return dit_params(DitConfig::from_json(cfg)); }
@@ -460,6 +559,8 @@ class DitComponent : public Component {
     if (same(DitConfig::t2v_14b())) return "t2v-14B";
     if (same(DitConfig::i2v_14b())) return "i2v-14B";
     if (same(DitConfig::ti2v_5b())) return "ti2v-5B";
+    if (same(DitConfig::vace_1_3b()) && c.vace_layers == DitConfig::vace_1_3b().vace_layers) return "vace-1.3B";
+    if (same(DitConfig::vace_14b()) && c.vace_layers == DitConfig::vace_14b().vace_layers) return "vace-14B";
     DitConfig flf = DitConfig::i2v_14b();
     flf.model_type = "flf2v";
     if (same(flf)) return "flf2v-14B";

@@ -19,17 +19,24 @@
 namespace vidax::translate::wan {
 
 struct DitConfig {
-  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v
+  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v | vace
   std::array<int64_t, 3> patch_size{1, 2, 2};
   int64_t text_len = 512, in_dim = 16, dim = 1536, ffn_dim = 8960, freq_dim = 256, text_dim = 4096, out_dim = 16,
           num_heads = 12, num_layers = 30;
   bool qk_norm = true, cross_attn_norm = true;
   double eps = 1e-6;
+  // VACE (VaceWanModel): the main blocks that take a hint, in vace block order (vace_blocks.j feeds
+  // blocks.vace_layers[j]; the class default is every second layer), and the vace context's channels
+  // (default in_dim). Empty / 0 for the other model types.
+  std::vector<int64_t> vace_layers;
+  int64_t vace_in_dim = 0;
 
   static DitConfig t2v_1_3b();
   static DitConfig t2v_14b();
   static DitConfig i2v_14b();
   static DitConfig ti2v_5b();  // Wan 2.2 TI2V-5B
+  static DitConfig vace_1_3b();  // Wan2.1-VACE-1.3B (config.json: vace_layers 0, 5, .., 25, vace_in_dim 96)
+  static DitConfig vace_14b();   // Wan2.1-VACE-14B (vace_layers 0, 5, .., 35)
   // WanModel init args, or a diffusers WanTransformer3DModel config, with the
   // defaults of the class that reads them; throws on neither and on a field of
   // the wrong type. The one parser of these fields: the engine's wan::DiTConfig

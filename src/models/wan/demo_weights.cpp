@@ -95,7 +95,7 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
   DemoRandom rng(opt.seed);
   const std::map<std::string, std::string> meta{{"format", "pt"}, {"vidax.note", "random demo weights"}};
   json config = dit;  // what the original repo's config.json holds: WanModel's init args
-  config["_class_name"] = "WanModel";
+  config["_class_name"] = dit.value("model_type", std::string()) == "vace" ? "VaceWanModel" : "WanModel";
   // Wan 2.2 I2V-A14B's i2v WanModel has no img_emb / image cross-attention: the parameters of the
   // t2v architecture at its in_dim (t2v_load.cpp runs it so); config.json keeps model_type i2v.
   json dit_params = dit;

@@ -35,6 +35,16 @@ TextContext concat_batch(const std::vector<TextContext>& parts) {
   out.y = cat([](const TextContext& p) { return p.y; });
   for (const TextContext& p : parts)
     VIDAX_CHECK(p.blocks.size() == parts[0].blocks.size(), "Wan DiT: concat_batch of contexts from different models");
+  out.vace = cat([](const TextContext& p) { return p.vace; });
+  for (const TextContext& p : parts)
+    VIDAX_CHECK(p.vace_scale == parts[0].vace_scale && p.vace_blocks.size() == parts[0].vace_blocks.size(),
+                "Wan DiT: concat_batch of contexts with different vace_context_scale or vace blocks");
+  out.vace_scale = parts[0].vace_scale;
+  out.vace_blocks.resize(parts[0].vace_blocks.size());
+  for (size_t i = 0; i < out.vace_blocks.size(); ++i) {
+    out.vace_blocks[i].k = cat([i](const TextContext& p) { return p.vace_blocks[i].k; });
+    out.vace_blocks[i].v = cat([i](const TextContext& p) { return p.vace_blocks[i].v; });
+  }
   out.blocks.resize(parts[0].blocks.size());
   for (size_t i = 0; i < out.blocks.size(); ++i) {
     out.blocks[i].k = cat([i](const TextContext& p) { return p.blocks[i].k; });
@@ -125,6 +135,13 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
     if (cfg_.model_type == "flf2v") m.emb_pos = params.take("img_emb.emb_pos", {1, 2 * cfg_.image_tokens, c});
     img_emb_ = std::move(m);
   }
+  if (cfg_.is_vace()) {
+    // Not yet checked against the single-rank run: refused rather than run unverified.
+    VIDAX_CHECK(!mesh_ || mesh_->shape().world() == 1,
+                "Wan VACE DiT: --mesh " << mesh_->shape().str() << " is not supported for VACE yet (one rank)");
+    VIDAX_CHECK(!streamed.source, "Wan VACE DiT: weight streaming (--offload) is not supported for VACE yet");
+    vace_ = std::make_shared<const VaceBranch>(VaceBranch::load(params, cfg_, compute_));
+  }
 }
 
 WanDiT WanDiT::from_weights(const DiTConfig& cfg, std::map<std::string, Tensor> weights, Precision precision,
@@ -185,6 +202,25 @@ TextContext WanDiT::encode_text(const Tensor& context) const {
   out.blocks.reserve(block_count());
   for (size_t i = 0; i < block_count(); ++i)
     out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.text_kv(out.embedded, cfg_); }));
+  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_);
+  return out;
+}
+
+VaceContext WanDiT::encode_vace(const Tensor& vace_context, double scale, Taps* taps) const {
+  VIDAX_CHECK(vace_, "Wan DiT: a vace context given to a " << cfg_.model_type << " model (VACE models only)");
+  VaceContext out{vace_->embed(vace_context, cfg_), scale};
+  if (taps) (*taps)["vace_patch_embedding"] = out.tokens;
+  return out;
+}
+
+TextContext with_vace(const TextContext& text, const VaceContext& vace) {
+  VIDAX_CHECK(!text.vace.defined(), "Wan DiT: with_vace on a context that already has a vace context");
+  VIDAX_CHECK(!text.vace_blocks.empty(), "Wan DiT: with_vace on the context of a model without vace blocks");
+  VIDAX_CHECK(vace.tokens.size(0) == text.batch(),
+              "Wan DiT: with_vace: vace context batch " << vace.tokens.size(0) << " vs prompt batch " << text.batch());
+  TextContext out = text;
+  out.vace = vace.tokens;
+  out.vace_scale = vace.scale;
   return out;
 }
 
@@ -240,6 +276,7 @@ TextContext WanDiT::encode(const Tensor& context, const Tensor& clip_fea, const 
   out.blocks.reserve(block_count());
   for (size_t i = 0; i < block_count(); ++i)
     out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.cross_kv(out.embedded, out.image, cfg_); }));
+  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_);
   return out;
 }
 
@@ -334,15 +371,15 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   const bool per_token = e0_all.dim() == 4;
   VIDAX_CHECK(e0_all.size(0) == B && (!per_token || e0_all.size(2) == L),
               "Wan DiT: time projection " << e0_all.str() << " does not match batch " << B << " / " << L << " tokens");
+  VIDAX_CHECK(text.vace.defined() == cfg_.is_vace(),
+              "Wan DiT: a " << cfg_.model_type << " model " << (text.vace.defined() ? "got" : "needs")
+                            << " a vace context (encode_vace and with_vace)");
   VIDAX_CHECK(text.batch() == B && text.blocks.size() == block_count(),
               "Wan DiT: text context batch " << text.batch() << " (" << text.blocks.size()
                                              << " blocks) does not match latent batch " << B << " ("
                                              << block_count() << " blocks)");
 
-  // Patchify: [B, C, F'pt, H'ph, W'pw] -> tokens [B, L, C*pt*ph*pw], token order (f, h, w) row-major.
-  const Tensor xc = x5.is_contiguous() ? x5 : ops::copy(x5);
-  const Tensor patches = ops::copy(xc.view({B, C, Fp, pt, Hp, ph, Wp, pw}).permute({0, 2, 4, 6, 1, 3, 5, 7}))
-                             .view({B, L, C * cfg_.patch_volume()});
+  const Tensor patches = patchify(x5, cfg_.patch_size);  // [B, L, C*pt*ph*pw]
   // Ulysses: this rank embeds and carries its chunk of the (padded) tokens (nn/ulysses.h).
   const nn::SequenceParallel sp{mesh_ && mesh_->shape().sp > 1 ? &mesh_->sp() : nullptr, L};
   Tensor h = patch_embedding_(sp.local(patches, 1));  // [B, L, dim], compute dtype (bf16 under autocast)
@@ -354,9 +391,19 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   // Recorded (Meta): host tables, read by the Meta rope as params (the PJRT path uploads them).
   const RopeTables& all_rope = rope_for(grid, x.device() == Device::Meta ? Device::CPU : x.device());
   const RopeTables rope{sp.local(all_rope.cos, 0), sp.local(all_rope.sin, 0)};
+  // VACE: every vace block's hint, from the vace context and the embedded latent.
+  std::vector<Tensor> hints;
+  if (vace_) hints = vace_->hints(h, sp.local(text.vace, 1), e0, rope, text.vace_blocks, cfg_, sp, taps);
   for (size_t i = 0; i < block_count(); ++i) {
     h = with_block(i, [&](const DiTBlock& b) { return b.forward(h, e0, rope, text.blocks[i], cfg_, sp); });
-    if (taps) (*taps)["blocks." + std::to_string(i)] = sp.gather(h, 1);
+    // The tap of a block that takes a hint: after it in VaceWanModel (BaseWanAttentionBlock adds it),
+    // before it in diffusers' WanVACETransformer3DModel (the model adds it after the block).
+    const std::string tap = "blocks." + std::to_string(i);
+    const int64_t j = vace_ ? vace_->hint_for(static_cast<int64_t>(i)) : -1;
+    if (taps && j >= 0 && cfg_.layout == DiTLayout::Diffusers) (*taps)[tap] = sp.gather(h, 1);
+    if (j >= 0)  // x + hints[j] * context_scale: the product rounds to the hint's dtype, the sum is fp32.
+      h = ops::add(h, ops::scale(hints[static_cast<size_t>(j)], text.vace_scale));
+    if (taps && !(j >= 0 && cfg_.layout == DiTLayout::Diffusers)) (*taps)[tap] = sp.gather(h, 1);
   }
 
   // Head: (head.modulation + e).chunk(2): shift, scale; fp32.

@@ -22,6 +22,7 @@
 #include "models/wan/dit_block.h"
 #include "models/wan/dit_config.h"
 #include "models/wan/rope.h"
+#include "models/wan/vace_dit.h"
 #include "nn/linear.h"
 #include "nn/params.h"
 #include "nn/weight_stream.h"
@@ -39,8 +40,21 @@ struct TextContext {
   Tensor image;                 // I2V/FLF2V: [B, 257 or 514, dim] img_emb output; else undefined
   Tensor y;                     // I2V/FLF2V: [B, C_y, F, H, W], concatenated to x on channels each step
   std::vector<CrossKV> blocks;  // one per block
+  // VACE: the embedded vace context [B, L, dim] (WanDiT::encode_vace, joined by with_vace), its
+  // scale (vace_context_scale) and each vace block's prompt K/V; undefined / empty otherwise.
+  Tensor vace;
+  double vace_scale = 1.0;
+  std::vector<CrossKV> vace_blocks;
   int64_t batch() const { return embedded.size(0); }
 };
+
+// The control half of a VACE request (WanDiT::encode_vace): the vace context's tokens, computed
+// once per run and joined to each prompt's context with with_vace (tensor handles, no copies).
+struct VaceContext {
+  Tensor tokens;       // [B, L, dim]
+  double scale = 1.0;  // vace_context_scale
+};
+TextContext with_vace(const TextContext& text, const VaceContext& vace);
 
 // The image half of an I2V / FLF2V conditioning (WanDiT::encode_images): img_emb's output, the
 // conditioning latent y and every block's image K/V. A run computes it once, joins it to each
@@ -114,6 +128,9 @@ class WanDiT {
   // and the image half (clip_fea and y as above, batch 1 or B).
   TextContext encode_text(const Tensor& context) const;
   ImageContext encode_images(const Tensor& clip_fea, const Tensor& y) const;
+  // VACE: vace_context [vace_in_dim, F, H, W] or [B, vace_in_dim, F, H, W] (vace_latent's output,
+  // the latent's frames and size) and vace_context_scale. A vace model's forward needs with_vace.
+  VaceContext encode_vace(const Tensor& vace_context, double scale = 1.0, Taps* taps = nullptr) const;
 
   // x [C, F, H, W] or [B, C, F, H, W] (latent, any float dtype); t_sinusoid [B, freq_dim]
   // F32 (timestep_sinusoid(), or a Meta tensor when recording). Returns fp32 of x's rank.
@@ -163,6 +180,7 @@ class WanDiT {
     std::optional<Tensor> emb_pos;  // FLF2V: [1, 2*257, image_dim]
   };
   std::optional<ImageEmbedding> img_emb_;
+  std::shared_ptr<const VaceBranch> vace_;  // VACE only (models/wan/vace_dit.h)
 
   const dist::Mesh* mesh_ = nullptr;
   std::shared_ptr<nn::WeightLedger> ledger_ = std::make_shared<nn::WeightLedger>();

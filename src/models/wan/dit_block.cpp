@@ -81,6 +81,17 @@ Tensor cross_attention(const AttentionWeights& w, const Tensor& n, const CrossKV
 
 }  // namespace
 
+Tensor patchify(const Tensor& x, const std::array<int64_t, 3>& patch) {
+  VIDAX_CHECK(x.dim() == 5, "Wan DiT: patchify of " << x.str() << ", expected [B, C, F, H, W]");
+  const auto [pt, ph, pw] = patch;
+  const int64_t B = x.size(0), C = x.size(1), Fp = x.size(2) / pt, Hp = x.size(3) / ph, Wp = x.size(4) / pw;
+  VIDAX_CHECK(Fp * pt == x.size(2) && Hp * ph == x.size(3) && Wp * pw == x.size(4),
+              "Wan DiT: " << x.str() << " is not a multiple of the patch " << pt << "x" << ph << "x" << pw);
+  const Tensor xc = x.is_contiguous() ? x : ops::copy(x);
+  return ops::copy(xc.view({B, C, Fp, pt, Hp, ph, Wp, pw}).permute({0, 2, 4, 6, 1, 3, 5, 7}))
+      .view({B, Fp * Hp * Wp, C * pt * ph * pw});
+}
+
 Tensor norm_modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, double eps, DType out_dtype) {
   if (x.dtype() == DType::F32) return ops::layer_norm_modulate(x, shift, scale, eps, out_dtype);
   const Tensor n = ops::layer_norm(x, std::nullopt, std::nullopt, eps);  // fp32 statistics, rounded to x's dtype

@@ -8,6 +8,7 @@
 // q/k only, softmax(q k^T / sqrt(d)) v. Every cast the reference's autocast
 // makes is an explicit nn::to_dtype here.
 #pragma once
+#include <array>
 #include <optional>
 #include <string>
 
@@ -67,6 +68,10 @@ struct DiTBlock {
   Tensor forward(const Tensor& x, const Tensor& e0, const RopeTables& rope, const CrossKV& text,
                  const DiTConfig& cfg, const nn::SequenceParallel& sp = {}) const;
 };
+
+// Patchify: x [B, C, F'pt, H'ph, W'pw] -> tokens [B, L, C*pt*ph*pw], token order (f, h, w) row-major,
+// features (c, kt, kh, kw): the input of a Conv3d with kernel == stride seen as a linear.
+Tensor patchify(const Tensor& x, const std::array<int64_t, 3>& patch);
 
 // LN(x; no affine)*(1 + scale) + shift in fp32. LN rounds to x's dtype first
 // (WanLayerNorm's .type_as(x)), as the reference does for a bf16 x. The fp32 result is

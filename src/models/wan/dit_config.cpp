@@ -25,6 +25,8 @@ DiTConfig from_shape(const translate::wan::DitConfig& t) {
   c.qk_norm = t.qk_norm;
   c.cross_attn_norm = t.cross_attn_norm;
   c.eps = t.eps;
+  c.vace_layers = t.vace_layers;
+  c.vace_in_dim = t.vace_in_dim;
   return c;
 }
 
@@ -67,8 +69,19 @@ DiTConfig DiTConfig::preset(const std::string& name) {
 }
 
 void DiTConfig::validate() const {
-  VIDAX_CHECK(model_type == "t2v" || model_type == "i2v" || model_type == "flf2v" || model_type == "ti2v",
-              "Wan DiT: model_type '" << model_type << "' is not implemented (t2v, i2v, flf2v, ti2v)");
+  VIDAX_CHECK(model_type == "t2v" || model_type == "i2v" || model_type == "flf2v" || model_type == "ti2v" ||
+                  model_type == "vace",
+              "Wan DiT: model_type '" << model_type << "' is not implemented (t2v, i2v, flf2v, ti2v, vace)");
+  if (is_vace()) {
+    VIDAX_CHECK(!vace_layers.empty() && vace_layers[0] == 0 && vace_in_dim > 0,
+                "Wan DiT: a vace model needs vace_layers starting at 0 and vace_in_dim > 0");
+    for (size_t i = 0; i < vace_layers.size(); ++i)
+      VIDAX_CHECK(vace_layers[i] < num_layers && (i == 0 || vace_layers[i] > vace_layers[i - 1]),
+                  "Wan DiT: vace_layers must be increasing layers of 0.." << num_layers - 1);
+  } else {
+    VIDAX_CHECK(vace_layers.empty() && vace_in_dim == 0, "Wan DiT: vace_layers / vace_in_dim on a " << model_type
+                                                                                                 << " model");
+  }
   // WanI2VCrossAttention splits the context at the hard-coded T5_CONTEXT_TOKEN_NUMBER = 512.
   VIDAX_CHECK(!has_image_input() || text_len == 512,
               "Wan DiT: " << model_type << " needs text_len 512 (the reference splits image and text rows at 512), got "
@@ -87,10 +100,15 @@ void DiTConfig::validate() const {
 }
 
 nlohmann::json DiTConfig::to_json() const {
-  return {{"model_type", model_type}, {"patch_size", patch_size}, {"text_len", text_len}, {"in_dim", in_dim},
+  nlohmann::json j = {{"model_type", model_type}, {"patch_size", patch_size}, {"text_len", text_len}, {"in_dim", in_dim},
           {"dim", dim}, {"ffn_dim", ffn_dim}, {"freq_dim", freq_dim}, {"text_dim", text_dim},
           {"out_dim", out_dim}, {"num_heads", num_heads}, {"num_layers", num_layers},
           {"window_size", {-1, -1}}, {"qk_norm", qk_norm}, {"cross_attn_norm", cross_attn_norm}, {"eps", eps}};
+  if (is_vace()) {
+    j["vace_layers"] = vace_layers;
+    j["vace_in_dim"] = vace_in_dim;
+  }
+  return j;
 }
 
 }  // namespace vidax::wan

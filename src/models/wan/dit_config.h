@@ -11,13 +11,14 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 namespace vidax::wan {
 
 enum class DiTLayout { Original, Diffusers };  // which parameter names the config came with
 
 struct DiTConfig {
-  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v (vace is not implemented)
+  std::string model_type = "t2v";  // t2v | i2v | flf2v | ti2v | vace
   std::array<int64_t, 3> patch_size{1, 2, 2};
   int64_t text_len = 512;  // context rows after zero-padding (diffusers: 512, hard-coded there)
   int64_t in_dim = 16;
@@ -36,9 +37,14 @@ struct DiTConfig {
   int64_t image_dim = 1280;
   int64_t image_tokens = 257;
   DiTLayout layout = DiTLayout::Original;
+  // VACE (VaceWanModel): vace block j runs beside the main blocks and its hint is added to the
+  // output of blocks.vace_layers[j]; the vace context has vace_in_dim channels.
+  std::vector<int64_t> vace_layers;
+  int64_t vace_in_dim = 0;
 
   int64_t head_dim() const { return dim / num_heads; }
   bool has_image_input() const { return model_type == "i2v" || model_type == "flf2v"; }
+  bool is_vace() const { return model_type == "vace"; }
   int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
   // RoPE split of the head dim in real channels: t, h, w = d - 4*(d/6), 2*(d/6), 2*(d/6).
   std::array<int64_t, 3> rope_axis_dims() const;

@@ -119,6 +119,26 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   const bool image = file.contains("input.clip_fea") || file.contains("input.y");
   VIDAX_CHECK(image == cfg.has_image_input(), path << ": a " << cfg.model_type << " golden file "
                                                    << (image ? "with" : "without") << " input.clip_fea / input.y");
+  // VACE: input.vace_context (and optionally input.vace_context_scale [1], default 1.0 as the reference).
+  VIDAX_CHECK(file.contains("input.vace_context") == cfg.is_vace(),
+              path << ": a " << cfg.model_type << " golden file " << (cfg.is_vace() ? "without" : "with")
+                   << " input.vace_context");
+  VIDAX_CHECK(cfg.is_vace() || !file.contains("input.vace_context_scale"),
+              path << ": input.vace_context_scale in a " << cfg.model_type << " golden file");
+  double vace_scale = 1.0;
+  if (file.contains("input.vace_context_scale")) {
+    const std::vector<double> v = file.get("input.vace_context_scale").to_f64_vector();
+    VIDAX_CHECK(v.size() == 1, path << ": input.vace_context_scale must hold one value, has " << v.size());
+    vace_scale = v[0];
+  }
+  VIDAX_CHECK(!cfg.is_vace() || !split.cfg, path << ": a vace golden file with a cfg axis of 2 is not supported");
+  // The prompt context, joined to the vace context for a VACE model.
+  auto encode = [&](const Tensor& c, auto&& input) {
+    TextContext text = image ? model.encode_context(c, input(file.get("input.clip_fea")), input(file.get("input.y")), &taps)
+                             : model.encode_context(c, &taps);
+    if (cfg.is_vace()) text = with_vace(text, model.encode_vace(input(file.get("input.vace_context")), vace_scale, &taps));
+    return text;
+  };
   std::map<std::string, Tensor> out;
   if (!pjrt_plugin.empty()) {
     VIDAX_CHECK(!mesh, path << ": --device pjrt with --mesh: the PJRT path shards inside one plugin (docs/pjrt.md)");
@@ -133,9 +153,7 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
     Tensor y;
     {
       RecordingScope rec(trace);
-      const TextContext text =
-          image ? model.encode_context(mctx, meta(file.get("input.clip_fea")), meta(file.get("input.y")), &taps)
-                : model.encode_context(mctx, &taps);
+      const TextContext text = encode(mctx, meta);
       y = model.forward(mx, t, text, &taps);
     }
     std::vector<Tensor> outs{y};
@@ -147,14 +165,15 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
     out["output"] = got[0];
     for (size_t i = 1; i < got.size(); ++i) taps[names[i]] = got[i];
   } else {
-    const TextContext text = image ? model.encode_context(ctx, file.get("input.clip_fea"), file.get("input.y"), &taps)
-                                   : model.encode_context(ctx, &taps);
+    const TextContext text = encode(ctx, [](const Tensor& t) { return t; });
     out["output"] = split.gather(model.forward(x, t, text, &taps));
     for (auto& [name, tensor] : taps) tensor = split.gather(tensor);
   }
 
-  // patch_embedding is compared in the Conv3d's layout [B, dim, F', H', W'].
-  if (auto it = taps.find("patch_embedding"); it != taps.end()) {
+  // patch_embedding (and vace_patch_embedding) are compared in the Conv3d's layout [B, dim, F', H', W'].
+  for (const char* conv : {"patch_embedding", "vace_patch_embedding"}) {
+    auto it = taps.find(conv);
+    if (it == taps.end()) continue;
     const int64_t n = x.dim();  // x [.., C, F, H, W] (without y: only its grid matters here)
     const int64_t Fp = x.size(n - 3) / cfg.patch_size[0], Hp = x.size(n - 2) / cfg.patch_size[1],
                   Wp = x.size(n - 1) / cfg.patch_size[2];
@@ -163,9 +182,15 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   }
   for (auto& [name, tensor] : taps) {
     std::string golden_name = name;
-    if (cfg.layout == DiTLayout::Diffusers)
+    if (cfg.layout == DiTLayout::Diffusers) {
       for (const auto& [e, dn] : kDiffusersTaps)
         if (name == e) golden_name = dn;
+      // WanVACETransformer3DModel's hint is vace_blocks.<j>.proj_out (after_proj in VaceWanModel).
+      const std::string after = ".after_proj";
+      if (name.rfind("vace_blocks.", 0) == 0 && name.size() > after.size() &&
+          name.compare(name.size() - after.size(), after.size(), after) == 0)
+        golden_name = name.substr(0, name.size() - after.size()) + ".proj_out";
+    }
     out["inter." + golden_name] = tensor;
   }
   return out;

@@ -9,6 +9,7 @@
 #include "models/wan/pipeline_parity.h"
 #include "models/wan/presets.h"
 #include "models/wan/t2v_load.h"
+#include "models/wan/vace_parity.h"
 #include "models/wan/vae.h"
 #include "models/wan/vae22.h"
 #include "models/wan/weights.h"
@@ -162,6 +163,24 @@ class WanFamily final : public pipeline::Family {
       }
       m.phases.insert(m.phases.begin(), encode);
     }
+    // VACE: the VAE's encoder half (resident with the VAE) and the encode of the control video
+    // (its inactive and reactive halves in turn, whole frames), in a first phase with everything loaded.
+    if (dit.is_vace() && p.vae_version == "wan2.1") {
+      double vae_encoder_params = 0;
+      for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
+        if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
+          vae_encoder_params += static_cast<double>(shape_numel(info.shape));
+      pipeline::Request whole = r;
+      whole.vae_tile = 0;
+      const size_t enc_i = m.items.size();
+      m.items.push_back({"VAE encoder weights", 4.0 * vae_encoder_params, MemoryKind::WeightsResident});
+      m.items.push_back({"VAE encode activations (the control video)", vae_decode_activation_bytes(vae, whole),
+                         MemoryKind::Vae});
+      std::vector<size_t> encode = m.phases.front();
+      encode.insert(encode.end(), {enc_i, enc_i + 1});
+      for (auto& ph : m.phases) ph.push_back(enc_i);
+      m.phases.insert(m.phases.begin(), encode);
+    }
     return m;
   }
 
@@ -200,9 +219,11 @@ class WanFamily final : public pipeline::Family {
   void register_parity_kinds() const override {
     register_dit_parity_kinds();                                 // wan.dit
     register_vae_parity_kinds();                                 // wan.vae.decode, wan.vae.encode
+    register_vace_parity_kinds();                                // wan.vace.conditioning
     register_vae22_parity_kinds();  // wan2.2.vae.decode, wan2.2.vae.encode
     parity::register_kind("wan.pipeline.t2v", run_t2v_golden);  // a whole text-to-video run
     parity::register_kind("wan.pipeline.i2v", run_i2v_golden);  // image-to-video and first-last-frame runs
+    parity::register_kind("wan.pipeline.vace", run_vace_golden);  // VACE: control video, mask, reference images
     parity::register_kind("wan.pipeline.t2v_a14b", run_t2v_golden);  // Wan 2.2 A14B: two experts
     parity::register_kind("wan.pipeline.ti2v", run_t2v_golden);      // Wan 2.2 TI2V-5B, text-to-video
     register_clip_parity_kind();                                 // wan.clip.visual

@@ -75,6 +75,23 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
                           "picture's [H, W, 3] bytes) or config \"image\" (a file beside the golden)");
     if (images) r.last_image = golden_image(g, dir, "last_image");
   }
+  // wan.pipeline.vace: WanVace.generate with the control video, mask video and reference images as
+  // prepare_source hands them over (input.control_video / input.mask_video [3, F, H, W] in the
+  // VaceVideoProcessor's [-1, 1], input.reference_image.<j> [3, h, w]); config control_fps, control_scale.
+  const bool vace = g.kind == "wan.pipeline.vace";
+  VIDAX_CHECK(vace == static_cast<bool>(m.parts.condition_on_control),
+              g.path << ": kind " << g.kind << (vace ? " needs a VACE model, but " : " is not a VACE run, but ")
+                     << lo.weights_dir << " holds " << m.preset.name());
+  if (vace) {
+    if (g.has("input.control_video")) {
+      r.control_video = g.input("control_video").to(DType::F32);
+      r.control_fps = c.value("control_fps", 16.0);
+    }
+    if (g.has("input.mask_video")) r.control_mask = g.input("mask_video").to(DType::F32);
+    for (int j = 0; g.has("input.reference_image." + std::to_string(j)); ++j)
+      r.reference_images.push_back(golden_image(g, dir, "reference_image." + std::to_string(j)));
+    r.control_scale = c.value("control_scale", 1.0);
+  }
   pipeline::Result res = pipeline::run_generation(m.parts, r);
 
   parity::Produced out;
@@ -83,7 +100,9 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
   for (const auto& [k, v] : res.taps) out[k] = v;
   r.height = res.height;
   r.width = res.width;
-  out["inter.noise"] = pipeline::draw_noise(r.seed, pipeline::latent_shape(m.parts.geometry, r));
+  // VACE's noise also covers the reference images' leading latent frames: the latent's own shape.
+  out["inter.noise"] =
+      pipeline::draw_noise(r.seed, vace ? res.latents.shape() : pipeline::latent_shape(m.parts.geometry, r));
   out["inter.timesteps"] = Tensor::from_f64(res.timesteps, {static_cast<int64_t>(res.timesteps.size())});
   if (m.preset.experts) {  // the expert of each step: 1 = high noise, 0 = low noise (kHighNoiseExpert)
     std::vector<double> expert(res.timesteps.size(), -1);
@@ -102,6 +121,10 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
 
 parity::Produced run_i2v_golden(const parity::Golden& g, const parity::Options& opt) {
   return run_pipeline_golden(g, opt, true);
+}
+
+parity::Produced run_vace_golden(const parity::Golden& g, const parity::Options& opt) {
+  return run_pipeline_golden(g, opt, false);
 }
 
 }  // namespace vidax::wan

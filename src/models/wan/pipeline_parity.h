@@ -27,4 +27,11 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
 //   inter.z: the VAE encoding of the conditioning frames (y after its 4 mask channels).
 parity::Produced run_i2v_golden(const parity::Golden& g, const parity::Options& opt);
 
+// Kind wan.pipeline.vace: a whole WanVace.generate run (tools/golden/wan_vace_pipeline.py). As
+// wan.pipeline.t2v, plus config "diffusion_model" (the VACE DiT next to the golden), "control_fps",
+// "control_scale"; input.control_video, input.mask_video [3, F, H, W] (VaceVideoProcessor's
+// levels / 127.5 - 1), input.reference_image.<j> [3, h, w]; inter.vace_context (the DiT's
+// vace_context). output.latents includes the reference images' leading latent frames.
+parity::Produced run_vace_golden(const parity::Golden& g, const parity::Options& opt);
+
 }  // namespace vidax::wan

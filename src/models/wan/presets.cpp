@@ -111,6 +111,40 @@ std::vector<Preset> make_presets() {
   tiny.t5_file = "models_t5_umt5-xxl-enc-bf16.safetensors";
   v.push_back(tiny);
 
+  // Wan 2.1 VACE (Wan-AI/Wan2.1-VACE-1.3B / -14B; wan/configs: vace-1.3B = t2v_1_3B, vace-14B =
+  // t2v_14B; generate.py: 50 steps, shift 5, guide 5, 81 frames; sizes 480*832 / 832*480, and
+  // 720*1280 / 1280*720 for 14B): VaceWanModel, the Wan 2.1 VAE (its encoder for the control video).
+  Preset vace_small = small;
+  vace_small.variant.name = "wan2.1-vace-1.3b";
+  vace_small.variant.description =
+      "Wan 2.1 VACE 1.3B (Wan-AI/Wan2.1-VACE-1.3B): video from a control video, mask and reference images, 480p";
+  vace_small.variant.tasks = {"vace"};
+  vace_small.dit = dit_args(tw::DitConfig::vace_1_3b());
+  v.push_back(vace_small);
+  Preset vace_big = big;
+  vace_big.variant.name = "wan2.1-vace-14b";
+  vace_big.variant.description =
+      "Wan 2.1 VACE 14B (Wan-AI/Wan2.1-VACE-14B): video from a control video, mask and reference images, 720p or 480p";
+  vace_big.variant.tasks = {"vace"};
+  vace_big.dit = dit_args(tw::DitConfig::vace_14b());
+  v.push_back(vace_big);
+  Preset tiny_vace = tiny;
+  tiny_vace.variant.name = kTinyVaceDemoModel;
+  tiny_vace.variant.description = "tiny random-weight Wan 2.1 VACE architecture written by `vidax make-demo`";
+  tiny_vace.variant.tasks = {"vace"};
+  tiny_vace.variant.defaults.frames = 5;
+  tiny_vace.variant.defaults.height = 32;
+  tiny_vace.variant.defaults.width = 48;
+  tiny_vace.variant.defaults.steps = 4;
+  {
+    tw::DitConfig c = tdit;
+    c.model_type = "vace";
+    c.vace_layers = {0, 1};
+    c.vace_in_dim = 96;
+    tiny_vace.dit = dit_args(c);
+  }
+  v.push_back(tiny_vace);
+
   Preset wide = tiny;
   wide.variant.name = kTinyWideDemoModel;
   wide.variant.description =

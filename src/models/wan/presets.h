@@ -73,6 +73,8 @@ inline constexpr const char* kTinyDemoModel = "wan2.1-tiny-demo";
 // The same for image-to-video and first-last-frame (a CLIP of the real width, no blocks).
 inline constexpr const char* kTinyI2VDemoModel = "wan2.1-i2v-tiny-demo";
 inline constexpr const char* kTinyFLF2VDemoModel = "wan2.1-flf2v-tiny-demo";
+// The same for VACE (control video, mask, reference images).
+inline constexpr const char* kTinyVaceDemoModel = "wan2.1-vace-tiny-demo";
 // The same for the Wan 2.2 tasks: two tiny experts (A14B's layout) and the TI2V-5B architecture
 // with the Wan 2.2 VAE.
 inline constexpr const char* kTinyA14BDemoModel = "wan2.2-t2v-a14b-tiny-demo";

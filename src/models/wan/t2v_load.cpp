@@ -18,6 +18,7 @@
 #include "models/wan/dit_pjrt.h"
 #include "models/wan/i2v_conditioning.h"
 #include "models/wan/lora_runtime.h"
+#include "models/wan/vace_source.h"
 #include "models/wan/vae.h"
 #include "models/wan/vae22.h"
 #include "nn/params.h"
@@ -97,6 +98,11 @@ struct InputChannels {
 // What the DiT derives from a request's images (I2V / FLF2V), computed once per run.
 struct DiTImageConditioning {
   ImageContext images;
+};
+
+// What the DiT derives from a VACE request's control video, mask and references, once per run.
+struct DiTVaceConditioning {
+  VaceContext vace;
 };
 
 // The most recently encoded prompts (text encoder output + DiT conditioning).
@@ -447,6 +453,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // Every config is read once here, so a bad field is named with its file before any weight is read.
   with_origin(config_origin(f, "dit", "transformer", !f.dit_config.is_null(), f.dit_single ? f.dit : ""),
               [&] { (void)DiTConfig::from_json(out.preset.dit); });
+  // VACE (either spelling: VaceWanModel's model_type, or diffusers' WanVACETransformer3DModel).
+  const bool vace = DiTConfig::from_json(out.preset.dit).is_vace();
+  VIDAX_CHECK(!pjrt_dit || !vace, "--device pjrt: " << out.preset.name()
+                                                    << " is a VACE model, whose DiT steps are not lowered to PJRT yet");
+  VIDAX_CHECK(!opt.offload || !vace, "--offload: weight streaming is not supported for VACE models yet");
   const bool vae22 = out.preset.vae_version == "wan2.2";
   with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""), [&] {
     if (vae22) (void)Wan22VAEConfig::from_json(out.preset.vae);
@@ -612,7 +623,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
           VIDAX_CHECK(it != vae_weights.end(), path << ": no parameter " << name);
           return it->second;
         },
-        WanVAE::Parts{/*encoder=*/!image_task.empty(), /*decoder=*/true}, DType::F32);
+        WanVAE::Parts{/*encoder=*/!image_task.empty() || vace, /*decoder=*/true}, DType::F32);
   }
 
   // Image-to-video: the CLIP image encoder, as the text encoder a part freed once used (unless
@@ -643,6 +654,13 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   VIDAX_CHECK(dit_cfg.in_dim == z_dim + y_channels && dit_cfg.out_dim == z_dim,
               "the DiT (in_dim " << dit_cfg.in_dim << ", out_dim " << dit_cfg.out_dim << ") does not fit the VAE (z_dim "
                                  << z_dim << (y_channels ? ", + 4 mask + z_dim image channels" : "") << ")");
+  // VACE: the vace context is the inactive and reactive latents and the 8x8 mask on channels.
+  const int64_t vace_channels = 2 * z_dim + p.geometry.vae_stride_s * p.geometry.vae_stride_s;
+  VIDAX_CHECK(!vace || vae22 || dit_cfg.vace_in_dim == vace_channels,
+              "the VACE DiT (vace_in_dim " << dit_cfg.vace_in_dim << ") does not fit the VAE (2 x z_dim " << z_dim
+                                           << " + " << vace_channels - 2 * z_dim << " mask channels = " << vace_channels
+                                           << ")");
+  VIDAX_CHECK(!vace || !vae22, "a VACE DiT with the Wan 2.2 VAE is not a published model (VACE uses the Wan 2.1 VAE)");
   VIDAX_CHECK(dit_cfg.text_dim == t5_cfg.dim, "the DiT expects text_dim " << dit_cfg.text_dim
                                                                           << " but the text encoder has dim " << t5_cfg.dim);
 
@@ -702,12 +720,18 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     p.device_report = [pjrt_dit] { return pjrt_dit->summary(); };
     p.device_json = [pjrt_dit] { return pjrt_dit->stats_json(); };
   } else {
-    p.predict = [dit, g = p.geometry](const pipeline::DenoiseInput& in) {
+    p.predict = [dit, vace, g = p.geometry](const pipeline::DenoiseInput& in) {
       VIDAX_CHECK(in.prompt.conditioning, "predict: the prompt was not encoded by this pipeline's encode_prompt");
       const auto& cond = *static_cast<const DiTConditioning*>(in.prompt.conditioning.get());
       if (in.images && in.images->fixed_frames.defined())  // TI2V: the image's frames at t = 0
         return dit->acquire()->forward(in.x, ti2v_token_timesteps(in.x, in.images->fixed_frames.size(1), in.t, g),
                                        cond.text);
+      if (vace) {  // every step: the prompt's context joined to the run's vace context
+        VIDAX_CHECK(in.images && in.images->data,
+                    "predict: a VACE model's control inputs were not encoded by this pipeline's condition_on_control");
+        const auto& v = *static_cast<const DiTVaceConditioning*>(in.images->data.get());
+        return dit->acquire()->forward(in.x, std::vector<double>{in.t}, with_vace(cond.text, v.vace));
+      }
       if (in.images) {
         VIDAX_CHECK(in.images->data, "predict: the images were not encoded by this pipeline's condition_on_images");
         const auto& img = *static_cast<const DiTImageConditioning*>(in.images->data.get());
@@ -746,6 +770,19 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
       return out;
     };
     p.after_images = [clip] { clip->release(); };
+  }
+  if (vace) {  // WanVace.generate: the control video, mask and reference images, once per run
+    p.condition_on_control = [vae, dit, g = p.geometry](const pipeline::ControlInputs& in) {
+      pipeline::ImageConditioning out;
+      const VaeEncode encode = [&vae](const Tensor& video) {
+        return vae->encode_normalized(video, LatentScale::wan21()).squeeze(0);
+      };
+      const Tensor z = vace_context(in, g, encode, out);
+      auto cond = std::make_shared<DiTVaceConditioning>();
+      cond->vace = dit->acquire()->encode_vace(z, in.scale);
+      out.data = cond;
+      return out;
+    };
   }
   if (ti2v) {
     p.min_images = 0;

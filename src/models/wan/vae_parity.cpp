@@ -44,6 +44,14 @@ std::map<std::string, Tensor> golden_parameters(const parity::Golden& g, const W
   return translate::materialize(params, m.plan, {});
 }
 
+}  // namespace
+
+std::map<std::string, Tensor> vae_golden_parameters(const parity::Golden& g, const WanVAEConfig& cfg, bool decode) {
+  return golden_parameters(g, cfg, decode);
+}
+
+namespace {
+
 // ---- runner ---------------------------------------------------------------------------------
 
 DType compute_dtype(const parity::Options& opt) {

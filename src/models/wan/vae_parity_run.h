@@ -12,6 +12,10 @@
 
 namespace vidax::wan {
 
+// The Wan 2.1 VAE half (encoder + conv1, or conv2 + decoder) of a golden file's parameters, under
+// official names through the translator; strict (models/wan/vae_parity.cpp).
+std::map<std::string, Tensor> vae_golden_parameters(const parity::Golden& g, const WanVAEConfig& cfg, bool decode);
+
 template <class VAE>
 parity::Produced run_vae_golden(const VAE& vae, const parity::Golden& g, bool decode) {
   const LatentScale scale = LatentScale::from_tensors(g.file.get("scale.mean"), g.file.get("scale.std"));

@@ -1,0 +1,281 @@
+// Wan VACE: the mask and source rules against values worked out from the reference's own
+// expressions (wan/vace.py, wan/utils/vace_processor.py), and `vidax generate --control-video
+// --mask-video --reference-image` on the tiny demo with the bad inputs refused. The DiT and the
+// conditioning are checked against the official code by their goldens (tests/golden/wan_dit_vace_*,
+// wan_vace_conditioning: tests/wan_dit, tests/parity).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "cli_child.h"
+#include "core/error.h"
+#include "engine/builtin_kinds.h"
+#include "io/checkpoint.h"
+#include "io/video.h"
+#include "models/wan/vace_conditioning.h"
+#include "models/wan/vace_source.h"
+#include "parity/parity.h"
+#include "pipeline/scratch.h"
+
+namespace fs = std::filesystem;
+using namespace vidax;
+
+namespace {
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A video of `frames` frames, h x w, distinct smooth values per frame; `white` = an all-white video.
+io::RgbVideo rgb_video(int64_t frames, int64_t h, int64_t w, bool white = false) {
+  io::RgbVideo v;
+  v.frames = frames;
+  v.height = h;
+  v.width = w;
+  v.rgb.resize(static_cast<size_t>(frames * h * w * 3));
+  for (int64_t f = 0; f < frames; ++f)
+    for (int64_t i = 0; i < h * w; ++i)
+      for (int64_t c = 0; c < 3; ++c)
+        v.rgb[static_cast<size_t>((f * h * w + i) * 3 + c)] =
+            white ? 255 : static_cast<uint8_t>((f * 40 + (i % w) * 3 + (i / w) * 5 + c * 60) % 256);
+  return v;
+}
+
+std::string write_y4m(const fs::path& dir, const std::string& name, const io::RgbVideo& v) {
+  const std::string p = (dir / name).string();
+  io::write_y4m(p, v, {});
+  return p;
+}
+
+const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan_vace_tiny.safetensors";
+
+// The golden with `edit` applied to its tensors and config (weights made absolute), run.
+parity::Report run_edited(const std::string& name,
+                          const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
+  io::Checkpoint g = io::Checkpoint::open(kGolden);
+  std::map<std::string, Tensor> t;
+  for (const auto& n : g.names()) t[n] = g.get(n).contiguous();
+  std::map<std::string, std::string> meta = g.metadata();
+  nlohmann::json cfg = nlohmann::json::parse(meta.at("config"));
+  const fs::path dir = fs::path(kGolden).parent_path();
+  cfg["weights"] = (dir / cfg["weights"].get<std::string>()).string();
+  cfg["diffusion_model"] = (dir / cfg["diffusion_model"].get<std::string>()).string();
+  edit(t, cfg);
+  meta["config"] = cfg.dump();
+  const std::string path = (vidax::test::scratch_dir("vace_golden") / (name + ".safetensors")).string();
+  io::save_safetensors(path, t, meta);
+  return parity::run(path, {});
+}
+
+double rel_l2_of(const parity::Report& r, const std::string& row) {
+  for (const auto& c : r.rows)
+    if (c.name == row) return c.rel_l2;
+  return -1;
+}
+
+}  // namespace
+
+// The official WanVace.generate on tiny weights (tools/golden/wan_vace_pipeline.py): a control
+// video, a mask with kept, regenerated and mid-grey pixels, a reference image of another size, a
+// control scale of 0.8, CFG over 3 UniPC steps; the latents include the reference's frame.
+TEST(VaceGolden, MatchesOfficialGenerate) {
+  engine::register_builtin_kinds();
+  const parity::Report r = parity::run(kGolden, {});  // default fp32 bound 1e-5
+  EXPECT_TRUE(r.ok());
+  EXPECT_GE(rel_l2_of(r, "output.latents"), 0.0);
+  EXPECT_LT(rel_l2_of(r, "output.latents"), 1e-5);
+  EXPECT_LT(rel_l2_of(r, "inter.vace_context"), 1e-6);
+  for (const auto& c : r.rows)
+    if (c.name == "inter.noise" || c.name == "inter.timesteps") EXPECT_EQ(c.max_abs, 0.0) << c.name;
+}
+
+// The controls: each input reaches the result (another control scale, no reference image, the
+// mask inverted each fail the golden).
+TEST(VaceGolden, EachInputReachesTheResult) {
+  engine::register_builtin_kinds();
+  const parity::Report scale = run_edited("scale", [](auto&, nlohmann::json& c) { c["control_scale"] = 1.0; });
+  EXPECT_FALSE(scale.ok());
+  EXPECT_GT(rel_l2_of(scale, "output.latents"), 1e-4);
+  const parity::Report mask = run_edited("mask", [](std::map<std::string, Tensor>& t, auto&) {
+    std::vector<float> m = t["input.mask_video"].to_f32_vector();
+    for (float& v : m) v = -v;
+    t["input.mask_video"] = Tensor::from_f32(m, t["input.mask_video"].shape());
+  });
+  EXPECT_FALSE(mask.ok());
+  EXPECT_GT(rel_l2_of(mask, "inter.vace_context"), 1e-3);
+  // Without the reference image the latent has one frame less: its shape differs (a failure).
+  bool noref_ok = true;
+  try {
+    noref_ok = run_edited("noref", [](std::map<std::string, Tensor>& t, auto&) {
+                 t.erase("input.reference_image.0");
+               }).ok();
+  } catch (const Error&) {  // a shape mismatch may be reported as an error
+    noref_ok = false;
+  }
+  EXPECT_FALSE(noref_ok);
+}
+
+// vace_encode_masks: mask[0].view(F, h, 8, w, 8).permute(2, 4, 0, 1, 3) -> channel kh * 8 + kw,
+// then nearest-exact from F = 5 to (5 + 3) // 4 = 2 frames: source frames floor((i + 0.5) * 5 / 2)
+// = 1 and 3; a reference adds one zero frame first.
+TEST(VaceMasks, EightByEightBlocksOnChannelsNearestExactInTime) {
+  const int64_t F = 5, H = 16, W = 32;
+  std::vector<float> m(static_cast<size_t>(F * H * W));
+  for (int64_t i = 0; i < F * H * W; ++i) m[static_cast<size_t>(i)] = static_cast<float>(i);
+  const Tensor mask = Tensor::from_f32(m, {1, F, H, W});
+  const Tensor out = wan::vace_encode_masks(mask, /*refs=*/1);
+  ASSERT_EQ(out.shape(), (Shape{64, 3, 2, 4}));
+  const auto v = out.to_f32_vector();
+  for (int64_t kh = 0; kh < 8; ++kh)
+    for (int64_t kw = 0; kw < 8; ++kw)
+      for (int64_t t = 0; t < 3; ++t)
+        for (int64_t y = 0; y < 2; ++y)
+          for (int64_t x = 0; x < 4; ++x) {
+            const int64_t c = kh * 8 + kw;
+            const float got = v[static_cast<size_t>(((c * 3 + t) * 2 + y) * 4 + x)];
+            const int64_t src = t == 1 ? 1 : 3;
+            const float want = t == 0 ? 0.0f : static_cast<float>((src * H + y * 8 + kh) * W + x * 8 + kw);
+            ASSERT_EQ(got, want) << c << " " << t << " " << y << " " << x;
+          }
+  // The reference's view needs H and W multiples of 16.
+  const std::string e = error_of([] { (void)wan::vace_encode_masks(Tensor::zeros({1, 5, 24, 32}, DType::F32), 0); });
+  EXPECT_NE(e.find("multiples of 16"), std::string::npos) << e;
+}
+
+// _get_frameid_bbox_adjust_last: a 9-frame 16 fps video at a 2-latent-frame budget keeps 5 frames
+// spread over its duration (times linspace(0, 8.5 / 16, 5) -> frames 0, 2, 4, 6, 8); a 5-frame one
+// keeps all; its size follows its aspect ratio inside the area.
+TEST(VaceSource, SamplesFramesAndSizesAsTheReference) {
+  const int64_t seq5 = 2 * 6;  // (32 * 48 / 256) tokens x 2 latent frames
+  auto p = wan::vace_source_plan(9, 16.0, 32, 48, 32 * 48, seq5);
+  EXPECT_EQ(p.frame_ids, (std::vector<int64_t>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(p.height, 32);
+  EXPECT_EQ(p.width, 48);
+  p = wan::vace_source_plan(5, 16.0, 32, 48, 32 * 48, seq5);
+  EXPECT_EQ(p.frame_ids, (std::vector<int64_t>{0, 1, 2, 3, 4}));
+  p = wan::vace_source_plan(3, 16.0, 32, 48, 32 * 48, seq5);  // shorter than 4k+1: 1 frame
+  EXPECT_EQ(p.frame_ids, (std::vector<int64_t>{0}));
+  p = wan::vace_source_plan(5, 16.0, 40, 48, 32 * 48, seq5);  // round(sqrt(6 * 40 / 48)) = 2 rows of tokens
+  EXPECT_EQ(p.height, 32);
+  EXPECT_EQ(p.width, 48);
+  // 480x832 at the reference's seq_len 32760 (81 frames): its own size, 81 frames of 81.
+  p = wan::vace_source_plan(81, 16.0, 480, 832, 480 * 832, 32760);
+  EXPECT_EQ(p.height, 480);
+  EXPECT_EQ(p.width, 832);
+  EXPECT_EQ(p.frame_ids.size(), 81u);
+  EXPECT_EQ(p.frame_ids.back(), 80);
+}
+
+// prepare_source: no control video = zeros with an all-ones mask at the request's size; the mask
+// video's first channel mapped to [0, 1]; a video the reference would resize is refused, naming the size.
+TEST(VaceSource, PreparesTheSourceOrSaysWhatToGive) {
+  pipeline::Geometry g;
+  pipeline::ControlInputs in;
+  in.frames = 5;
+  in.height = 32;
+  in.width = 48;
+  wan::VaceSource s = wan::vace_prepare_source(in, g);
+  EXPECT_EQ(s.frames.shape(), (Shape{3, 5, 32, 48}));
+  EXPECT_EQ(s.mask.shape(), (Shape{1, 5, 32, 48}));
+  for (float v : s.frames.to_f32_vector()) ASSERT_EQ(v, 0.0f);
+  for (float v : s.mask.to_f32_vector()) ASSERT_EQ(v, 1.0f);
+  // A mask of levels 0, 64, 255 on channel 0 (other channels differ: only the first counts).
+  std::vector<float> mv(static_cast<size_t>(3 * 5 * 32 * 48));
+  for (size_t i = 0; i < mv.size(); ++i) {
+    const bool first = i < mv.size() / 3;
+    const int level = first ? static_cast<int>(i % 3 == 0 ? 0 : i % 3 == 1 ? 64 : 255) : 200;
+    mv[i] = static_cast<float>(level) / 127.5f - 1.0f;
+  }
+  in.video = Tensor::zeros({3, 5, 32, 48}, DType::F32);
+  in.fps = 16;
+  in.mask = Tensor::from_f32(mv, {3, 5, 32, 48});
+  s = wan::vace_prepare_source(in, g);
+  const auto m = s.mask.to_f32_vector();
+  ASSERT_EQ(m.size(), mv.size() / 3);
+  for (size_t i = 0; i < m.size(); ++i) ASSERT_EQ(m[i], std::clamp((mv[i] + 1.0f) / 2.0f, 0.0f, 1.0f)) << i;
+  in.mask = Tensor();
+  in.video = Tensor::zeros({3, 5, 40, 48}, DType::F32);
+  const std::string e = error_of([&] { (void)wan::vace_prepare_source(in, g); });
+  EXPECT_NE(e.find("give a control video (and mask) of 48x32"), std::string::npos) << e;
+}
+
+// `vidax generate` on the tiny VACE demo: a control video, its mask and a reference image of
+// another size; the output has the control video's frames (the reference's latent frame is not
+// decoded). Bad inputs are refused with the option named.
+TEST(VaceCli, GeneratesOnTheTinyDemoAndRefusesBadInputs) {
+  namespace cli = vidax::test::cli;
+  const fs::path d = vidax::test::scratch_dir("vace_cli");
+  const std::string vace = (d / "vace").string(), t2v = (d / "t2v").string();
+  for (const auto& [dir, model] : std::vector<std::pair<std::string, std::string>>{
+           {vace, "wan2.1-vace-tiny-demo"}, {t2v, "wan2.1-tiny-demo"}}) {
+    const auto r = cli::run({"make-demo", dir, "--model", model, "--tokenizer", cli::tiny_spiece()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::string control = write_y4m(d, "control.y4m", rgb_video(5, 32, 48));
+  const std::string mask = write_y4m(d, "mask.y4m", rgb_video(5, 32, 48, /*white=*/true));
+  const std::string long_control = write_y4m(d, "long.y4m", rgb_video(9, 32, 48));
+  const std::string short_mask = write_y4m(d, "short_mask.y4m", rgb_video(3, 32, 48, true));
+  const std::string wide = write_y4m(d, "wide.y4m", rgb_video(5, 32, 64));
+  io::RgbVideo pic = rgb_video(1, 20, 30);
+  io::write_png_frames((d / "ref").string(), pic, {});
+  const std::string ref = (d / "ref" / "frame_00000.png").string();
+  const std::vector<std::string> base{"generate", "--prompt", "a cat", "--seed", "3", "--steps", "2"};
+  auto gen = [&](std::vector<std::string> extra) {
+    std::vector<std::string> a = base;
+    a.insert(a.end(), extra.begin(), extra.end());
+    return cli::run(a, {.timeout_s = 300});
+  };
+  {
+    const std::string out = (d / "vace.y4m").string();
+    const auto r = gen({"--weights", vace, "--control-video", control, "--mask-video", mask, "--reference-image", ref,
+                        "--control-scale", "0.8", "-o", out});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("a reference image of 30x20 is scaled (bilinear) onto a white 48x32 canvas"),
+              std::string::npos) << r.err;
+    const io::VideoFileInfo info = io::read_video(out);
+    EXPECT_EQ(info.frames, 5);
+    EXPECT_EQ(info.width, 48);
+    EXPECT_EQ(info.height, 32);
+  }
+  {  // a longer control video is sampled over its duration to the requested length
+    const auto r = gen({"--weights", vace, "--control-video", long_control, "-o", (d / "long_out.y4m").string()});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_NE(r.err.find("the control video's 9 frames were sampled to 5"), std::string::npos) << r.err;
+    EXPECT_EQ(io::read_video((d / "long_out.y4m").string()).frames, 5);
+  }
+  struct Bad {
+    std::vector<std::string> args;
+    std::string says;
+    bool before_loading = true;
+  };
+  const std::string junk = (d / "junk.mp4").string();
+  { std::ofstream(junk) << "not a video"; }
+  for (const Bad& b : std::vector<Bad>{
+           {{"--weights", vace, "--control-video", control, "--mask-video", short_mask},
+            "--mask-video has 3 frames but --control-video has 5"},
+           {{"--weights", t2v, "--control-video", control}, "wan2.1-tiny-demo takes no control video"},
+           {{"--weights", t2v, "--reference-image", ref}, "wan2.1-tiny-demo takes no control video"},
+           {{"--weights", vace, "--mask-video", mask}, "--mask-video needs --control-video"},
+           {{"--weights", vace, "--control-video", junk}, "cannot read the --control-video " + junk},
+           {{"--weights", vace, "--control-video", control, "--mask-video", junk}, "cannot read the --mask-video"},
+           {{"--weights", vace, "--reference-image", junk}, "cannot read the --reference-image"},
+           {{"--weights", vace, "--image", ref}, "takes no image"},
+           {{"--weights", vace, "--control-video", wide}, "give a control video (and mask) of 48x32", false},
+       }) {
+    std::vector<std::string> a = b.args;
+    a.insert(a.end(), {"-o", (d / "bad.y4m").string()});
+    const auto r = gen(a);
+    EXPECT_NE(r.code, 0) << b.says;
+    EXPECT_NE(r.err.find(b.says), std::string::npos) << "expected '" << b.says << "' in: " << r.err;
+    if (b.before_loading)
+      EXPECT_EQ(r.err.find("loading the DiT"), std::string::npos) << "refused only after loading: " << r.err;
+    EXPECT_FALSE(fs::exists(d / "bad.y4m"));
+  }
+}
