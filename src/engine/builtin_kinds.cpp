@@ -33,7 +33,7 @@ void register_builtin_kinds() {
     vidax::hunyuan::register_parity_kinds();  // hunyuan.dit (no hunyuan Family yet)
     vidax::hunyuan::register_vae_parity_kinds();  // hunyuan.vae.decode, hunyuan.vae.encode
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
-    vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode
+    vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
     vidax::ltx2::register_dit_parity_kinds();  // ltx2.dit (no ltx2 Family yet)
     vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
   });

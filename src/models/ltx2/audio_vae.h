@@ -43,7 +43,13 @@ struct AudioVaeConfig {
   int64_t sample_rate = 16000;
   int64_t mel_hop_length = 160;
   bool is_causal = true;
-  std::optional<int64_t> mel_bins; // none: the latent's mel bins
+  std::optional<int64_t> mel_bins;  // none: the latent's mel bins
+  // AudioEncoder's further args (AudioEncoderConfigurator): the decoder ignores them.
+  int64_t in_channels = 2;
+  bool double_z = true;
+  bool resamp_with_conv = true;       // false: 2x2 average pooling (needs causality_axis none)
+  std::string attn_type = "vanilla";  // vanilla or none (linear: the reference raises)
+  int64_t n_fft = 1024;
 
   // j: the `audio_vae` dict, or an object holding it under "audio_vae". Unknown
   // ddconfig keys and unsupported values are errors; the other sections' keys
@@ -51,15 +57,13 @@ struct AudioVaeConfig {
   static AudioVaeConfig from_json(const nlohmann::json &j);
 };
 
-using AudioVaeTap =
-    std::function<void(const std::string &module, const Tensor &output)>;
+using AudioVaeTap = std::function<void(const std::string &module, const Tensor &output)>;
 
 class AudioDecoder {
-public:
+ public:
   // Takes every parameter from params under prefix + official name, computing
   // in `compute`.
-  AudioDecoder(AudioVaeConfig cfg, nn::ParamSource &params,
-               const std::string &prefix = "", DType compute = DType::F32);
+  AudioDecoder(AudioVaeConfig cfg, nn::ParamSource &params, const std::string &prefix = "", DType compute = DType::F32);
   // sample [B, z_channels, frames, ch / z_channels] -> [B, out_ch, target
   // frames, mel bins] in the compute dtype. tap (optional) sees the outputs
   // named as the golden's inter.* taps: conv_in, mid.block_2,
@@ -71,19 +75,53 @@ public:
   // target_frames).
   int64_t target_frames(int64_t latent_frames) const;
 
-private:
+ private:
   struct Level {
     std::vector<audio_vae::ResnetBlock> blocks;
-    std::vector<audio_vae::AttnBlock> attns; // empty or one per block
+    std::vector<audio_vae::AttnBlock> attns;  // empty or one per block
     std::optional<audio_vae::Upsample> upsample;
   };
   AudioVaeConfig cfg_;
   DType compute_;
-  Tensor stat_mean_, stat_std_; // [ch]
+  Tensor stat_mean_, stat_std_;  // [ch]
   audio_vae::CausalConv2d conv_in_, conv_out_;
   audio_vae::ResnetBlock mid_block_1_, mid_block_2_;
   std::optional<audio_vae::AttnBlock> mid_attn_;
-  std::vector<Level> up_; // index = level (0: the finest, run last)
+  std::vector<Level> up_;  // index = level (0: the finest, run last)
+  audio_vae::Norm norm_out_;
+};
+
+// AudioEncoder: a mel spectrogram [B, in_channels, time, mel bins] -> the
+// normalized latent means [B, ceil(out / 2), frames, bins] (out = 2 z_channels
+// when double_z, else z_channels: the reference keeps torch.chunk(x, 2, 1)[0]
+// either way). conv_in, the down path (per level: num_res_blocks resnets,
+// attention where attn_resolutions hits, then but for the last level a stride-2
+// 3x3 Conv2d after zero padding (none: right / bottom 1; height: top 2, right
+// 1; width: left 2, bottom 1; width-compatibility: left 1, bottom 1), or a 2x2
+// average pool without resamp_with_conv), mid, norm_out, SiLU, conv_out, then
+// (x - mean-of-means) / std-of-means per (channel, mel bin) of the patchified
+// latent.
+class AudioEncoder {
+ public:
+  AudioEncoder(AudioVaeConfig cfg, nn::ParamSource &params, const std::string &prefix = "", DType compute = DType::F32);
+  // tap sees conv_in, down.<level>.block.<num_res_blocks - 1> (before its
+  // attention), down.<level>.downsample, mid.block_2, conv_out.
+  Tensor forward(const Tensor &spectrogram, const AudioVaeTap &tap = {}) const;
+  const AudioVaeConfig &config() const { return cfg_; }
+
+ private:
+  struct Level {
+    std::vector<audio_vae::ResnetBlock> blocks;
+    std::vector<audio_vae::AttnBlock> attns;
+    std::optional<audio_vae::Downsample> downsample;
+  };
+  AudioVaeConfig cfg_;
+  DType compute_;
+  Tensor stat_mean_, stat_std_;
+  audio_vae::CausalConv2d conv_in_, conv_out_;
+  std::vector<Level> down_;
+  audio_vae::ResnetBlock mid_block_1_, mid_block_2_;
+  std::optional<audio_vae::AttnBlock> mid_attn_;
   audio_vae::Norm norm_out_;
 };
 
@@ -93,4 +131,4 @@ private:
 // audio_vae.per_channel_statistics.*), input.sample -> output, inter.*.
 void register_audio_vae_parity_kinds();
 
-} // namespace vidax::ltx2
+}  // namespace vidax::ltx2

@@ -25,8 +25,8 @@ struct CausalConv2d {
   Tensor w, b;
   Causality axis = Causality::Height;
   int64_t k = 3;
-  static CausalConv2d load(const vae::Loader &l, const std::string &prefix,
-                           int64_t in, int64_t out, int64_t k, Causality axis);
+  static CausalConv2d load(const vae::Loader &l, const std::string &prefix, int64_t in, int64_t out, int64_t k,
+                           Causality axis);
   Tensor operator()(const Tensor &x) const;
 };
 
@@ -35,9 +35,8 @@ struct CausalConv2d {
 struct Norm {
   enum class Kind { Pixel, Group };
   Kind kind = Kind::Pixel;
-  Tensor w, b; // group only
-  static Norm load(const vae::Loader &l, const std::string &prefix, Kind kind,
-                   int64_t channels);
+  Tensor w, b;  // group only
+  static Norm load(const vae::Loader &l, const std::string &prefix, Kind kind, int64_t channels);
   Tensor operator()(const Tensor &x) const;
 };
 
@@ -48,8 +47,7 @@ struct ResnetBlock {
   Norm norm1, norm2;
   CausalConv2d conv1, conv2;
   std::optional<CausalConv2d> nin_shortcut;
-  static ResnetBlock load(const vae::Loader &l, const std::string &prefix,
-                          int64_t in, int64_t out, Norm::Kind norm,
+  static ResnetBlock load(const vae::Loader &l, const std::string &prefix, int64_t in, int64_t out, Norm::Kind norm,
                           Causality axis);
   Tensor operator()(const Tensor &x) const;
 };
@@ -59,8 +57,7 @@ struct ResnetBlock {
 struct AttnBlock {
   Norm norm;
   Tensor q_w, q_b, k_w, k_b, v_w, v_b, proj_w, proj_b;
-  static AttnBlock load(const vae::Loader &l, const std::string &prefix,
-                        int64_t channels, Norm::Kind norm);
+  static AttnBlock load(const vae::Loader &l, const std::string &prefix, int64_t channels, Norm::Kind norm);
   Tensor operator()(const Tensor &x) const;
 };
 
@@ -69,9 +66,19 @@ struct AttnBlock {
 // causal length n becomes 2 n - 1.
 struct Upsample {
   CausalConv2d conv;
-  static Upsample load(const vae::Loader &l, const std::string &prefix,
-                       int64_t channels, Causality axis);
+  static Upsample load(const vae::Loader &l, const std::string &prefix, int64_t channels, Causality axis);
   Tensor operator()(const Tensor &x) const;
 };
 
-} // namespace vidax::ltx2::audio_vae
+// Downsample (the encoder's): with_conv, zero padding {W before, W after, H before, H after} =
+// none (0, 1, 0, 1), height (0, 1, 2, 0), width (2, 0, 0, 1), width-compatibility (1, 0, 0, 1), then
+// a plain stride-2 3x3 Conv2d at <prefix>.conv; without, avg_pool2d(2, 2) (causality none only).
+struct Downsample {
+  std::optional<Tensor> w, b;
+  Causality axis = Causality::Height;
+  static Downsample load(const vae::Loader &l, const std::string &prefix, int64_t channels, bool with_conv,
+                         Causality axis);
+  Tensor operator()(const Tensor &x) const;
+};
+
+}  // namespace vidax::ltx2::audio_vae
