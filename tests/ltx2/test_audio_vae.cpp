@@ -1,10 +1,8 @@
-// The LTX-2 audio VAE decoder and encoder against the official ltx_core
-// AudioDecoder / AudioEncoder (tests/golden/ltx2/ltx2_audio_vae_*.safetensors,
-// tools/golden/ltx2_audio_vae.py): the spectrogram and the inter.* taps at fp32
-// through kind ltx2.audio_vae.decode; the bundled checkpoint's
-// audio_vae.decoder. / audio_vae.per_channel_statistics. names; controls that
-// must fail (a changed statistic, attention weight, upsample bias); bad config,
-// input and parameters.
+// The LTX-2 audio VAE decoder and encoder against the official ltx_core AudioDecoder / AudioEncoder
+// (tests/golden/ltx2/ltx2_audio_vae_*.safetensors, tools/golden/ltx2_audio_vae.py): the spectrogram and the
+// inter.* taps at fp32 through kinds ltx2.audio_vae.decode / .encode; the bundled checkpoint's
+// audio_vae.decoder. / audio_vae.per_channel_statistics. names; controls that must fail (a changed statistic,
+// attention weight, upsample / downsample bias); bad config, input and parameters.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -25,7 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string golden(const char *name) { return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string(); }
+std::string golden(const char* name) { return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string(); }
 
 struct Loaded {
   io::Checkpoint file;
@@ -33,33 +31,33 @@ struct Loaded {
   std::map<std::string, Tensor> params;
 };
 
-Loaded load(const char *name) {
+Loaded load(const char* name) {
   Loaded l{io::Checkpoint::open(golden(name)), {}, {}};
   l.cfg = ltx2::AudioVaeConfig::from_json(nlohmann::json::parse(l.file.metadata().at("config")));
-  for (const std::string &n : l.file.names())
+  for (const std::string& n : l.file.names())
     if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
   return l;
 }
 
-Tensor run(const Loaded &l, std::map<std::string, Tensor> params, const std::string &prefix = "") {
+Tensor run(const Loaded& l, std::map<std::string, Tensor> params, const std::string& prefix = "") {
   nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
   const ltx2::AudioDecoder d(l.cfg, src, prefix);
   src.expect_all_taken();
   return d.forward(l.file.get("input.sample"));
 }
 
-double max_abs_diff(const Tensor &want, const Tensor &got) {
+double max_abs_diff(const Tensor& want, const Tensor& got) {
   EXPECT_EQ(want.shape(), got.shape());
   return test::diff(want, got).max_abs;
 }
 
-void expect_golden(const char *name, int taps) {
+void expect_golden(const char* name, int taps) {
   engine::register_builtins();
   parity::Options opt;
   opt.precision = "fp32";
   opt.rtol = 1e-5;
   const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto &c : rep.rows) {
+  for (const auto& c : rep.rows) {
     std::printf("  %s %-22s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
     EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
     EXPECT_LE(c.max_abs, 1e-5) << c.name;
@@ -70,11 +68,10 @@ void expect_golden(const char *name, int taps) {
 
 }  // namespace
 
-// The published structure (pixel norm, causal along time, mid attention, 3
-// levels): conv_in, mid.block_2, 3 level ends, 2 upsamples, conv_out.
+// The published structure (pixel norm, causal along time, mid attention, 3 levels): conv_in, mid.block_2, 3
+// level ends, 2 upsamples, conv_out.
 TEST(Ltx2AudioVaeGolden, DecodeMatchesTheReferenceFp32) { expect_golden("ltx2_audio_vae_decode.safetensors", 8); }
-// GroupNorm, non-causal, attention in the up path, zero padding to more mel
-// bins / frames, B = 2.
+// GroupNorm, non-causal, attention in the up path, zero padding to more mel bins / frames, B = 2.
 TEST(Ltx2AudioVaeGolden, VariantsMatchTheReferenceFp32) {
   expect_golden("ltx2_audio_vae_decode_variants.safetensors", 6);
 }
@@ -87,10 +84,9 @@ TEST(Ltx2AudioVae, OutputShapeAndBundledNames) {
   const Loaded l = load("ltx2_audio_vae_decode.safetensors");
   const Tensor want = l.file.get("output");
   std::map<std::string, Tensor> bundled;
-  for (const auto &[k, v] : l.params)
+  for (const auto& [k, v] : l.params)
     bundled[k.rfind("per_channel_statistics.", 0) == 0 ? "audio_vae." + k : "audio_vae.decoder." + k] = v;
-  // The decoder reads one prefix; the parity kind maps the bundled spelling, so
-  // go through it.
+  // The decoder reads one prefix; the parity kind maps the bundled spelling, so go through it.
   const std::string tmp =
       (fs::temp_directory_path() / ("ltx2_audio_vae_bundled_" + std::to_string(::getpid()) + ".safetensors")).string();
   std::map<std::string, Tensor> file = bundled;
@@ -109,12 +105,11 @@ TEST(Ltx2AudioVae, OutputShapeAndBundledNames) {
   EXPECT_LE(max_abs_diff(want, y), 1e-5);
 }
 
-// Controls: a changed statistic, mid attention weight and upsample bias must
-// move the output.
+// Controls: a changed statistic, mid attention weight and upsample bias must move the output.
 TEST(Ltx2AudioVae, ControlsFail) {
   const Loaded l = load("ltx2_audio_vae_decode.safetensors");
   const Tensor want = l.file.get("output");
-  for (const char *key :
+  for (const char* key :
        {"per_channel_statistics.mean-of-means", "per_channel_statistics.std-of-means", "mid.attn_1.q.weight",
         "up.1.upsample.conv.conv.bias", "up.0.block.0.nin_shortcut.conv.weight"}) {
     auto params = l.params;
@@ -160,11 +155,10 @@ TEST(Ltx2AudioVae, BadConfigAndInputAreErrors) {
   EXPECT_THROW(ltx2::AudioDecoder(odd, src2), Error);
 }
 
-// The encoder: the published structure (causal along time, 3 levels, double_z):
-// conv_in, 3 level ends, 2 downsamples, mid.block_2, conv_out.
+// The encoder: the published structure (causal along time, 3 levels, double_z): conv_in, 3 level ends, 2
+// downsamples, mid.block_2, conv_out.
 TEST(Ltx2AudioVaeGolden, EncodeMatchesTheReferenceFp32) { expect_golden("ltx2_audio_vae_encode.safetensors", 8); }
-// GroupNorm, non-causal, down-path attention, average pooling, double_z false,
-// B = 2.
+// GroupNorm, non-causal, down-path attention, average pooling, double_z false, B = 2.
 TEST(Ltx2AudioVaeGolden, EncodeVariantsMatchTheReferenceFp32) {
   expect_golden("ltx2_audio_vae_encode_variants.safetensors", 6);
 }
@@ -177,7 +171,7 @@ TEST(Ltx2AudioVae, EncoderControlsAndErrors) {
   const Loaded l = load("ltx2_audio_vae_encode.safetensors");
   const Tensor want = l.file.get("output");
   const Tensor x = l.file.get("input.spectrogram");
-  const auto encode = [&](std::map<std::string, Tensor> params, const Tensor &in) {
+  const auto encode = [&](std::map<std::string, Tensor> params, const Tensor& in) {
     nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
     const ltx2::AudioEncoder e(l.cfg, src);
     src.expect_all_taken();
@@ -186,7 +180,7 @@ TEST(Ltx2AudioVae, EncoderControlsAndErrors) {
   const Tensor y = encode(l.params, x);
   EXPECT_EQ(y.shape(), (Shape{1, 2, 5, 4}));
   EXPECT_LE(max_abs_diff(want, y), 1e-5);
-  for (const char *key : {"per_channel_statistics.mean-of-means", "per_channel_statistics.std-of-means",
+  for (const char* key : {"per_channel_statistics.mean-of-means", "per_channel_statistics.std-of-means",
                           "down.0.downsample.conv.bias", "mid.attn_1.v.weight", "conv_out.conv.bias"}) {
     auto params = l.params;
     ASSERT_TRUE(params.count(key)) << key;

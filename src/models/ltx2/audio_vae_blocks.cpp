@@ -11,12 +11,12 @@ constexpr double kEps = 1e-6;  // PixelNorm and GroupNorm alike (build_normaliza
 constexpr int64_t kGroups = 32;
 }  // namespace
 
-CausalConv2d CausalConv2d::load(const vae::Loader &l, const std::string &prefix, int64_t in, int64_t out, int64_t k,
+CausalConv2d CausalConv2d::load(const vae::Loader& l, const std::string& prefix, int64_t in, int64_t out, int64_t k,
                                 Causality axis) {
   return {l.get(prefix + ".conv.weight", {out, in, k, k}), l.get(prefix + ".conv.bias", {out}), axis, k};
 }
 
-Tensor CausalConv2d::operator()(const Tensor &x) const {
+Tensor CausalConv2d::operator()(const Tensor& x) const {
   const int64_t p = k - 1;
   // F.pad order: {W before, W after, H before, H after}.
   std::vector<int64_t> pads{p / 2, p - p / 2, p / 2, p - p / 2};
@@ -26,7 +26,7 @@ Tensor CausalConv2d::operator()(const Tensor &x) const {
   return ops::conv2d(xp, w, b, {1, 1}, {0, 0});
 }
 
-Norm Norm::load(const vae::Loader &l, const std::string &prefix, Kind kind, int64_t channels) {
+Norm Norm::load(const vae::Loader& l, const std::string& prefix, Kind kind, int64_t channels) {
   Norm n;
   n.kind = kind;
   if (kind == Kind::Group) {
@@ -39,14 +39,13 @@ Norm Norm::load(const vae::Loader &l, const std::string &prefix, Kind kind, int6
   return n;
 }
 
-Tensor Norm::operator()(const Tensor &x) const {
+Tensor Norm::operator()(const Tensor& x) const {
   if (kind == Kind::Group) return ops::group_norm(x, kGroups, w, b, kEps);
-  // mean over channels: the channels made the last dim for rms_norm, then put
-  // back.
+  // mean over channels: the channels made the last dim for rms_norm, then put back.
   return ops::rms_norm(x.permute({0, 2, 3, 1}), std::nullopt, kEps).permute({0, 3, 1, 2});
 }
 
-ResnetBlock ResnetBlock::load(const vae::Loader &l, const std::string &p, int64_t in, int64_t out, Norm::Kind norm,
+ResnetBlock ResnetBlock::load(const vae::Loader& l, const std::string& p, int64_t in, int64_t out, Norm::Kind norm,
                               Causality axis) {
   ResnetBlock r;
   r.norm1 = Norm::load(l, p + ".norm1", norm, in);
@@ -57,13 +56,13 @@ ResnetBlock ResnetBlock::load(const vae::Loader &l, const std::string &p, int64_
   return r;
 }
 
-Tensor ResnetBlock::operator()(const Tensor &x) const {
+Tensor ResnetBlock::operator()(const Tensor& x) const {
   Tensor h = conv1(ops::silu(norm1(x)));
   h = conv2(ops::silu(norm2(h)));
   return ops::add(nin_shortcut ? (*nin_shortcut)(x) : x, h);
 }
 
-AttnBlock AttnBlock::load(const vae::Loader &l, const std::string &p, int64_t c, Norm::Kind norm) {
+AttnBlock AttnBlock::load(const vae::Loader& l, const std::string& p, int64_t c, Norm::Kind norm) {
   AttnBlock a;
   a.norm = Norm::load(l, p + ".norm", norm, c);
   const Shape w{c, c, 1, 1}, b{c};
@@ -74,11 +73,11 @@ AttnBlock AttnBlock::load(const vae::Loader &l, const std::string &p, int64_t c,
   return a;
 }
 
-Tensor AttnBlock::operator()(const Tensor &x) const {
+Tensor AttnBlock::operator()(const Tensor& x) const {
   const int64_t B = x.size(0), C = x.size(1), H = x.size(2), W = x.size(3);
   const Tensor h = norm(x);
   // [B, C, H, W] -> [B, H W, 1 head, C]
-  const auto tokens = [&](const Tensor &t) {
+  const auto tokens = [&](const Tensor& t) {
     return t.reshape({B, C, H * W}).permute({0, 2, 1}).reshape({B, H * W, 1, C});
   };
   const Tensor q = tokens(ops::conv2d(h, q_w, q_b, {1, 1}, {0, 0}));
@@ -88,18 +87,18 @@ Tensor AttnBlock::operator()(const Tensor &x) const {
   return ops::add(x, ops::conv2d(o, proj_w, proj_b, {1, 1}, {0, 0}));
 }
 
-Upsample Upsample::load(const vae::Loader &l, const std::string &prefix, int64_t channels, Causality axis) {
+Upsample Upsample::load(const vae::Loader& l, const std::string& prefix, int64_t channels, Causality axis) {
   return {CausalConv2d::load(l, prefix + ".conv", channels, channels, 3, axis)};
 }
 
-Tensor Upsample::operator()(const Tensor &x) const {
+Tensor Upsample::operator()(const Tensor& x) const {
   const Tensor y = conv(ops::upsample_nearest(x, {2, 2}));
   if (conv.axis == Causality::Height) return y.slice(2, 1, y.size(2)).contiguous();
   if (conv.axis == Causality::Width) return y.slice(3, 1, y.size(3)).contiguous();
   return y;
 }
 
-Downsample Downsample::load(const vae::Loader &l, const std::string &prefix, int64_t channels, bool with_conv,
+Downsample Downsample::load(const vae::Loader& l, const std::string& prefix, int64_t channels, bool with_conv,
                             Causality axis) {
   VIDAX_CHECK(
       with_conv || axis == Causality::None,
@@ -113,7 +112,7 @@ Downsample Downsample::load(const vae::Loader &l, const std::string &prefix, int
   return d;
 }
 
-Tensor Downsample::operator()(const Tensor &x) const {
+Tensor Downsample::operator()(const Tensor& x) const {
   if (!w) {  // avg_pool2d(kernel 2, stride 2): floor, an odd last row / column dropped
     const int64_t B = x.size(0), C = x.size(1), H = x.size(2) / 2, W = x.size(3) / 2;
     VIDAX_CHECK(H >= 1 && W >= 1, "LTX-2 audio VAE: average pooling needs at least 2 x 2 positions, found " << x.str());

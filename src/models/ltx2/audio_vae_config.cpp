@@ -1,5 +1,4 @@
-// AudioVaeConfig::from_json: the checkpoint's `audio_vae` dict as
-// AudioDecoderConfigurator reads it.
+// AudioVaeConfig::from_json: the checkpoint's `audio_vae` dict as AudioDecoderConfigurator reads it.
 #include <algorithm>
 
 #include "core/error.h"
@@ -14,9 +13,8 @@ using translate::value_or;
 
 namespace {
 
-// j[key] when j is an object holding an object there, else an empty object
-// (dict.get(key, {})).
-Json section(const Json &j, const char *key, const std::string &where) {
+// j[key] when j is an object holding an object there, else an empty object (dict.get(key, {})).
+Json section(const Json& j, const char* key, const std::string& where) {
   if (!j.contains(key) || j[key].is_null()) return Json::object();
   VIDAX_CHECK(j[key].is_object(),
               "LTX-2 audio VAE config: " << where << key << " must be an object, found " << j[key].dump());
@@ -31,7 +29,7 @@ const std::vector<std::string> kDdconfigKeys{
 
 }  // namespace
 
-AudioVaeConfig AudioVaeConfig::from_json(const Json &in) {
+AudioVaeConfig AudioVaeConfig::from_json(const Json& in) {
   VIDAX_CHECK(in.is_object(), "LTX-2 audio VAE config: expected a JSON object, found " << in.dump());
   const Json j = in.contains("audio_vae") ? section(in, "audio_vae", "") : in;
   const Json params = section(section(j, "model", ""), "params", "model.");
@@ -40,7 +38,7 @@ AudioVaeConfig AudioVaeConfig::from_json(const Json &in) {
   const Json stft = section(pre, "stft", "preprocessing.");
   const Json mel = section(pre, "mel", "preprocessing.");
   const Json vars = section(j, "variables", "");
-  for (const auto &[key, v] : dd.items())
+  for (const auto& [key, v] : dd.items())
     VIDAX_CHECK(
         std::find(kDdconfigKeys.begin(), kDdconfigKeys.end(), key) != kDdconfigKeys.end(),
         "LTX-2 audio VAE config: unknown key model.params.ddconfig." << key << " (the keys model_configurator reads)");
@@ -56,8 +54,7 @@ AudioVaeConfig AudioVaeConfig::from_json(const Json &in) {
   VIDAX_CHECK(norm == "pixel" || norm == "group",
               "LTX-2 audio VAE config: norm_type '" << norm << "' (pixel or group)");
   c.norm_type = norm == "pixel" ? audio_vae::Norm::Kind::Pixel : audio_vae::Norm::Kind::Group;
-  // CausalityAxis(value): None (JSON null) is CausalityAxis.NONE; an absent key
-  // is "height".
+  // CausalityAxis(value): None (JSON null) is CausalityAxis.NONE; an absent key is "height".
   if (dd.contains("causality_axis") && dd["causality_axis"].is_null()) {
     c.causality_axis = audio_vae::Causality::None;
   } else {
@@ -88,9 +85,8 @@ AudioVaeConfig AudioVaeConfig::from_json(const Json &in) {
   c.sample_rate = value_or(params, "sampling_rate", c.sample_rate);
   c.mel_hop_length = value_or(stft, "hop_length", c.mel_hop_length);
   c.is_causal = value_or(stft, "causal", c.is_causal);
-  // ddconfig.mel_bins or mel.n_mel_channels or variables.mel_bins (Python `or`:
-  // 0 and null fall through).
-  for (const auto &[sec, key] :
+  // ddconfig.mel_bins or mel.n_mel_channels or variables.mel_bins (Python `or`: 0 and null fall through).
+  for (const auto& [sec, key] :
        {std::pair{&dd, "mel_bins"}, std::pair{&mel, "n_mel_channels"}, std::pair{&vars, "mel_bins"}}) {
     const int64_t v = value_or(*sec, key, int64_t{0});
     if (v != 0) {

@@ -1,10 +1,10 @@
-// Kinds ltx2.audio_vae.decode / ltx2.audio_vae.encode (docs/parity.md, docs/models/ltx2.md): the
-// golden's AudioDecoder / AudioEncoder built from __metadata__.config (the checkpoint's `audio_vae`
-// dict) and its parameters, strictly, under the official names: bare, or as the bundled checkpoint
-// spells them (audio_vae.decoder.* / audio_vae.encoder.* and audio_vae.per_channel_statistics.*: the
-// configurator's AUDIO_VAE_{DECODER,ENCODER}_COMFY_KEYS_FILTER renames); input.sample (decode) or
-// input.spectrogram (encode) -> output, inter.<module path> (conv_in, mid.block_2, the last resnet of
-// each up / down level, each upsample / downsample, conv_out). fp32 only.
+// Kinds ltx2.audio_vae.decode / ltx2.audio_vae.encode (docs/parity.md, docs/models/ltx2.md): the golden's
+// AudioDecoder / AudioEncoder built from __metadata__.config (the checkpoint's `audio_vae` dict) and its
+// parameters, strictly, under the official names: bare, or as the bundled checkpoint spells them
+// (audio_vae.decoder.* / audio_vae.encoder.* and audio_vae.per_channel_statistics.*: the configurator's
+// AUDIO_VAE_{DECODER,ENCODER}_COMFY_KEYS_FILTER renames); input.sample (decode) or input.spectrogram (encode)
+// -> output, inter.<module path> (conv_in, mid.block_2, the last resnet of each up / down level, each
+// upsample / downsample, conv_out). fp32 only.
 #include <mutex>
 
 #include "core/error.h"
