@@ -17,7 +17,7 @@ namespace {
 
 double bytes_per(const std::string& precision) { return precision == "fp32" ? 4.0 : 2.0; }
 
-// The text encoders' sizes (not in this build yet: counted so the plan is what a run will need):
+// The text encoders' sizes (the published ones, whatever folder is loaded):
 // the language model of llava-llama-3-8b-v1_1 (Llama-3-8B: 8,030,261,248 parameters) and CLIP-L/14's
 // text model (123,060,480), both fp16 in the reference (--text-encoder-precision fp16).
 constexpr double kLlmParams = 8030261248.0;
