@@ -4,7 +4,8 @@
 // end in seconds (its videos are noise). The DiT is stored under the official state_dict names
 // with its HYVideoDiffusionTransformer init args as config.json (the translator detects the
 // layout from the keys, either is read), the VAE with both halves as the published file, the LLM
-// under LlamaModel's names, CLIP under CLIPTextModel's. vidax_model.json names the variant
+// under LlamaModel's names (diffusers' text_encoder/), CLIP under transformers 5's CLIPTextModel
+// names (the `bare` layout: no text_model. prefix). vidax_model.json names the variant
 // (detection reads it).
 //
 // The tokenizers are made here, nothing is downloaded:

@@ -137,13 +137,15 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::share
 
 namespace {
 
-// A transformers folder's weights: its *.safetensors.index.json when it has one, else the folder
+// A transformers folder's weights: its model.safetensors.index.json when it has one, else the folder
 // (every tensor file in it); an error naming the folder when it holds none.
 std::string weights_of(const std::string& folder, const char* what) {
   namespace fs = std::filesystem;
   std::error_code ec;
-  for (const char* index : {"model.safetensors.index.json", "pytorch_model.bin.index.json"})
-    if (fs::is_regular_file(fs::path(folder) / index, ec)) return (fs::path(folder) / index).string();
+  // (pytorch_model-*.bin shards are read as the folder's files: io::Checkpoint takes an index of
+  // safetensors only.)
+  if (fs::is_regular_file(fs::path(folder) / "model.safetensors.index.json", ec))
+    return (fs::path(folder) / "model.safetensors.index.json").string();
   for (const auto& e : fs::directory_iterator(folder, ec)) {
     const std::string ext = e.path().extension().string();
     if (e.is_regular_file() && (ext == ".safetensors" || ext == ".bin" || ext == ".pt" || ext == ".pth"))
