@@ -201,6 +201,15 @@ TEST(HunyuanT2V, DiffusersFolderIsDetectedAndNeedsItsTokenizers) {
   const engine::Resolved r = engine::resolve(d.string(), "");
   EXPECT_EQ(r.family->name(), "hunyuanvideo");
   EXPECT_EQ(r.variant.name, "hunyuanvideo-t2v-720p");
+  // diffusers' tokenizers live in tokenizer/ and tokenizer_2/: those are the paths named.
+  pipeline::LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.precision = "fp32";
+  const std::string err2 = error_of([&] { (void)load_t2v(lo); });
+  EXPECT_NE(err2.find((d / "tokenizer" / "tokenizer.json").string()), std::string::npos) << err2;
+  touch(d / "tokenizer" / "tokenizer.json");
+  const std::string err3 = error_of([&] { (void)load_t2v(lo); });
+  EXPECT_NE(err3.find((d / "tokenizer_2" / "vocab.json").string()), std::string::npos) << err3;
 }
 
 TEST(HunyuanT2V, VariantsAndTheirRequestChecks) {
