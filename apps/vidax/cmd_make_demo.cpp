@@ -30,11 +30,11 @@ Command add_make_demo(CLI::App& app) {
   auto seed = std::make_shared<std::string>("0");
   auto force = std::make_shared<bool>(false);
   CLI::App* sub = app.add_subcommand(
-      "make-demo", "Write a tiny random-weight checkpoint (Wan 2.1, original layout) for a quick end-to-end run");
+      "make-demo", "Write a tiny random-weight checkpoint (default: Wan 2.1, original layout) for a quick end-to-end run");
   sub->add_option("outdir", opt->out_dir, "Directory to write (created)")->required();
   sub->add_option("--model", *model, "the demo variant to write (`vidax models` marks them)")->capture_default_str();
   sub->add_option("--tokenizer", opt->spiece_model,
-                  "SentencePiece model to ship as the tokenizer (default: <build>/demo/spiece.model)");
+                  "SentencePiece model to ship as the tokenizer of a Wan demo (default: <build>/demo/spiece.model)");
   sub->add_option("--seed", *seed, "Seed of the random weights, 0..2^64-1")->capture_default_str();
   sub->add_flag("--force", *force, "write into an existing non-empty directory (replacing its demo files)");
   return {sub, [opt, model, seed, force]() -> int {
@@ -52,17 +52,17 @@ Command add_make_demo(CLI::App& app) {
                                              "write the demo files into it)");
               }
             }
-            if (opt->spiece_model.empty()) {
-              opt->spiece_model = default_demo_tokenizer();
-              VIDAX_CHECK(std::filesystem::is_regular_file(opt->spiece_model),
-                          "make-demo: the demo tokenizer " << opt->spiece_model
-                              << " is missing; build it with `cmake --build build --target vidax_demo_spiece` "
-                                 "(needs spm_train, Debian package sentencepiece) or pass --tokenizer");
-            }
+            // Families with a SentencePiece tokenizer (Wan) ship this file and check it is there;
+            // others (HunyuanVideo) write their tokenizers themselves.
+            if (opt->spiece_model.empty()) opt->spiece_model = default_demo_tokenizer();
             nlohmann::json m = engine::family_of_model(*model).make_demo(*model, *opt);
-            std::fprintf(stderr, "wrote %s: %s, random weights (text vocabulary %lld)\n", opt->out_dir.c_str(),
-                         m["model"].get<std::string>().c_str(),
-                         static_cast<long long>(m["t5"]["vocab"].get<int64_t>()));
+            if (m.contains("t5"))
+              std::fprintf(stderr, "wrote %s: %s, random weights (text vocabulary %lld)\n", opt->out_dir.c_str(),
+                           m["model"].get<std::string>().c_str(),
+                           static_cast<long long>(m["t5"]["vocab"].get<int64_t>()));
+            else
+              std::fprintf(stderr, "wrote %s: %s, random weights\n", opt->out_dir.c_str(),
+                           m["model"].get<std::string>().c_str());
             return 0;
           }};
 }

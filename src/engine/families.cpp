@@ -1,6 +1,8 @@
 #include "engine/families.h"
 
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "core/error.h"
@@ -40,6 +42,19 @@ const pipeline::Family& family_of_model(const std::string& model) {
   throw Error(msg() << "unknown model '" << model << "'; known: " << variant_names());
 }
 
+namespace {
+
+// vidax_model.json's "model" when it is a string, else "" (the families report malformed files).
+std::string demo_model_named(const std::string& dir) {
+  std::ifstream is(std::filesystem::path(dir) / "vidax_model.json");
+  if (!is.is_open()) return "";
+  const nlohmann::json j = nlohmann::json::parse(is, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object() || !j.contains("model") || !j["model"].is_string()) return "";
+  return j["model"].get<std::string>();
+}
+
+}  // namespace
+
 Resolved resolve(const std::string& weights_dir, const std::string& model) {
   std::error_code dir_ec;  // a link loop is an error code here, not an exception
   VIDAX_CHECK(std::filesystem::is_directory(weights_dir, dir_ec),
@@ -51,6 +66,15 @@ Resolved resolve(const std::string& weights_dir, const std::string& model) {
     r.variant = r.family->resolve(weights_dir, model);
     return r;
   }
+  // A `vidax make-demo` folder names its variant in vidax_model.json: the family that has it reads
+  // the folder (a name no family has is left to detection, which reports it).
+  if (const std::string named = demo_model_named(weights_dir); !named.empty())
+    for (const auto* f : families())
+      if (f->has_variant(named)) {
+        r.family = f;
+        r.variant = f->resolve(weights_dir, named);
+        return r;
+      }
   for (const auto* f : families()) {
     const std::string v = f->detect(weights_dir);
     if (v.empty()) continue;

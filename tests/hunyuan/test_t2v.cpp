@@ -7,6 +7,7 @@
 
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,7 @@
 #include "pipeline/generate.h"
 #include "test_diff.h"
 #include "text/clip_text.h"
+#include "text/clip_tokenizer.h"
 #include "text/llama_config.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
@@ -159,7 +161,7 @@ TEST(HunyuanT2V, LoadsAFolderAndRunsAsTheGolden) {
             std::string::npos);
 }
 
-TEST(HunyuanT2V, RefusesToLoadWithoutTextEncodersBeforeReadingWeights) {
+TEST(HunyuanT2V, RefusesToLoadWithoutTokenizersBeforeReadingWeights) {
   const fs::path d = scratch("official");
   // The official ckpts/ layout, the DiT file garbage: the text side must fail first.
   touch(d / "hunyuan-video-t2v-720p" / "transformers" / "mp_rank_00_model_states.pt", "not a checkpoint");
@@ -172,9 +174,13 @@ TEST(HunyuanT2V, RefusesToLoadWithoutTextEncodersBeforeReadingWeights) {
   EXPECT_EQ(f.tokenizer_2, (d / "text_encoder_2").string());
   pipeline::LoadOptions lo;
   lo.weights_dir = d.string();
+  // Empty text folders: the tokenizers' files are named, before the (garbage) DiT is read.
   const std::string err = error_of([&] { (void)family().load(lo); });
-  EXPECT_NE(err.find("tokenizers are not in this build"), std::string::npos) << err;
-  EXPECT_NE(err.find("text_encoder_2"), std::string::npos) << err;
+  EXPECT_NE(err.find((d / "text_encoder" / "tokenizer.json").string()), std::string::npos) << err;
+  touch(d / "text_encoder" / "tokenizer.json");
+  const std::string err2 = error_of([&] { (void)family().load(lo); });
+  EXPECT_NE(err2.find((d / "text_encoder_2" / "vocab.json").string()), std::string::npos) << err2;
+  EXPECT_NE(err2.find((d / "text_encoder_2" / "merges.txt").string()), std::string::npos) << err2;
 
   fs::remove_all(d / "text_encoder_2");
   const std::string missing = error_of([&] { (void)find_weights(d.string()); });
@@ -195,6 +201,15 @@ TEST(HunyuanT2V, DiffusersFolderIsDetectedAndNeedsItsTokenizers) {
   const engine::Resolved r = engine::resolve(d.string(), "");
   EXPECT_EQ(r.family->name(), "hunyuanvideo");
   EXPECT_EQ(r.variant.name, "hunyuanvideo-t2v-720p");
+  // diffusers' tokenizers live in tokenizer/ and tokenizer_2/: those are the paths named.
+  pipeline::LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.precision = "fp32";
+  const std::string err2 = error_of([&] { (void)load_t2v(lo); });
+  EXPECT_NE(err2.find((d / "tokenizer" / "tokenizer.json").string()), std::string::npos) << err2;
+  touch(d / "tokenizer" / "tokenizer.json");
+  const std::string err3 = error_of([&] { (void)load_t2v(lo); });
+  EXPECT_NE(err3.find((d / "tokenizer_2" / "vocab.json").string()), std::string::npos) << err3;
 }
 
 TEST(HunyuanT2V, VariantsAndTheirRequestChecks) {
@@ -307,6 +322,97 @@ TEST(HunyuanT2V, PromptEncoderWiresBothTextEncodersAsThePipeline) {
   EXPECT_NE(error_of([&] { (void)to_encoded_prompt(e, lcfg.hidden_size + 1, ccfg.hidden_size); }).find("text_states"),
             std::string::npos);
   EXPECT_NE(error_of([&] { (void)apply_template("no slot", "x"); }).find("{}"), std::string::npos);
+}
+
+// make_prompt_encoder on a weights folder in the official layout: text_encoder/ holds the
+// end-to-end golden's tiny Llama (the official TextEncoder.forward with the real tokenizer loader,
+// `model.*` + lm_head as save_pretrained writes a causal LM) and the tokenizer fixture
+// tests/text/data/llama3_bpe; text_encoder_2/ a tiny CLIP text model (deterministic weights) and
+// the CLIP fixture tests/text/data/clip_bpe. The LLM side must reproduce the golden prompt by
+// prompt; the CLIP side must be encode_clip on the fixture tokenizer's ids.
+fs::path text_folders(const std::string& name, const parity::Golden& lg, const text::ClipTextConfig& ccfg) {
+  const fs::path d = scratch(name);
+  touch(d / "hunyuan-video-t2v-720p" / "transformers" / "mp_rank_00_model_states.pt", "not read");
+  touch(d / "hunyuan-video-t2v-720p" / "vae" / "pytorch_model.pt", "not read");
+  const fs::path data = fs::path(VIDAX_TEST_DATA_DIR) / "text" / "data";
+  fs::create_directories(d / "text_encoder");
+  fs::create_directories(d / "text_encoder_2");
+  for (const char* f : {"tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(data / "llama3_bpe" / f, d / "text_encoder" / f);
+  for (const char* f : {"vocab.json", "merges.txt"}) fs::copy_file(data / "clip_bpe" / f, d / "text_encoder_2" / f);
+  std::map<std::string, Tensor> llm;
+  for (const auto& n : lg.file.names())
+    if (!translate::is_golden_io_key(n)) llm[n] = lg.file.get(n);
+  EXPECT_TRUE(llm.count("lm_head.weight"));
+  io::save_safetensors((d / "text_encoder" / "model.safetensors").string(), llm);
+  std::ofstream(d / "text_encoder" / "config.json") << lg.config.at("text_encoder_config").dump();
+  std::map<std::string, Tensor> clip;
+  int k = 0;
+  for (const auto& p : text::clip_text_params(ccfg).params) {
+    std::vector<float> v(static_cast<size_t>(shape_numel(p.shape)));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.2f * static_cast<float>(std::sin(0.37 * static_cast<double>(i) + k));
+    clip[p.name] = Tensor::from_f32(v, p.shape);
+    ++k;
+  }
+  io::save_safetensors((d / "text_encoder_2" / "model.safetensors").string(), clip);
+  std::ofstream(d / "text_encoder_2" / "config.json") << ccfg.to_json().dump();
+  return d;
+}
+
+TEST(HunyuanT2V, PromptEncoderFromTheWeightsFolders) {
+  const parity::Golden lg = open_text_golden("hunyuan_text_llama_prompts.safetensors");
+  text::ClipTextConfig ccfg;
+  ccfg.vocab_size = 700;  // the CLIP fixture's vocabulary
+  ccfg.hidden_size = 16;
+  ccfg.intermediate_size = 32;
+  ccfg.num_hidden_layers = 2;
+  ccfg.num_attention_heads = 2;
+  const fs::path d = text_folders("text_folders", lg, ccfg);
+  const WeightFiles files = find_weights(d.string());
+  const int64_t text_len = std::stoll(lg.file.metadata().at("text_len"));
+  auto enc = make_prompt_encoder(files, "fp32", text_len, "dit-llm-encode");
+  const auto prompts = nlohmann::json::parse(lg.file.metadata().at("prompts")).get<std::vector<std::string>>();
+  ASSERT_EQ(prompts.size(), 3u);
+
+  const text::ClipBpeTokenizer clip_tok = text::ClipBpeTokenizer::from_dir((d / "text_encoder_2").string());
+  std::map<std::string, Tensor> clip_params;
+  {
+    auto ck = io::Checkpoint::open((d / "text_encoder_2" / "model.safetensors").string());
+    for (const auto& n : ck.names()) clip_params[n] = ck.get(n);
+  }
+  const text::ClipTextEncoder clip(ccfg, [&](const std::string& n) { return clip_params.at(n); });
+  std::vector<Tensor> pooled;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const PromptEmbeds e = enc->encode(prompts[i]);
+    const Tensor want = lg.file.get("output").slice(0, static_cast<int64_t>(i), static_cast<int64_t>(i) + 1).squeeze(0);
+    const test::Diff diff = test::diff(want, e.text_states);
+    std::printf("  prompt %zu: text_states max_abs=%.3g rel_l2=%.3g\n", i, diff.max_abs, diff.rel_l2);
+    EXPECT_LE(diff.max_abs, 1e-5) << i;
+    EXPECT_EQ(e.text_mask.to(DType::F32).to_f64_vector(),
+              lg.file.get("output.attention_mask").slice(0, static_cast<int64_t>(i), static_cast<int64_t>(i) + 1)
+                  .squeeze(0).to(DType::F32).to_f64_vector())
+        << i;
+    EXPECT_EQ(e.truncated, i == 1) << i;  // the golden's second prompt is cut at text_len
+    const text::TokenizedBatch c = clip_tok.encode_batch({prompts[i]}, 77);
+    const Tensor want2 = encode_clip(clip, c.ids, c.mask).squeeze(0);
+    EXPECT_EQ(test::diff(want2, e.text_states_2).max_abs, 0.0) << i;
+    pooled.push_back(e.text_states_2);
+  }
+  EXPECT_GT(test::diff(pooled[0], pooled[1]).max_abs, 1e-3);  // the prompt reaches CLIP
+  // The default (the video template at text_len 256) cuts nothing of a short prompt.
+  const PromptEmbeds v = make_prompt_encoder(files, "fp32")->encode("a cat");
+  EXPECT_EQ(v.text_states.size(0), 256);
+  EXPECT_FALSE(v.truncated);
+
+  // Missing pieces are named, before any weight is read.
+  fs::remove(d / "text_encoder_2" / "model.safetensors");
+  EXPECT_NE(error_of([&] { (void)make_prompt_encoder(files, "fp32"); }).find("holds no weights"), std::string::npos);
+  fs::remove(d / "text_encoder" / "config.json");
+  EXPECT_NE(error_of([&] { (void)make_prompt_encoder(files, "fp32"); }).find((d / "text_encoder" / "config.json").string()),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { (void)make_prompt_encoder(files, "fp16"); }).find("fp16"), std::string::npos);
+  EXPECT_NE(error_of([&] { (void)make_prompt_encoder(files, "fp32", 256, "dit-llm-encode-x"); }).find("unknown prompt template"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,11 @@
 #include "models/hunyuan/family.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.h"
 #include "models/hunyuan/checkpoint_keys.h"
+#include "models/hunyuan/demo.h"
 #include "models/hunyuan/dit_parity.h"
 #include "models/hunyuan/pipeline_parity.h"
 #include "models/hunyuan/presets.h"
@@ -10,6 +14,8 @@
 #include "models/hunyuan/vae.h"
 #include "models/hunyuan/vae_keys.h"
 #include "parity/parity.h"
+#include "text/clip_text.h"
+#include "text/llama_config.h"
 
 namespace vidax::hunyuan {
 
@@ -17,7 +23,7 @@ namespace {
 
 double bytes_per(const std::string& precision) { return precision == "fp32" ? 4.0 : 2.0; }
 
-// The text encoders' sizes (not in this build yet: counted so the plan is what a run will need):
+// The text encoders' sizes (the published ones, whatever folder is loaded):
 // the language model of llava-llama-3-8b-v1_1 (Llama-3-8B: 8,030,261,248 parameters) and CLIP-L/14's
 // text model (123,060,480), both fp16 in the reference (--text-encoder-precision fp16).
 constexpr double kLlmParams = 8030261248.0;
@@ -35,6 +41,21 @@ double vae_decode_bytes(const VAEConfig& v, const pipeline::Request& r) {
   return maps + 4.0 * 3.0 * static_cast<double>(r.frames * r.height * r.width);
 }
 
+// The demo variant a `vidax make-demo` folder's vidax_model.json names, "" when there is none
+// (or it names no HunyuanVideo demo).
+std::string demo_model(const std::string& dir) {
+  const std::filesystem::path p = std::filesystem::path(dir) / "vidax_model.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) return "";
+  std::ifstream is(p);
+  const nlohmann::json j = nlohmann::json::parse(is, nullptr, /*allow_exceptions=*/false);
+  VIDAX_CHECK(!j.is_discarded(), p.string() << ": malformed JSON");
+  const std::string name = j.is_object() ? j.value("model", std::string()) : std::string();
+  for (const auto& pr : presets())
+    if (pr.variant.demo && pr.name() == name) return name;
+  return "";
+}
+
 class HunyuanFamily final : public pipeline::Family {
  public:
   HunyuanFamily() {
@@ -44,9 +65,12 @@ class HunyuanFamily final : public pipeline::Family {
   std::string description() const override { return "HunyuanVideo 1.0 (Tencent, Tencent/HunyuanVideo)"; }
   const std::vector<pipeline::Variant>& variants() const override { return variants_; }
 
-  // Both variants are the one published checkpoint: a folder is the 720p one unless named.
+  // Both published variants are the one checkpoint: a folder is the 720p one unless named, or
+  // a demo whose vidax_model.json names it.
   std::string detect(const std::string& weights_dir) const override {
-    return detect_layout(weights_dir).empty() ? "" : kT2V720p;
+    if (detect_layout(weights_dir).empty()) return "";
+    const std::string demo = demo_model(weights_dir);
+    return demo.empty() ? kT2V720p : demo;
   }
   pipeline::Variant resolve(const std::string& weights_dir, const std::string& model) const override {
     const std::string name = model.empty() ? detect(weights_dir) : model;
@@ -78,8 +102,13 @@ class HunyuanFamily final : public pipeline::Family {
     const double dit_count = static_cast<double>(dit_params(dit).parameter_count());
     using pipeline::MemoryKind;
     pipeline::MemoryPlan m;
-    m.items.push_back({"text encoders (LLM + CLIP-L) weights", 2.0 * (kLlmParams + kClipTextParams),
-                       MemoryKind::WeightsResident});
+    const double text_params =
+        (p.llm.is_null() ? kLlmParams
+                         : static_cast<double>(text::llama_params(text::LlamaConfig::from_json(p.llm)).parameter_count())) +
+        (p.clip.is_null()
+             ? kClipTextParams
+             : static_cast<double>(text::clip_text_params(text::ClipTextConfig::from_json(p.clip)).parameter_count()));
+    m.items.push_back({"text encoders (LLM + CLIP-L) weights", 2.0 * text_params, MemoryKind::WeightsResident});
     // The weights in the compute dtype and the GEMM's packed copy of them.
     m.items.push_back({"DiT weights", 2.0 * dit_count * b, MemoryKind::WeightsResident});
     // The residual streams, the modulated inputs and the MLP's hidden rows, fp32.
@@ -101,6 +130,10 @@ class HunyuanFamily final : public pipeline::Family {
     out.precision = m.precision;
     out.parts = std::move(m.parts);
     return out;
+  }
+
+  nlohmann::json make_demo(const std::string& variant, const pipeline::DemoOptions& opt) const override {
+    return make_demo_weights(opt, variant.empty() ? kT2VTinyDemo : variant);
   }
 
   std::vector<const translate::Component*> components() const override {

@@ -25,6 +25,10 @@ struct Preset {
   nlohmann::json dit;  // HYVideoDiffusionTransformer init args + text_states_dim(_2) (dit_config.h)
   nlohmann::json vae;  // AutoencoderKLCausal3D init args (vae.h)
   int64_t text_len = 256;
+  // The text encoders' transformers configs (LlamaConfig, CLIPTextConfig); null: the published
+  // LLaVA-Llama-3-8B language model and CLIP-L/14 (their sizes in the memory plan). A demo's are
+  // tiny; their vocabularies are the demo tokenizers' (demo.h).
+  nlohmann::json llm, clip;
 };
 
 const std::vector<Preset>& presets();
@@ -33,5 +37,6 @@ const Preset& preset(const std::string& name);
 
 inline constexpr const char* kT2V720p = "hunyuanvideo-t2v-720p";
 inline constexpr const char* kT2V544p = "hunyuanvideo-t2v-544p";
+inline constexpr const char* kT2VTinyDemo = "hunyuanvideo-t2v-tiny-demo";  // `vidax make-demo` (demo.h)
 
 }  // namespace vidax::hunyuan

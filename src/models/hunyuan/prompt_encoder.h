@@ -6,8 +6,8 @@
 //         and text_mask [L] (the crop of the template's first crop_start positions)
 //   CLIP: the prompt alone, tokenized to 77 (truncation, padding "max_length"), encode_clip ->
 //         text_states_2 [768] (the pooled output)
-// The tokenizers are callables: the Llama-3 byte-level BPE and CLIP BPE tokenizers are not in this
-// build yet (make_prompt_encoder, t2v.h, says so); tests hand in the token ids of a golden.
+// The tokenizers are callables: make_prompt_encoder (t2v.h) hands in the Llama-3 byte-level BPE
+// and CLIP BPE tokenizers of a weights folder; tests may hand in the token ids of a golden.
 #pragma once
 #include <functional>
 #include <memory>

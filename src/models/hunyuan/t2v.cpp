@@ -1,5 +1,7 @@
 #include "models/hunyuan/t2v.h"
 
+#include <filesystem>
+#include <fstream>
 #include <map>
 #include <mutex>
 
@@ -7,10 +9,13 @@
 #include "core/dtype.h"
 #include "core/error.h"
 #include "models/hunyuan/checkpoint_keys.h"
+#include "models/hunyuan/prompt_encoder.h"
+#include "models/hunyuan/text_encoder.h"
 #include "models/hunyuan/rope.h"
 #include "models/hunyuan/vae_keys.h"
 #include "pipeline/interrupt.h"
 #include "translate/component.h"
+#include "text/clip_tokenizer.h"
 #include "translate/source.h"
 
 namespace vidax::hunyuan {
@@ -130,14 +135,91 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanDiT> dit, std::share
   return p;
 }
 
-std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string&) {
-  // The encoders themselves exist (text::LlamaTextEncoder, text::ClipTextEncoder; HunyuanTextEncoders
-  // in prompt_encoder.h wires them); what a prompt still needs is its token ids.
-  throw Error(msg() << "HunyuanVideo: the prompt's tokenizers are not in this build yet: the Llama-3 byte-level BPE "
-                       "tokenizer ("
-                    << files.tokenizer << ") and CLIP's BPE tokenizer (" << files.tokenizer_2
-                    << "); the text encoders (" << files.text_encoder << ", " << files.text_encoder_2
-                    << "), the DiT, the VAE and the sampler are ready (docs/models/hunyuanvideo.md)");
+namespace {
+
+// A transformers folder's weights: its model.safetensors.index.json when it has one, else the folder
+// (every tensor file in it); an error naming the folder when it holds none.
+std::string weights_of(const std::string& folder, const char* what) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // (pytorch_model-*.bin shards are read as the folder's files: io::Checkpoint takes an index of
+  // safetensors only.)
+  if (fs::is_regular_file(fs::path(folder) / "model.safetensors.index.json", ec))
+    return (fs::path(folder) / "model.safetensors.index.json").string();
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    const std::string ext = e.path().extension().string();
+    if (e.is_regular_file() && (ext == ".safetensors" || ext == ".bin" || ext == ".pt" || ext == ".pth"))
+      return folder;
+  }
+  throw Error(msg() << "HunyuanVideo: the " << what << " folder " << folder
+                    << " holds no weights (model.safetensors, model-*.safetensors + model.safetensors.index.json, "
+                       "or pytorch_model*.bin)");
+}
+
+nlohmann::json config_of(const std::string& folder, const char* what) {
+  const std::filesystem::path p = std::filesystem::path(folder) / "config.json";
+  std::ifstream is(p);
+  VIDAX_CHECK(is.is_open(), "HunyuanVideo: the " << what << " has no config.json (" << p.string() << ")");
+  try {
+    return nlohmann::json::parse(is);
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(msg() << p.string() << ": malformed JSON: " << e.what());
+  }
+}
+
+void require_files(const std::string& folder, const std::vector<std::string>& names, const char* what) {
+  std::string missing;
+  for (const auto& n : names)
+    if (!std::filesystem::is_regular_file(std::filesystem::path(folder) / n))
+      missing += "\n  " + (std::filesystem::path(folder) / n).string();
+  VIDAX_CHECK(missing.empty(), "HunyuanVideo: the " << what << " is missing:" << missing);
+}
+
+Tokenize tokenize_with(std::function<text::TokenizedBatch(const std::string&, int64_t)> encode) {
+  return [encode = std::move(encode)](const std::string& text, int64_t max_length) {
+    text::TokenizedBatch b = encode(text, max_length);
+    return Tokenized{b.ids, b.mask, b.prompts.at(0).truncated};
+  };
+}
+
+}  // namespace
+
+std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string& precision,
+                                                   int64_t text_len, const std::string& template_name) {
+  const DType compute = compute_of(precision);
+  const PromptTemplate& tmpl = prompt_template(template_name);
+  VIDAX_CHECK(text_len >= 1, "HunyuanVideo: text_len " << text_len);
+  // Every file named before any weight is read: the tokenizers (the official loader's
+  // AutoTokenizer on text_encoder/ and text_encoder_2/, diffusers' tokenizer/ and tokenizer_2/),
+  // then the encoders' configs and weights.
+  require_files(files.tokenizer, {"tokenizer.json"}, "Llama-3 tokenizer (byte-level BPE)");
+  require_files(files.tokenizer_2, {"vocab.json", "merges.txt"}, "CLIP tokenizer (BPE)");
+  const nlohmann::json llm_json = config_of(files.text_encoder, "LLM text encoder");
+  const nlohmann::json clip_json = config_of(files.text_encoder_2, "CLIP text encoder");
+  const std::string llm_weights = weights_of(files.text_encoder, "LLM text encoder");
+  const std::string clip_weights = weights_of(files.text_encoder_2, "CLIP text encoder");
+  auto llm_tok = std::make_shared<const text::ByteLevelBpeTokenizer>(text::ByteLevelBpeTokenizer::from_dir(files.tokenizer));
+  auto clip_tok = std::make_shared<const text::ClipBpeTokenizer>(text::ClipBpeTokenizer::from_dir(files.tokenizer_2));
+
+  const text::LlamaConfig llm_cfg = text::LlamaConfig::from_json(llm_json);
+  const std::map<std::string, Tensor> llm_params = translate_part(llm_weights, text::llama_component(), llm_cfg.to_json());
+  auto llm = std::make_shared<const text::LlamaTextEncoder>(
+      llm_cfg, [&](const std::string& n) { return llm_params.at(n); }, compute);
+  const text::ClipTextConfig clip_cfg = text::ClipTextConfig::from_json(clip_json);
+  const std::map<std::string, Tensor> clip_params =
+      translate_part(clip_weights, text::clip_text_component(), clip_cfg.to_json());
+  auto clip = std::make_shared<const text::ClipTextEncoder>(
+      clip_cfg, [&](const std::string& n) { return clip_params.at(n); }, compute);
+
+  // hyvideo/inference.py: max_length = text_len + crop_start, hidden_state_skip_layer 2, no final
+  // norm, the attention mask on; CLIP at 77 tokens.
+  LlmEncodeOptions opt;
+  opt.max_length = text_len + tmpl.crop_start;
+  opt.crop_start = tmpl.crop_start;
+  return std::make_shared<HunyuanTextEncoders>(
+      llm, opt, tmpl,
+      tokenize_with([llm_tok](const std::string& t, int64_t n) { return llm_tok->encode_batch({t}, n); }), clip,
+      tokenize_with([clip_tok](const std::string& t, int64_t n) { return clip_tok->encode_batch({t}, n); }), 77);
 }
 
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncoder> encoder) {
@@ -165,7 +247,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncod
   const DiTConfig dit_cfg = DiTConfig::from_json(out.preset.dit);
   const VAEConfig vae_cfg = VAEConfig::from_json(out.preset.vae);
   // The text side first: a missing encoder fails before gigabytes of DiT are read.
-  if (!encoder) encoder = make_prompt_encoder(out.files, out.precision);
+  if (!encoder) encoder = make_prompt_encoder(out.files, out.precision, out.preset.text_len);
 
   stage("loading the DiT " + out.files.dit);
   auto dit = std::make_shared<const HunyuanDiT>(

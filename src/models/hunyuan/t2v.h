@@ -52,8 +52,15 @@ struct LoadedT2V {
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncoder> encoder = nullptr);
 
 // The LLaVA-Llama-3-8B + CLIP-L/14 prompt encoder of a weights directory (prompt_encoder.h's
-// HunyuanTextEncoders over text_encoder/ and text_encoder_2/). Not complete yet: the Llama-3 and
-// CLIP tokenizers are missing, so it throws naming the folders and what is missing.
-std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string& precision);
+// HunyuanTextEncoders): the Llama-3 tokenizer (files.tokenizer/tokenizer.json, with
+// tokenizer_config.json's pad_token) and the LLM (files.text_encoder: config.json + its weights,
+// either key layout), the CLIP tokenizer (files.tokenizer_2: vocab.json + merges.txt) and CLIP's
+// text model (files.text_encoder_2); the LLM sees `template_name` (hyvideo/constants.py
+// PROMPT_TEMPLATE) at text_len + its crop_start tokens, skip layer 2, CLIP 77 tokens, as
+// hyvideo/inference.py sets them up. Every tokenizer file, config and weights file is checked
+// before any weight is read; a missing one is an error naming its path.
+std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, const std::string& precision,
+                                                   int64_t text_len = 256,
+                                                   const std::string& template_name = "dit-llm-encode-video");
 
 }  // namespace vidax::hunyuan

@@ -79,7 +79,9 @@ std::map<std::string, Tensor> random_weights(const ParamShapes& shapes, DemoRand
 json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& model) {
   VIDAX_CHECK(!opt.out_dir.empty(), "make-demo: no output directory");
   VIDAX_CHECK(fs::is_regular_file(opt.spiece_model),
-              "make-demo: SentencePiece model " << opt.spiece_model << " not found (the build makes it; pass --tokenizer)");
+              "make-demo: the demo tokenizer " << opt.spiece_model
+                  << " is missing; build it with `cmake --build build --target vidax_demo_spiece` "
+                     "(needs spm_train, Debian package sentencepiece) or pass --tokenizer");
   const Preset& preset = wan::preset(model);
   VIDAX_CHECK(preset.variant.demo, "make-demo: " << model << " is not a demo model");
   const fs::path out(opt.out_dir);

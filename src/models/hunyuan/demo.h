@@ -1,0 +1,38 @@
+// `vidax make-demo DIR --model hunyuanvideo-t2v-tiny-demo`: a tiny random-weight HunyuanVideo 1.0
+// checkpoint in diffusers' folder layout (weights.h's discovery: model_index.json, transformer/,
+// vae/, text_encoder/, text_encoder_2/, tokenizer/, tokenizer_2/) that `vidax generate` runs end to
+// end in seconds (its videos are noise). The DiT is stored under the official state_dict names
+// with its HYVideoDiffusionTransformer init args as config.json (the translator detects the
+// layout from the keys, either is read), the VAE with both halves as the published file, the LLM
+// under LlamaModel's names (diffusers' text_encoder/), CLIP under transformers 5's CLIPTextModel
+// names (the `bare` layout: no text_model. prefix). vidax_model.json names the variant
+// (detection reads it).
+//
+// The tokenizers are made here, nothing is downloaded:
+//  - tokenizer/tokenizer.json: Llama-3's format (its pre-tokenizer regex, ByteLevel, the
+//    <|begin_of_text|> template), a vocabulary of the 256 byte symbols plus, whole, every
+//    pre-tokenized piece of the two prompt templates (ignore_merges: a piece in the vocabulary is
+//    one token, as Llama-3's own vocabulary holds those common words; so "dit-llm-encode-video"
+//    keeps about its crop_start tokens before the prompt), no merges (any other text is one token
+//    per byte), and the special tokens the templates use plus <pad>;
+//  - tokenizer_2/vocab.json + merges.txt: CLIP's format with the 256 byte symbols, each also with
+//    "</w>", <|startoftext|> and <|endoftext|> (514 ids), no merges.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "pipeline/family.h"
+
+namespace vidax::hunyuan {
+
+// Write the demo Llama-3-style tokenizer into `dir` (tokenizer.json, tokenizer_config.json);
+// returns its id count (vocabulary + added tokens).
+int64_t write_demo_llm_tokenizer(const std::string& dir);
+// Write the demo CLIP tokenizer into `dir` (vocab.json, merges.txt); returns its id count.
+int64_t write_demo_clip_tokenizer(const std::string& dir);
+
+// The whole demo checkpoint of `model` (a demo variant) into opt.out_dir; returns what was written
+// (also saved as vidax_model.json).
+nlohmann::json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& model);
+
+}  // namespace vidax::hunyuan
