@@ -16,6 +16,7 @@
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/video_vae_tiling.h"
 #include "parity/parity.h"
+#include "ltx2_golden.h"
 #include "test_diff.h"
 #include "translate/inspect.h"
 
@@ -25,7 +26,8 @@ using nlohmann::json;
 
 namespace {
 
-std::string golden(const char* name) { return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string(); }
+using test::ltx2::golden;
+using test::ltx2::max_abs_diff;
 
 struct Loaded {
   io::Checkpoint file;
@@ -55,25 +57,10 @@ Tensor encode(const Loaded& l, std::map<std::string, Tensor> params, const json&
   return e.forward(l.file.get("input.sample"));
 }
 
-double max_abs_diff(const Tensor& want, const Tensor& got) {
-  EXPECT_EQ(want.shape(), got.shape());
-  return test::diff(want, got).max_abs;
-}
 
 // Every output and inter.* tensor of the file compared at fp32 (bound 1e-5 max abs).
 void expect_golden(const char* name, int compared) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = "fp32";
-  opt.rtol = 1e-5;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %s %-14s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, 1e-5) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, compared);
+  EXPECT_EQ(test::ltx2::expect_golden_rows(name).compared, compared);
 }
 
 }  // namespace

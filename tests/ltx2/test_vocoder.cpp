@@ -12,6 +12,7 @@
 #include "io/checkpoint.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
+#include "ltx2_golden.h"
 #include "test_diff.h"
 #include "translate/inspect.h"
 
@@ -20,9 +21,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string golden(const char* name) {
-  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
-}
+using test::ltx2::golden;
+using test::ltx2::max_abs_diff;
 
 struct Loaded {
   io::Checkpoint file;
@@ -45,25 +45,8 @@ Tensor run(const Loaded& l, std::map<std::string, Tensor> params, const std::str
   return v.forward(l.file.get("input.x"));
 }
 
-double max_abs_diff(const Tensor& want, const Tensor& got) {
-  EXPECT_EQ(want.shape(), got.shape());
-  return test::diff(want, got).max_abs;
-}
 
-void expect_golden(const char* name) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = "fp32";
-  opt.rtol = 1e-5;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %s %-10s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, 1e-5) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, 1);
-}
+void expect_golden(const char* name) { EXPECT_EQ(test::ltx2::expect_golden_rows(name).compared, 1); }
 
 }  // namespace
 

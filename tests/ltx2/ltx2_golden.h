@@ -1,0 +1,63 @@
+// What the LTX-2 golden tests share (test_dit, test_video_vae, test_audio_vae, test_vocoder):
+// the golden files' folder, a file's parameters apart from its inputs and outputs, and the run of
+// a file through its kind with every row checked.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "engine/builtin_kinds.h"
+#include "io/checkpoint.h"
+#include "parity/parity.h"
+#include "test_diff.h"
+#include "translate/inspect.h"
+
+namespace vidax::test::ltx2 {
+
+inline std::string golden(const char* name) {
+  return (std::filesystem::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
+}
+
+// The file, its config (metadata "config") and its parameters (every tensor but input.* /
+// output* / inter.*), for tests that build a module from them by hand.
+struct GoldenParams {
+  io::Checkpoint file;
+  nlohmann::json config;
+  std::map<std::string, Tensor> params;
+};
+inline GoldenParams load_golden(const char* name) {
+  GoldenParams g{io::Checkpoint::open(golden(name)), {}, {}};
+  g.config = nlohmann::json::parse(g.file.metadata().at("config"));
+  for (const std::string& n : g.file.names())
+    if (!translate::is_golden_io_key(n)) g.params[n] = g.file.get(n);
+  return g;
+}
+
+inline double max_abs_diff(const Tensor& want, const Tensor& got) {
+  EXPECT_EQ(want.shape(), got.shape());
+  return diff(want, got).max_abs;
+}
+
+// The file through its kind (`vidax parity`'s run) at `precision`: every row passes at `bound`
+// (rel L2), at fp32 also max abs <= 1e-5; returns the report for the caller's counts.
+inline parity::Report expect_golden_rows(const char* name, const char* precision = "fp32", double bound = 1e-5) {
+  engine::register_builtins();
+  parity::Options opt;
+  opt.precision = precision;
+  opt.rtol = bound;
+  const parity::Report rep = parity::run(golden(name), opt);
+  for (const auto& c : rep.rows) {
+    std::printf("  %s %s %-32s max_abs=%.3g rel_l2=%.3g\n", name, precision, c.name.c_str(), c.max_abs, c.rel_l2);
+    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
+    if (std::string(precision) == "fp32") {
+      EXPECT_LE(c.max_abs, 1e-5) << c.name;
+    }
+  }
+  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
+  return rep;
+}
+
+}  // namespace vidax::test::ltx2
