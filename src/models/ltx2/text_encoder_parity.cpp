@@ -1,0 +1,65 @@
+// Kind ltx2.text.gemma3 (docs/parity.md): Gemma-3 hidden states -> feature extractor, against
+// tools/golden/ltx2_text.py (the official LTXGemmaTextEncoder.encode + FeatureExtractorV1/V2).
+#include <map>
+#include <mutex>
+#include <set>
+
+#include "core/error.h"
+#include "models/ltx2/text_encoder.h"
+#include "parity/parity.h"
+#include "text/gemma3_encoder.h"
+#include "translate/inspect.h"
+
+namespace vidax::ltx2 {
+namespace {
+
+// A lookup over `params` that records what it hands out, for the strict unused-parameter check.
+struct Recorder {
+  const std::map<std::string, Tensor>& params;
+  std::set<std::string> taken;
+  Tensor operator()(const std::string& name) {
+    auto it = params.find(name);
+    if (it == params.end()) return {};
+    taken.insert(name);
+    return it->second;
+  }
+};
+
+parity::Produced run_text(const parity::Golden& g, const parity::Options& opt) {
+  VIDAX_CHECK(opt.precision.empty() || opt.precision == "fp32",
+              "ltx2.text.gemma3 parity: only fp32 is supported, found '" << opt.precision << "'");
+  VIDAX_CHECK(opt.mesh.empty(), "ltx2.text.gemma3 parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
+  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty() && (opt.device.empty() || opt.device == "cpu"),
+              "ltx2.text.gemma3 parity: --lora, --quantize and --device are not supported");
+  VIDAX_CHECK(g.config.is_object() && g.config.contains("text_config") && g.config.contains("feature_extractor"),
+              g.path << ": config must hold text_config and feature_extractor, found " << g.config.dump());
+  const text::Gemma3Config cfg = text::Gemma3Config::from_json(g.config.at("text_config"));
+  const FeatureExtractorVersion version = feature_extractor_version(g.config.at("feature_extractor").get<std::string>());
+  const std::string fe_prefix = "feature_extractor.";
+  std::map<std::string, Tensor> lm, fe;
+  for (const std::string& n : g.file.names()) {
+    if (translate::is_golden_io_key(n)) continue;
+    if (n.rfind(fe_prefix, 0) == 0)
+      fe[n.substr(fe_prefix.size())] = g.file.get(n);
+    else
+      lm[n] = g.file.get(n);
+  }
+  Recorder lm_rec{lm, {}}, fe_rec{fe, {}};
+  const text::Gemma3TextEncoder encoder(cfg, std::ref(lm_rec));
+  const FeatureExtractor extractor(version, cfg, std::ref(fe_rec));
+  for (const auto& [rec, prefix] : {std::pair{&lm_rec, std::string()}, std::pair{&fe_rec, fe_prefix}})
+    for (const auto& [name, t] : rec->params)
+      VIDAX_CHECK(rec->taken.count(name), g.path << ": parameter '" << prefix << name << "' is not used by the model");
+  const Tensor mask = g.input("attention_mask");
+  const TextFeatures f = extractor.forward(encoder.hidden_states(g.input("input_ids"), mask), mask);
+  return {{"output.video", f.video}, {"output.audio", f.audio}};
+}
+
+}  // namespace
+
+void register_text_parity_kinds() {
+  static std::once_flag once;
+  std::call_once(once, [] { parity::register_kind("ltx2.text.gemma3", run_text); });
+}
+
+}  // namespace vidax::ltx2
