@@ -22,6 +22,20 @@ __metadata__.kind and __metadata__.config ({"text_config": the Gemma3TextConfig 
                                    the full layer, left padding 3 / 0, B = 2, L = 8
   ltx2_text_gemma3_v2.safetensors  4 layers (window 4), default rope, GQA 4:1, padding 0 / 5, B = 2, L = 9
 
+The embeddings connectors (kind ltx2.text.connector): the OFFICIAL EmbeddingsProcessor.create_embeddings
+(embeddings_processor.py: the stable reorder of each row to [valid, pad], the video connector, the
+output times the binary mask derived from the connector's returned mask, the audio connector) on
+random features with tiny Embeddings1DConnector configs (seeded random weights, the learnable
+registers kept as their bf16 init, fp32 CPU). Each file holds the processor's state dict
+(video_connector.*, audio_connector.*), input.video_features / input.audio_features [B, S, D],
+input.attention_mask [B, S] (I64, 0/1), output.video, output.audio, output.mask, and
+__metadata__.config {"video": init args, "audio": init args | null}.
+
+  ltx2_text_connector_registers.safetensors  video 2 heads x 8, 2 layers, 4 registers, split rope;
+                                             audio 2 x 4, 1 layer; left padding and a scattered mask
+  ltx2_text_connector_plain.safetensors      video only: no registers (the additive pad mask), 2 x 8,
+                                             interleaved rope, gated attention, ff without bias, max_pos [16]
+
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_text.py [--out tests/golden/ltx2]
 """
 import argparse
@@ -35,6 +49,9 @@ from transformers import Gemma3Config, Gemma3ForConditionalGeneration
 
 sys.path.insert(0, os.environ.get("LTX2_CORE", "/work/ref/ltx2/packages/ltx-core/src"))
 from ltx_core.text_encoders.gemma.encoders.base_encoder import LTXGemmaTextEncoder  # noqa: E402
+from ltx_core.model.transformer.rope import LTXRopeType  # noqa: E402
+from ltx_core.text_encoders.gemma.embeddings_connector import Embeddings1DConnector  # noqa: E402
+from ltx_core.text_encoders.gemma.embeddings_processor import EmbeddingsProcessor, convert_to_additive_mask  # noqa: E402
 from ltx_core.text_encoders.gemma.feature_extractor import FeatureExtractorV1, FeatureExtractorV2  # noqa: E402
 
 VISION = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
@@ -106,6 +123,46 @@ def make(path, text_config, extractor, pads, length, seed):
           f"audio {tuple(audio.shape)} range [{video.min():.3f}, {video.max():.3f}]")
 
 
+def connector(args):
+    c = Embeddings1DConnector(**{**args, "rope_type": LTXRopeType(args["rope_type"])})
+    with torch.no_grad():
+        for name, p in c.named_parameters():
+            if name == "learnable_registers":
+                continue  # its own init: rand * 2 - 1 in bf16
+            if "norm" in name:
+                p.copy_(1.0 + 0.3 * torch.randn_like(p))
+            else:
+                p.copy_(0.2 * torch.randn_like(p))
+    return c.eval()
+
+
+def make_connector(path, video_args, audio_args, mask_rows, seed):
+    torch.manual_seed(seed)
+    proc = EmbeddingsProcessor(video_connector=connector(video_args),
+                               audio_connector=connector(audio_args) if audio_args else None).eval()
+    mask = torch.tensor(mask_rows, dtype=torch.int64)
+    b, s = mask.shape
+    inner = lambda a: a["num_attention_heads"] * a["attention_head_dim"]  # noqa: E731
+    video = torch.randn(b, s, inner(video_args))
+    audio = torch.randn(b, s, inner(audio_args)) if audio_args else None
+    with torch.no_grad():
+        v, a, m = proc.create_embeddings(video, audio, convert_to_additive_mask(mask, video.dtype))
+    tensors = {k: t.detach().contiguous().float() for k, t in proc.state_dict().items()}
+    tensors["input.video_features"] = video
+    tensors["input.attention_mask"] = mask
+    tensors["output.video"] = v.contiguous()
+    tensors["output.mask"] = m.to(torch.int64).contiguous()
+    if audio_args:
+        tensors["input.audio_features"] = audio
+        tensors["output.audio"] = a.contiguous()
+    config = {"video": video_args, "audio": audio_args}
+    meta = {"kind": "ltx2.text.connector", "config": json.dumps(config), "generator": "tools/golden/ltx2_text.py",
+            "torch": torch.__version__}
+    save_file(tensors, path, metadata=meta)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(tensors)} tensors), video {tuple(v.shape)} "
+          f"range [{v.min():.3f}, {v.max():.3f}], mask {m.tolist()}")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/golden/ltx2")
@@ -126,6 +183,17 @@ def main():
           "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
          "v2", [0, 5], 9, 1)
+    video = {"attention_head_dim": 8, "num_attention_heads": 2, "num_layers": 2, "positional_embedding_theta": 10000.0,
+             "positional_embedding_max_pos": [1], "num_learnable_registers": 4, "rope_type": "split",
+             "double_precision_rope": True, "apply_gated_attention": False, "ff_bias": True}
+    audio = {**video, "attention_head_dim": 4, "num_layers": 1}
+    make_connector(os.path.join(args.out, "ltx2_text_connector_registers.safetensors"), video, audio,
+                   [[0, 0, 0, 1, 1, 1, 1, 1], [1, 0, 1, 1, 0, 1, 1, 1]], 2)
+    plain = {**video, "num_layers": 1, "num_learnable_registers": None, "rope_type": "interleaved",
+             "apply_gated_attention": True, "ff_bias": False, "positional_embedding_max_pos": [16],
+             "positional_embedding_theta": 5000.0}
+    make_connector(os.path.join(args.out, "ltx2_text_connector_plain.safetensors"), plain, None,
+                   [[0, 0, 1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 1, 1, 0, 0]], 3)
 
 
 if __name__ == "__main__":
