@@ -40,15 +40,20 @@ Tensor gemma3_attention_bias(const std::vector<bool>& keep, int64_t B, int64_t L
   return Tensor::from_f32(bias, {B, 1, L, L});
 }
 
-Gemma3TextEncoder::Gemma3TextEncoder(const Gemma3Config& cfg, const WeightLookup& weights) : cfg_(cfg) {
+Gemma3TextEncoder::Gemma3TextEncoder(const Gemma3Config& cfg, const WeightLookup& weights, DType compute)
+    : cfg_(cfg), dtype_(compute) {
+  VIDAX_CHECK(dtype_ == DType::F32 || dtype_ == DType::BF16,
+              kWho << ": compute dtype must be F32 or BF16, got " << dtype_name(dtype_));
   VIDAX_CHECK(static_cast<int64_t>(cfg_.sliding.size()) == cfg_.num_hidden_layers,
               kWho << ": the config lists " << cfg_.sliding.size() << " layer types for " << cfg_.num_hidden_layers
                    << " layers");
   auto mat = [&](const std::string& name, const Shape& shape) {
-    return checked_param(weights, name, shape, kWho).to(DType::F32);
+    return checked_param(weights, name, shape, kWho).to(dtype_);
   };
-  // Gemma3RMSNorm scales by (1 + weight), formed once in fp32 as the reference does per call.
-  auto norm = [&](const std::string& name, int64_t n) { return ops::add_scalar(mat(name, {n}), 1.0); };
+  // Gemma3RMSNorm scales by (1 + weight.float()), formed once in fp32 as the reference does per call.
+  auto norm = [&](const std::string& name, int64_t n) {
+    return ops::add_scalar(checked_param(weights, name, {n}, kWho).to(DType::F32), 1.0);
+  };
   const int64_t d = cfg_.hidden_size, dh = cfg_.head_dim, q = cfg_.num_attention_heads * dh,
                 kv = cfg_.num_key_value_heads * dh, f = cfg_.intermediate_size;
   embed_ = mat("embed_tokens.weight", {cfg_.vocab_size, d});
@@ -135,8 +140,11 @@ std::vector<Tensor> Gemma3TextEncoder::hidden_states(const Tensor& ids, const st
   const auto [sc, ss] = rotary_tables(cfg_.sliding_rope.inv_freq(cfg_.head_dim), L);
   const Rotary full_rope{fc, fs}, sliding_rope{sc, ss};
 
-  // Gemma3TextScaledWordEmbedding: the rows times sqrt(hidden_size) rounded to fp32.
-  const double embed_scale = static_cast<float>(std::sqrt(static_cast<double>(cfg_.hidden_size)));
+  // Gemma3TextScaledWordEmbedding: the rows times sqrt(hidden_size) rounded to the table's dtype
+  // (bf16: sqrt(3840) = 61.97 -> 62).
+  const double embed_scale =
+      Tensor::from_f32({static_cast<float>(std::sqrt(static_cast<double>(cfg_.hidden_size)))}, {1}, dtype_)
+          .to_f32_vector()[0];
   std::vector<Tensor> out{ops::scale(ops::embedding(ids, embed_), embed_scale)};
   for (int64_t i = 0; i < cfg_.num_hidden_layers; ++i) {
     const bool sliding = cfg_.sliding[i];

@@ -31,15 +31,17 @@ class Gemma3TextEncoder {
   using WeightLookup = std::function<Tensor(const std::string& name)>;
 
   // Fetches every parameter by its Gemma3TextModel name (embed_tokens.weight, layers.{i}.*,
-  // norm.weight) and checks its shape; block-quantized weights are widened at load. Computes in
-  // F32 (the parity-checked dtype).
-  Gemma3TextEncoder(const Gemma3Config& cfg, const WeightLookup& weights);
+  // norm.weight) and checks its shape; block-quantized weights are widened at load. compute: F32
+  // or BF16 (as transformers runs a bf16 model: matrices, the embedding table, embed_scale and the
+  // activations in bf16; each norm's statistics and its (1 + w) scale in fp32, rounded once).
+  Gemma3TextEncoder(const Gemma3Config& cfg, const WeightLookup& weights, DType compute = DType::F32);
 
   // ids [B, L] (I64/I32); mask [B, L] of 0/1 (any padding side, >= 1 token per row) or none (all
-  // tokens). Returns hidden_states[0..num_hidden_layers], each [B, L, hidden] F32.
+  // tokens). Returns hidden_states[0..num_hidden_layers], each [B, L, hidden] in the compute dtype.
   std::vector<Tensor> hidden_states(const Tensor& ids, const std::optional<Tensor>& mask) const;
 
   const Gemma3Config& config() const { return cfg_; }
+  DType compute() const { return dtype_; }
 
  private:
   struct Layer {
@@ -52,6 +54,7 @@ class Gemma3TextEncoder {
   Tensor repeat_kv(const Tensor& x) const;  // [B, L, Hkv, D] -> [B, L, H, D]
 
   Gemma3Config cfg_;
+  DType dtype_;
   Tensor embed_, norm_;
   std::vector<Layer> layers_;
 };

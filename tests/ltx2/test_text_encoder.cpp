@@ -171,3 +171,27 @@ TEST(Ltx2Text, BadInputAndConfigFail) {
   expect_error([&] { text::Gemma3TextEncoder(cfg, lookup(lm)); }, "layers.1.self_attn.k_norm.weight");
   expect_error([&] { ltx2::feature_extractor_version("v3"); }, "v3");
 }
+
+// BF16 compute against the fp32 reference: relative L2 within the bf16 bound, and not the fp32
+// values (the run really rounds).
+TEST(Ltx2TextGolden, Gemma3Bf16WithinTheBf16Bound) {
+  engine::register_builtins();
+  for (const char* name : {"ltx2_text_gemma3_v1.safetensors", "ltx2_text_gemma3_v2.safetensors"}) {
+    parity::Options opt;
+    opt.precision = "bf16";
+    const parity::Report rep = parity::run(golden(name), opt);
+    EXPECT_EQ(rep.compared, 2);
+    for (const auto& c : rep.rows) {
+      std::printf("  %s bf16 %-12s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
+      EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
+      EXPECT_LE(c.rel_l2, 1e-2) << c.name;
+      EXPECT_GT(c.max_abs, 1e-5) << c.name;
+    }
+  }
+  const Loaded l = load("ltx2_text_gemma3_v1.safetensors");
+  const text::Gemma3Config cfg = text::Gemma3Config::from_json(l.config.at("text_config"));
+  expect_error([&] { text::Gemma3TextEncoder(cfg, lookup(l.lm), DType::F16); }, "F32 or BF16");
+  const text::Gemma3TextEncoder enc(cfg, lookup(l.lm), DType::BF16);
+  const auto hs = enc.hidden_states(l.file.get("input.input_ids"), l.file.get("input.attention_mask"));
+  for (const Tensor& h : hs) EXPECT_EQ(h.dtype(), DType::BF16);
+}

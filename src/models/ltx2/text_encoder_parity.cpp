@@ -26,8 +26,9 @@ struct Recorder {
 };
 
 parity::Produced run_text(const parity::Golden& g, const parity::Options& opt) {
-  VIDAX_CHECK(opt.precision.empty() || opt.precision == "fp32",
-              "ltx2.text.gemma3 parity: only fp32 is supported, found '" << opt.precision << "'");
+  VIDAX_CHECK(opt.precision.empty() || opt.precision == "fp32" || opt.precision == "bf16",
+              "ltx2.text.gemma3 parity: precision fp32 or bf16, found '" << opt.precision << "'");
+  const DType compute = opt.precision == "bf16" ? DType::BF16 : DType::F32;
   VIDAX_CHECK(opt.mesh.empty(), "ltx2.text.gemma3 parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
   VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty() && (opt.device.empty() || opt.device == "cpu"),
               "ltx2.text.gemma3 parity: --lora, --quantize and --device are not supported");
@@ -45,7 +46,7 @@ parity::Produced run_text(const parity::Golden& g, const parity::Options& opt) {
       lm[n] = g.file.get(n);
   }
   Recorder lm_rec{lm, {}}, fe_rec{fe, {}};
-  const text::Gemma3TextEncoder encoder(cfg, std::ref(lm_rec));
+  const text::Gemma3TextEncoder encoder(cfg, std::ref(lm_rec), compute);
   const FeatureExtractor extractor(version, cfg, std::ref(fe_rec));
   for (const auto& [rec, prefix] : {std::pair{&lm_rec, std::string()}, std::pair{&fe_rec, fe_prefix}})
     for (const auto& [name, t] : rec->params)
