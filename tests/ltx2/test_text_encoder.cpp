@@ -63,7 +63,7 @@ double max_abs_diff(const Tensor& want, const Tensor& got) {
   return test::diff(want, got).max_abs;
 }
 
-void expect_golden(const char* name) {
+void expect_golden(const char* name, int outputs = 2) {
   engine::register_builtins();
   parity::Options opt;
   opt.precision = "fp32";
@@ -75,7 +75,7 @@ void expect_golden(const char* name) {
     EXPECT_LE(c.max_abs, 1e-5) << c.name;
   }
   EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, 2);
+  EXPECT_EQ(rep.compared, outputs);
 }
 
 template <class F>
@@ -98,6 +98,12 @@ TEST(Ltx2TextGolden, Gemma3FeatureExtractorV1MatchesTheReferenceFp32) {
 // LTX-2.3's extractor (per-token RMS, video and audio projections), GQA 4:1, a prompt padded by 5.
 TEST(Ltx2TextGolden, Gemma3FeatureExtractorV2MatchesTheReferenceFp32) {
   expect_golden("ltx2_text_gemma3_v2.safetensors");
+}
+
+// The whole text path as the pipeline runs it (EmbeddingsProcessor.process_hidden_states): ids ->
+// Gemma-3 -> V2 extractor -> video / audio connectors with registers.
+TEST(Ltx2TextGolden, Gemma3ThroughTheConnectorsMatchesTheReferenceFp32) {
+  expect_golden("ltx2_text_gemma3_v2_context.safetensors", 5);
 }
 
 TEST(Ltx2Text, ConfigReadsTheGoldenLayout) {

@@ -21,6 +21,11 @@ __metadata__.kind and __metadata__.config ({"text_config": the Gemma3TextConfig 
   ltx2_text_gemma3_v1.safetensors  3 layers (sliding, sliding, full: window 3), linear rope scaling on
                                    the full layer, left padding 3 / 0, B = 2, L = 8
   ltx2_text_gemma3_v2.safetensors  4 layers (window 4), default rope, GQA 4:1, padding 0 / 5, B = 2, L = 9
+  ltx2_text_gemma3_v2_context.safetensors  the v2 model and extractor, then the connectors as
+                                   EmbeddingsProcessor.process_hidden_states runs them (config.connectors
+                                   {"video", "audio"}: connector init args; params video_connector.* /
+                                   audio_connector.*): also output.video_context, output.audio_context,
+                                   output.context_mask
 
 The embeddings connectors (kind ltx2.text.connector): the OFFICIAL EmbeddingsProcessor.create_embeddings
 (embeddings_processor.py: the stable reorder of each row to [valid, pad], the video connector, the
@@ -74,7 +79,7 @@ def left_padded(gen, vocab, length, pad):
     return ids, [0] * pad + [1] * (length - pad)
 
 
-def make(path, text_config, extractor, pads, length, seed):
+def make(path, text_config, extractor, pads, length, seed, connectors=None):
     torch.manual_seed(seed)
     cfg = Gemma3Config(text_config=text_config, vision_config=VISION, mm_tokens_per_image=4)
     model = Gemma3ForConditionalGeneration(cfg).eval()
@@ -107,6 +112,16 @@ def make(path, text_config, extractor, pads, length, seed):
             audios.append(a)
     video, audio = torch.cat(videos), torch.cat(audios)
     assert torch.isfinite(video).all() and torch.isfinite(audio).all()
+    context = None
+    if connectors:
+        # The whole text path as the pipeline runs it: EmbeddingsProcessor.process_hidden_states per prompt.
+        proc = EmbeddingsProcessor(feature_extractor=fe, video_connector=connector(connectors["video"]),
+                                   audio_connector=connector(connectors["audio"])).eval()
+        parts = []
+        with torch.no_grad():
+            for hidden_states, mask in enc.encode([str(i) for i in range(len(rows))]):
+                parts.append(proc.process_hidden_states(hidden_states, mask, "left"))
+        context = [torch.cat([p[i] for p in parts]) for i in range(3)]
 
     tensors = {k: v.detach().contiguous().float() for k, v in lm.state_dict().items()}
     tensors.update({"feature_extractor." + k: v.detach().contiguous().float() for k, v in fe.state_dict().items()})
@@ -114,8 +129,18 @@ def make(path, text_config, extractor, pads, length, seed):
     tensors["input.attention_mask"] = torch.tensor([r[1] for r in rows], dtype=torch.int64)
     tensors["output.video"] = video.contiguous()
     tensors["output.audio"] = audio.contiguous()
+    if context:
+        tensors.update({"video_connector." + k: v.detach().contiguous().float()
+                        for k, v in proc.video_connector.state_dict().items()})
+        tensors.update({"audio_connector." + k: v.detach().contiguous().float()
+                        for k, v in proc.audio_connector.state_dict().items()})
+        tensors["output.video_context"] = context[0].contiguous()
+        tensors["output.audio_context"] = context[1].contiguous()
+        tensors["output.context_mask"] = context[2].to(torch.int64).contiguous()
     text_dict = {k: v for k, v in tc.to_dict().items() if not k.startswith("_") and k != "dtype"}
     config = {"text_config": text_dict, "feature_extractor": extractor}
+    if connectors:
+        config["connectors"] = connectors
     meta = {"kind": "ltx2.text.gemma3", "config": json.dumps(config), "generator": "tools/golden/ltx2_text.py",
             "torch": torch.__version__}
     save_file(tensors, path, metadata=meta)
@@ -183,6 +208,16 @@ def main():
           "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
                               "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}},
          "v2", [0, 5], 9, 1)
+    v2_text = {**base, "num_hidden_layers": 4, "num_key_value_heads": 1, "sliding_window": 4,
+               "layer_types": ["sliding_attention", "full_attention", "sliding_attention", "full_attention"],
+               "rope_parameters": {"full_attention": {"rope_type": "default", "rope_theta": 1000000.0},
+                                   "sliding_attention": {"rope_type": "default", "rope_theta": 10000.0}}}
+    ctx_video = {"attention_head_dim": 8, "num_attention_heads": 3, "num_layers": 1, "positional_embedding_theta": 10000.0,
+                 "positional_embedding_max_pos": [1], "num_learnable_registers": 3, "rope_type": "split",
+                 "double_precision_rope": True, "apply_gated_attention": False, "ff_bias": True}
+    ctx_audio = {**ctx_video, "attention_head_dim": 10, "num_attention_heads": 2}
+    make(os.path.join(args.out, "ltx2_text_gemma3_v2_context.safetensors"), v2_text, "v2", [0, 5], 9, 1,
+         {"video": ctx_video, "audio": ctx_audio})
     video = {"attention_head_dim": 8, "num_attention_heads": 2, "num_layers": 2, "positional_embedding_theta": 10000.0,
              "positional_embedding_max_pos": [1], "num_learnable_registers": 4, "rope_type": "split",
              "double_precision_rope": True, "apply_gated_attention": False, "ff_bias": True}

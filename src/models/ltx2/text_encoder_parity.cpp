@@ -5,6 +5,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "models/ltx2/text_connector.h"
 #include "models/ltx2/text_encoder.h"
 #include "parity/parity.h"
 #include "text/gemma3_encoder.h"
@@ -37,11 +38,14 @@ parity::Produced run_text(const parity::Golden& g, const parity::Options& opt) {
   const text::Gemma3Config cfg = text::Gemma3Config::from_json(g.config.at("text_config"));
   const FeatureExtractorVersion version = feature_extractor_version(g.config.at("feature_extractor").get<std::string>());
   const std::string fe_prefix = "feature_extractor.";
-  std::map<std::string, Tensor> lm, fe;
+  const bool with_context = g.config.contains("connectors");
+  std::map<std::string, Tensor> lm, fe, conn;
   for (const std::string& n : g.file.names()) {
     if (translate::is_golden_io_key(n)) continue;
     if (n.rfind(fe_prefix, 0) == 0)
       fe[n.substr(fe_prefix.size())] = g.file.get(n);
+    else if (with_context && (n.rfind("video_connector.", 0) == 0 || n.rfind("audio_connector.", 0) == 0))
+      conn[n] = g.file.get(n);
     else
       lm[n] = g.file.get(n);
   }
@@ -53,7 +57,22 @@ parity::Produced run_text(const parity::Golden& g, const parity::Options& opt) {
       VIDAX_CHECK(rec->taken.count(name), g.path << ": parameter '" << prefix << name << "' is not used by the model");
   const Tensor mask = g.input("attention_mask");
   const TextFeatures f = extractor.forward(encoder.hidden_states(g.input("input_ids"), mask), mask);
-  return {{"output.video", f.video}, {"output.audio", f.audio}};
+  parity::Produced out{{"output.video", f.video}, {"output.audio", f.audio}};
+  if (with_context) {
+    // EmbeddingsProcessor.process_hidden_states: the features through the connectors.
+    const nlohmann::json& c = g.config.at("connectors");
+    VIDAX_CHECK(c.is_object() && c.contains("video") && c.contains("audio") && !c.at("audio").is_null(),
+                g.path << ": config.connectors must hold video and audio connector args, found " << c.dump());
+    nn::ParamSource src = nn::ParamSource::from_map(std::move(conn), g.path);
+    const EmbeddingsConnector video(ConnectorConfig::from_json(c.at("video")), src, "video_connector.");
+    const EmbeddingsConnector audio(ConnectorConfig::from_json(c.at("audio")), src, "audio_connector.");
+    src.expect_all_taken();
+    const TextContext ctx = create_embeddings(video, &audio, f.video, f.audio, mask);
+    out["output.video_context"] = ctx.video;
+    out["output.audio_context"] = ctx.audio;
+    out["output.context_mask"] = ctx.mask;
+  }
+  return out;
 }
 
 }  // namespace
