@@ -1,5 +1,6 @@
 #include "text/gemma3_config.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
@@ -103,6 +104,139 @@ Gemma3Config Gemma3Config::from_json(const json& in) {
   VIDAX_CHECK(!value_or<bool>(j, "attention_bias", false), "Gemma3 config: attention_bias true is not supported");
   read_layer_types(j, c);
   read_rope(j, c);
+  return c;
+}
+
+json Gemma3Config::to_json() const {
+  auto rope = [](const Gemma3Rope& r) {
+    json j = {{"rope_type", r.type}, {"rope_theta", r.theta}};
+    if (r.type == "linear") j["factor"] = r.factor;
+    return j;
+  };
+  json types = json::array();
+  for (bool s : sliding) types.push_back(s ? "sliding_attention" : "full_attention");
+  return {{"model_type", "gemma3_text"},
+          {"vocab_size", vocab_size},
+          {"hidden_size", hidden_size},
+          {"intermediate_size", intermediate_size},
+          {"num_hidden_layers", num_hidden_layers},
+          {"num_attention_heads", num_attention_heads},
+          {"num_key_value_heads", num_key_value_heads},
+          {"head_dim", head_dim},
+          {"query_pre_attn_scalar", query_pre_attn_scalar},
+          {"sliding_window", sliding_window},
+          {"rms_norm_eps", rms_norm_eps},
+          {"hidden_activation", "gelu_pytorch_tanh"},
+          {"layer_types", types},
+          {"rope_parameters", {{"full_attention", rope(full_rope)}, {"sliding_attention", rope(sliding_rope)}}}};
+}
+
+translate::ParamSpec gemma3_params(const Gemma3Config& c) {
+  translate::ParamSpec s;
+  const int64_t d = c.hidden_size, dh = c.head_dim, q = c.num_attention_heads * dh, kv = c.num_key_value_heads * dh,
+                f = c.intermediate_size;
+  s.add("embed_tokens.weight", {c.vocab_size, d});
+  for (int64_t i = 0; i < c.num_hidden_layers; ++i) {
+    const std::string p = "layers." + std::to_string(i) + ".";
+    for (const char* n : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                          "post_feedforward_layernorm"})
+      s.add(p + n + ".weight", {d});
+    s.add(p + "self_attn.q_proj.weight", {q, d});
+    s.add(p + "self_attn.k_proj.weight", {kv, d});
+    s.add(p + "self_attn.v_proj.weight", {kv, d});
+    s.add(p + "self_attn.o_proj.weight", {d, q});
+    s.add(p + "self_attn.q_norm.weight", {dh});
+    s.add(p + "self_attn.k_norm.weight", {dh});
+    s.add(p + "mlp.gate_proj.weight", {f, d});
+    s.add(p + "mlp.up_proj.weight", {f, d});
+    s.add(p + "mlp.down_proj.weight", {d, f});
+  }
+  s.add("norm.weight", {d});
+  return s;
+}
+
+translate::KeyMap gemma3_keymap(const std::string& layout) {
+  translate::KeyMap m;
+  m.layout = layout;
+  if (layout == "transformers") {
+    m.rules.push_back(translate::key_rule("{name*}", "{name}"));
+  } else if (layout == "causal-lm") {
+    m.rules.push_back(translate::key_rule("{name*}", "model.{name}"));
+    m.ignored = {"lm_head.weight"};
+  } else if (layout == "multimodal") {
+    m.rules.push_back(translate::key_rule("{name*}", "language_model.model.{name}"));
+    m.ignored = {"language_model.lm_head.weight", "vision_tower.{rest*}", "multi_modal_projector.{rest*}"};
+  } else if (layout == "multimodal-v5") {
+    m.rules.push_back(translate::key_rule("{name*}", "model.language_model.{name}"));
+    m.ignored = {"lm_head.weight", "model.vision_tower.{rest*}", "model.multi_modal_projector.{rest*}"};
+  } else {
+    throw Error(msg() << "gemma3-text-encoder: unknown layout '" << layout
+                      << "' (transformers, causal-lm, multimodal, multimodal-v5)");
+  }
+  return m;
+}
+
+namespace {
+
+class Gemma3Component : public translate::Component {
+ public:
+  std::string name() const override { return "gemma3-text-encoder"; }
+  std::string family() const override { return "gemma3"; }
+  std::vector<std::string> layouts() const override {
+    return {"transformers", "causal-lm", "multimodal", "multimodal-v5"};
+  }
+  translate::Json default_config() const override { return gemma_12b().to_json(); }
+  std::optional<translate::Json> read_config(const translate::Json& j) const override {
+    const translate::Json& t = j.is_object() && j.contains("text_config") ? j.at("text_config") : j;
+    if (!t.is_object() || value_or<std::string>(t, "model_type", "") != "gemma3_text") return std::nullopt;
+    return Gemma3Config::from_json(t).to_json();
+  }
+  translate::Json infer_config(const translate::TensorSource& src, const std::string& layout) const override {
+    const translate::KeyMap m = gemma3_keymap(layout);
+    Gemma3Config c = gemma_12b();
+    if (auto* t = translate::find_param(src, m, "embed_tokens.weight"); t && t->shape.size() == 2) {
+      c.vocab_size = t->shape[0];
+      c.hidden_size = t->shape[1];
+    }
+    if (auto* t = translate::find_param(src, m, "layers.0.mlp.gate_proj.weight"); t && t->shape.size() == 2)
+      c.intermediate_size = t->shape[0];
+    int64_t n = 0;
+    while (translate::find_param(src, m, "layers." + std::to_string(n) + ".self_attn.q_proj.weight")) ++n;
+    if (n > 0 && n != c.num_hidden_layers) {
+      c.num_hidden_layers = n;  // the layer types follow Gemma-3's pattern (every 6th full)
+      c.sliding.clear();
+      for (int64_t i = 0; i < n; ++i) c.sliding.push_back((i + 1) % 6 != 0);
+    }
+    // q_norm's width is head_dim: the head counts follow from the projections.
+    const auto* qn = translate::find_param(src, m, "layers.0.self_attn.q_norm.weight");
+    const auto* q = translate::find_param(src, m, "layers.0.self_attn.q_proj.weight");
+    const auto* k = translate::find_param(src, m, "layers.0.self_attn.k_proj.weight");
+    if (qn && q && k && qn->shape.size() == 1 && qn->shape[0] > 0) {
+      c.head_dim = qn->shape[0];
+      c.num_attention_heads = q->shape[0] / c.head_dim;
+      c.num_key_value_heads = std::max<int64_t>(1, k->shape[0] / c.head_dim);
+    }
+    return c.to_json();
+  }
+  translate::ParamSpec params(const translate::Json& cfg) const override {
+    return gemma3_params(Gemma3Config::from_json(cfg));
+  }
+  translate::KeyMap keymap(const std::string& layout, const translate::Json&) const override {
+    return gemma3_keymap(layout);
+  }
+  std::string variant(const translate::Json& cfg) const override {
+    return Gemma3Config::from_json(cfg) == gemma_12b() ? "gemma-3-12b" : "custom";
+  }
+
+ private:
+  // Gemma-3-12B (the struct's defaults), its 48 layer types from the pattern.
+  static Gemma3Config gemma_12b() { return Gemma3Config::from_json({{"model_type", "gemma3_text"}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 8.0}}}}); }
+};
+
+}  // namespace
+
+const translate::Component& gemma3_component() {
+  static const Gemma3Component c;
   return c;
 }
 

@@ -1,7 +1,16 @@
 // A Gemma-3 decoder used as a text encoder (transformers' Gemma3TextModel: LTX-2's Gemma-3-12B
 // text tower): its config as transformers writes it (Gemma3TextConfig, the transformers 5
 // `rope_parameters` per layer type or the older `rope_theta` + `rope_local_base_freq` +
-// `rope_scaling`), alone or as a Gemma3Config's `text_config`.
+// `rope_scaling`), alone or as a Gemma3Config's `text_config`; its parameters under
+// Gemma3TextModel's names and its key maps:
+//   "transformers":  Gemma3TextModel's own names (embed_tokens.weight, layers.{i}.*, norm.weight);
+//   "causal-lm":     Gemma3ForCausalLM's (model.*, lm_head.weight ignored by name);
+//   "multimodal":    Gemma3ForConditionalGeneration as google/gemma-3-12b-it stores it
+//                    (language_model.model.*; vision_tower.*, multi_modal_projector.* and
+//                    language_model.lm_head.weight ignored by name), the spelling LTX-2's
+//                    _build_gemma3_llm_key_ops reads;
+//   "multimodal-v5": the same model saved by transformers 5 (model.language_model.*;
+//                    model.vision_tower.*, model.multi_modal_projector.*, lm_head.weight ignored).
 // Sources: transformers models/gemma3 (modeling_gemma3.py, configuration_gemma3.py),
 // modeling_rope_utils.py (default and linear rope init), masking_utils.py (sliding_window_overlay).
 #pragma once
@@ -10,6 +19,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "translate/component.h"
 
 namespace vidax::text {
 
@@ -36,8 +47,13 @@ struct Gemma3Config {
   // attention soft-capping, bidirectional attention, another rope_type, attention_bias) naming the
   // field. layer_types absent: every sliding_window_pattern-th (default 6) layer is full.
   static Gemma3Config from_json(const nlohmann::json& j);
+  nlohmann::json to_json() const;  // transformers 5's spelling (rope_parameters, layer_types)
   bool operator==(const Gemma3Config&) const = default;
   int64_t kv_groups() const { return num_attention_heads / num_key_value_heads; }
 };
+
+translate::ParamSpec gemma3_params(const Gemma3Config& c);
+translate::KeyMap gemma3_keymap(const std::string& layout);
+const translate::Component& gemma3_component();  // "gemma3-text-encoder" (not registered for detection)
 
 }  // namespace vidax::text

@@ -16,6 +16,7 @@
 #include "test_diff.h"
 #include "text/gemma3_encoder.h"
 #include "translate/inspect.h"
+#include "translate/source.h"
 
 using namespace vidax;
 namespace fs = std::filesystem;
@@ -200,4 +201,48 @@ TEST(Ltx2TextGolden, Gemma3Bf16WithinTheBf16Bound) {
   const text::Gemma3TextEncoder enc(cfg, lookup(l.lm), DType::BF16);
   const auto hs = enc.hidden_states(l.file.get("input.input_ids"), l.file.get("input.attention_mask"));
   for (const Tensor& h : hs) EXPECT_EQ(h.dtype(), DType::BF16);
+}
+
+// The checkpoint layouts: the golden's parameters renamed as each layout stores them load back to
+// Gemma3TextModel's names; the multimodal checkpoint's vision tower and LM head are ignored by name,
+// anything else unknown is refused; the config round-trips and its dims are inferred from shapes.
+TEST(Ltx2Text, Gemma3KeyMapsAndConfig) {
+  const Loaded l = load("ltx2_text_gemma3_v1.safetensors");
+  const text::Gemma3Config cfg = text::Gemma3Config::from_json(l.config.at("text_config"));
+  EXPECT_EQ(text::Gemma3Config::from_json(cfg.to_json()), cfg);
+  const std::map<std::string, std::string> prefixes{{"transformers", ""},
+                                                    {"causal-lm", "model."},
+                                                    {"multimodal", "language_model.model."},
+                                                    {"multimodal-v5", "model.language_model."}};
+  for (const auto& [layout, prefix] : prefixes) {
+    translate::MemorySource src(layout);
+    for (const auto& [k, v] : l.lm) src.add(prefix + k, v);
+    if (layout == "multimodal") {
+      src.add("vision_tower.vision_model.embeddings.patch_embedding.weight", Tensor::zeros({2, 2}, DType::F32));
+      src.add("multi_modal_projector.mm_input_projection_weight", Tensor::zeros({2, 2}, DType::F32));
+    }
+    const auto got = translate::load(src, text::gemma3_component(), cfg.to_json());
+    ASSERT_EQ(got.size(), l.lm.size()) << layout;
+    for (const auto& [k, v] : l.lm) {
+      ASSERT_TRUE(got.count(k)) << layout << " " << k;
+      EXPECT_EQ(max_abs_diff(v, got.at(k)), 0.0) << layout << " " << k;
+    }
+    const text::Gemma3Config inferred =
+        text::Gemma3Config::from_json(text::gemma3_component().infer_config(src, layout));
+    EXPECT_EQ(inferred.vocab_size, cfg.vocab_size) << layout;
+    EXPECT_EQ(inferred.hidden_size, cfg.hidden_size) << layout;
+    EXPECT_EQ(inferred.intermediate_size, cfg.intermediate_size) << layout;
+    EXPECT_EQ(inferred.num_hidden_layers, cfg.num_hidden_layers) << layout;
+    EXPECT_EQ(inferred.head_dim, cfg.head_dim) << layout;
+    EXPECT_EQ(inferred.num_attention_heads, cfg.num_attention_heads) << layout;
+    EXPECT_EQ(inferred.num_key_value_heads, cfg.num_key_value_heads) << layout;
+  }
+  translate::MemorySource extra("extra");
+  for (const auto& [k, v] : l.lm) extra.add("model." + k, v);
+  extra.add("model.layers.7.self_attn.q_proj.weight", Tensor::zeros({32, 32}, DType::F32));
+  expect_error([&] { translate::load(extra, text::gemma3_component(), cfg.to_json()); },
+               "model.layers.7.self_attn.q_proj.weight");
+  expect_error([&] { text::gemma3_keymap("gguf"); }, "unknown layout 'gguf'");
+  EXPECT_EQ(text::gemma3_component().variant(text::gemma3_component().default_config()), "gemma-3-12b");
+  EXPECT_EQ(text::gemma3_component().variant(cfg.to_json()), "custom");
 }
