@@ -9,6 +9,7 @@
 #include "engine/families.h"
 #include "models/ltx2/audio_vae.h"
 #include "models/ltx2/dit_parity.h"
+#include "models/ltx2/upsampler.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
@@ -32,6 +33,7 @@ void register_builtin_kinds() {
     vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
     vidax::ltx2::register_dit_parity_kinds();  // ltx2.dit (no ltx2 Family yet)
     vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
+  vidax::ltx2::register_upsampler_parity_kinds();  // ltx2.upsampler
   });
 }
 
