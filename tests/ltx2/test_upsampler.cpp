@@ -1,6 +1,6 @@
 // The LTX-2 latent upsampler against the official ltx_core LatentUpsampler
 // (tests/golden/ltx2/ltx2_upsampler_*.safetensors, tools/golden/ltx2_upsampler.py): output and every
-// module tap at fp32 through kind ltx2.upsampler (spatial x2, rational x1.5, temporal x2, dims 2);
+// module tap at fp32 through kind ltx2.upsampler (spatial x2, rational x1.5, temporal x2, both x2, dims 2);
 // upsample_video's un-normalize / normalize sides; controls that must fail; bad config and input.
 #include <gtest/gtest.h>
 
@@ -79,6 +79,11 @@ TEST(Ltx2UpsamplerGolden, Dims2PerFrameBatch2MatchesTheReferenceFp32) {
   expect_golden("ltx2_upsampler_2d.safetensors", 6);
 }
 
+// Spatial and temporal x2 (Conv3d to 8 C + 3-D shuffle); the parameters stored as F16 (fp16 values).
+TEST(Ltx2UpsamplerGolden, SpatioTemporalX2MatchesTheReferenceFp32) {
+  expect_golden("ltx2_upsampler_st.safetensors", 4);
+}
+
 TEST(Ltx2Upsampler, OutputShapes) {
   const Loaded x2 = load("ltx2_upsampler_x2.safetensors");
   EXPECT_EQ(run(x2, x2.params).shape(), (Shape{1, 4, 2, 8, 6}));
@@ -86,6 +91,8 @@ TEST(Ltx2Upsampler, OutputShapes) {
   EXPECT_EQ(run(r, r.params).shape(), (Shape{2, 4, 2, 6, 9}));  // 4 x 1.5, 6 x 1.5
   const Loaded t = load("ltx2_upsampler_temporal.safetensors");
   EXPECT_EQ(run(t, t.params).shape(), (Shape{1, 4, 5, 3, 4}));  // 2 F - 1
+  const Loaded st = load("ltx2_upsampler_st.safetensors");
+  EXPECT_EQ(run(st, st.params).shape(), (Shape{1, 4, 3, 6, 4}));  // 2 F - 1, 2 H, 2 W
 }
 
 // upsample_video: normalized in, normalized out, the upsampler between on the raw latent.

@@ -15,6 +15,9 @@ __metadata__.config (the checkpoint metadata's `config` dict).
   ltx2_upsampler_rational.safetensors  dims 3, rational resampler x1.5 (x3 shuffle, blur, stride 2), B = 2
   ltx2_upsampler_temporal.safetensors  dims 3, temporal x2 only (Conv3d + shuffle, first frame dropped)
   ltx2_upsampler_2d.safetensors        dims 2 (every conv and norm per frame), spatial x2, 1 block/stage
+  ltx2_upsampler_st.safetensors        dims 3, spatial and temporal x2 (Conv3d to 8 C + 3-D shuffle, first
+                                       frame dropped); its parameters are rounded to fp16 values and stored
+                                       as F16 (exact) to keep the file small; the forward runs in fp32
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_upsampler.py [--out tests/golden/ltx2]
 """
@@ -39,13 +42,15 @@ def to_5d(t, b, f):
     return t.reshape(b, f, c, h, w).permute(0, 2, 1, 3, 4)
 
 
-def make(path, config, shape, seed):
+def make(path, config, shape, seed, f16_params=False):
     torch.manual_seed(seed)
     model = LatentUpsamplerConfigurator.from_metadata({"config": config}).eval()
     with torch.no_grad():  # GroupNorm affine off its (1, 0) init so that a wrong one would show
         for name, p in model.named_parameters():
             if ".norm" in name or "initial_norm" in name:
                 p.add_(0.3 * torch.randn_like(p))
+            if f16_params:  # fp16-representable values, stored as F16 (exact), the forward in fp32
+                p.copy_(p.half().float())
     b, f = shape[0], shape[2]
     taps = {}
 
@@ -62,7 +67,8 @@ def make(path, config, shape, seed):
     x = torch.randn(*shape)
     with torch.no_grad():
         y = model(x)
-    tensors = {k: v.detach().contiguous().float() for k, v in model.state_dict().items()}
+    store = torch.float16 if f16_params else torch.float32
+    tensors = {k: v.detach().contiguous().to(store) for k, v in model.state_dict().items()}
     tensors["input.latent"] = x.contiguous()
     tensors["output"] = y.contiguous()
     tensors.update(taps)
@@ -84,6 +90,8 @@ def main():
     make(os.path.join(args.out, "ltx2_upsampler_temporal.safetensors"),
          {**BASE, "num_blocks_per_stage": 0, "spatial_upsample": False, "temporal_upsample": True}, (1, 4, 3, 3, 4), 2)
     make(os.path.join(args.out, "ltx2_upsampler_2d.safetensors"), {**BASE, "dims": 2}, (2, 4, 2, 3, 4), 3)
+    make(os.path.join(args.out, "ltx2_upsampler_st.safetensors"),
+         {**BASE, "num_blocks_per_stage": 0, "temporal_upsample": True}, (1, 4, 2, 3, 2), 4, f16_params=True)
 
 
 if __name__ == "__main__":
