@@ -84,6 +84,14 @@ TEST(Ltx2UpsamplerGolden, SpatioTemporalX2MatchesTheReferenceFp32) {
   expect_golden("ltx2_upsampler_st.safetensors", 4);
 }
 
+// The other rational scales: x0.75 (blur at stride 4) and x4 (stride 1: no blur); F16 parameters.
+TEST(Ltx2UpsamplerGolden, RationalX0_75MatchesTheReferenceFp32) {
+  expect_golden("ltx2_upsampler_rational_x0_75.safetensors", 4);
+}
+TEST(Ltx2UpsamplerGolden, RationalX4MatchesTheReferenceFp32) {
+  expect_golden("ltx2_upsampler_rational_x4.safetensors", 4);
+}
+
 TEST(Ltx2Upsampler, OutputShapes) {
   const Loaded x2 = load("ltx2_upsampler_x2.safetensors");
   EXPECT_EQ(run(x2, x2.params).shape(), (Shape{1, 4, 2, 8, 6}));
@@ -91,6 +99,8 @@ TEST(Ltx2Upsampler, OutputShapes) {
   EXPECT_EQ(run(r, r.params).shape(), (Shape{2, 4, 2, 6, 9}));  // 4 x 1.5, 6 x 1.5
   const Loaded t = load("ltx2_upsampler_temporal.safetensors");
   EXPECT_EQ(run(t, t.params).shape(), (Shape{1, 4, 5, 3, 4}));  // 2 F - 1
+  const Loaded r075 = load("ltx2_upsampler_rational_x0_75.safetensors");
+  EXPECT_EQ(run(r075, r075.params).shape(), (Shape{1, 4, 1, 6, 4}));  // 8 x 0.75, ceil(5 x 0.75)
   const Loaded st = load("ltx2_upsampler_st.safetensors");
   EXPECT_EQ(run(st, st.params).shape(), (Shape{1, 4, 3, 6, 4}));  // 2 F - 1, 2 H, 2 W
 }

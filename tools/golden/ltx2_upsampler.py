@@ -18,6 +18,8 @@ __metadata__.config (the checkpoint metadata's `config` dict).
   ltx2_upsampler_st.safetensors        dims 3, spatial and temporal x2 (Conv3d to 8 C + 3-D shuffle, first
                                        frame dropped); its parameters are rounded to fp16 values and stored
                                        as F16 (exact) to keep the file small; the forward runs in fp32
+  ltx2_upsampler_rational_x0_75.safetensors  rational x0.75 (x3 shuffle, blur at stride 4), F16 parameters
+  ltx2_upsampler_rational_x4.safetensors     rational x4 (x4 shuffle, stride 1: no blur), F16 parameters
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_upsampler.py [--out tests/golden/ltx2]
 """
@@ -92,6 +94,11 @@ def main():
     make(os.path.join(args.out, "ltx2_upsampler_2d.safetensors"), {**BASE, "dims": 2}, (2, 4, 2, 3, 4), 3)
     make(os.path.join(args.out, "ltx2_upsampler_st.safetensors"),
          {**BASE, "num_blocks_per_stage": 0, "temporal_upsample": True}, (1, 4, 2, 3, 2), 4, f16_params=True)
+    rational = {**BASE, "num_blocks_per_stage": 0, "rational_resampler": True}
+    make(os.path.join(args.out, "ltx2_upsampler_rational_x0_75.safetensors"), {**rational, "spatial_scale": 0.75},
+         (1, 4, 1, 8, 5), 5, f16_params=True)
+    make(os.path.join(args.out, "ltx2_upsampler_rational_x4.safetensors"), {**rational, "spatial_scale": 4.0},
+         (1, 4, 2, 2, 3), 6, f16_params=True)
 
 
 if __name__ == "__main__":
