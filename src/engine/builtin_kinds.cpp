@@ -11,6 +11,7 @@
 #include "models/ltx2/dit_parity.h"
 #include "models/ltx2/text_connector.h"
 #include "models/ltx2/text_encoder.h"
+#include "models/ltx2/upsampler.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
 #include "parity/parity.h"
@@ -36,6 +37,7 @@ void register_builtin_kinds() {
     vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
     vidax::ltx2::register_text_parity_kinds();  // ltx2.text.gemma3
     vidax::ltx2::register_connector_parity_kind();  // ltx2.text.connector
+    vidax::ltx2::register_upsampler_parity_kinds();  // ltx2.upsampler
   });
 }
 

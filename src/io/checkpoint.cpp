@@ -39,8 +39,11 @@ struct Checkpoint::Impl {
 FileFormat detect_format(const uint8_t* d, size_t n) {
   if (n >= 4 && std::memcmp(d, "PK\x03\x04", 4) == 0) return FileFormat::TorchZip;
   if (n >= 4 && std::memcmp(d, "GGUF", 4) == 0) return FileFormat::GGUF;
+  // safetensors before the pickle test: its little-endian header length can itself begin 0x80 0x02..0x05
+  // (a 640, 896, 1152 or 1408 byte header). The length's high four bytes are zero (headers < 4 GiB);
+  // in a torch legacy file they are the magic number's, and a pickle's byte 8 is no '{'.
+  if (n >= 9 && d[8] == '{' && d[4] == 0 && d[5] == 0 && d[6] == 0 && d[7] == 0) return FileFormat::Safetensors;
   if (n >= 2 && d[0] == 0x80 && d[1] >= 2 && d[1] <= 5) return FileFormat::TorchLegacy;
-  if (n >= 9 && d[8] == '{') return FileFormat::Safetensors;
   return FileFormat::Unknown;
 }
 

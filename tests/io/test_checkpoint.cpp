@@ -96,5 +96,23 @@ TEST(Checkpoint, FormatIsSniffedNotTakenFromTheExtension) {
   EXPECT_EQ(Checkpoint::open(dir.file("weights.safetensors")).size(), 23u);
 }
 
+// A safetensors header of 1408 (0x580) bytes makes the file begin 0x80 0x05, a pickle protocol-5
+// opening: it was taken for a torch legacy file (bug 94). Padded headers of 640 / 896 / 1152 / 1408
+// bytes are read as safetensors; the torch legacy fixture still is torch.
+TEST(Checkpoint, SafetensorsWhoseHeaderLengthLooksLikeAPickleOpening) {
+  TempDir dir;
+  for (const uint64_t len : {640, 896, 1152, 1408}) {
+    std::string header = R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})";
+    header.append(len - header.size(), ' ');
+    const std::string path = dir.file("h" + std::to_string(len) + ".safetensors");
+    test::write_bytes(path, test::safetensors_bytes(header, std::string("\0\0\x80\x3f", 4)));
+    const std::string bytes = test::read_bytes(path);
+    ASSERT_EQ(static_cast<uint8_t>(bytes[0]), 0x80) << len;
+    EXPECT_EQ(Checkpoint::open(path).get("w").to_f32_vector(), std::vector<float>{1}) << len;
+  }
+  std::filesystem::copy_file(test::data_dir() + "/torch_fixture_legacy.pth", dir.file("legacy.pth"));
+  EXPECT_GT(Checkpoint::open(dir.file("legacy.pth")).size(), 0u);
+}
+
 }  // namespace
 }  // namespace vidax::io
