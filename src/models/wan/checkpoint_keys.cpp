@@ -483,6 +483,49 @@ KeyMap vae_keymap(const std::string& layout, const VaeConfig& c) {
   return m;
 }
 
+KeyMap vae22_keymap(const std::string& layout, size_t levels, int64_t num_res_blocks) {
+  if (layout == "original") return original_identity();
+  VIDAX_CHECK(layout == "diffusers", "wan2.2-vae: unknown layout '" << layout << "' (original, diffusers)");
+  VIDAX_CHECK(levels >= 1 && num_res_blocks >= 1,
+              "wan2.2-vae: " << levels << " levels of " << num_res_blocks << " residual blocks is no Wan 2.2 VAE");
+  KeyMap m{"diffusers", {}};
+  auto& r = m.rules;
+  // What the two VAEs share: the outer convs, the middle blocks, the heads.
+  r.push_back(key_rule("encoder.conv1.{p}", "encoder.conv_in.{p}"));
+  r.push_back(key_rule("decoder.conv1.{p}", "decoder.conv_in.{p}"));
+  r.push_back(key_rule("conv1.{p}", "quant_conv.{p}"));
+  r.push_back(key_rule("conv2.{p}", "post_quant_conv.{p}"));
+  for (const std::string part : {"encoder", "decoder"}) {
+    add_nested(r, part + ".middle.0.", part + ".mid_block.resnets.0.", kVaeResidual);
+    add_nested(r, part + ".middle.1.", part + ".mid_block.attentions.0.", kVaeAttention);
+    add_nested(r, part + ".middle.2.", part + ".mid_block.resnets.1.", kVaeResidual);
+    r.push_back(key_rule(part + ".head.0.gamma", part + ".norm_out.gamma"));
+    r.push_back(key_rule(part + ".head.2.{p}", part + ".conv_out.{p}"));
+  }
+  // Each level is a nested Sequential (Down_ResidualBlock / Up_ResidualBlock): its residual blocks
+  // (R in the encoder, R + 1 in the decoder), then its resample (none in the encoder's last level;
+  // the decoder's last has none either, the map's rule then simply matches nothing).
+  for (size_t lvl = 0; lvl < levels; ++lvl) {
+    const std::string l = std::to_string(lvl);
+    const std::string enc = "encoder.downsamples." + l + ".downsamples.", dec = "decoder.upsamples." + l + ".upsamples.";
+    for (int64_t j = 0; j < num_res_blocks; ++j)
+      add_nested(r, enc + std::to_string(j) + ".", "encoder.down_blocks." + l + ".resnets." + std::to_string(j) + ".",
+                 kVaeResidual);
+    add_nested(r, enc + std::to_string(num_res_blocks) + ".", "encoder.down_blocks." + l + ".downsampler.", kVaeResample);
+    for (int64_t j = 0; j <= num_res_blocks; ++j)
+      add_nested(r, dec + std::to_string(j) + ".", "decoder.up_blocks." + l + ".resnets." + std::to_string(j) + ".",
+                 kVaeResidual);
+    add_nested(r, dec + std::to_string(num_res_blocks + 1) + ".", "decoder.up_blocks." + l + ".upsampler.", kVaeResample);
+  }
+  return m;
+}
+
+std::string vae22_layout_of(const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (n.rfind("encoder.conv_in.", 0) == 0 || n.rfind("decoder.conv_in.", 0) == 0) return "diffusers";
+  return "original";
+}
+
 // ===========================================================================
 // Components
 // ===========================================================================

@@ -197,6 +197,19 @@ nlohmann::json single_file_config(const std::string& path, const translate::Comp
   return config;
 }
 
+namespace {
+// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none.
+json vae22_file_config(const std::string& path) {
+  auto src = translate::CheckpointSource::open(path);
+  const auto meta = src->metadata();
+  auto it = meta.find("config");
+  if (it == meta.end()) return json();
+  json c = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  VIDAX_CHECK(!c.is_discarded(), "--vae " << path << ": its metadata's \"config\" is not JSON");
+  return c;
+}
+}  // namespace
+
 WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const pipeline::PartFiles& over) {
   const fs::path dir(dir_str);
   WeightFiles f;
@@ -297,7 +310,10 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   }
   if (!need_vae) {
     f.vae = part_file(over.vae, "--vae");
-    f.vae_config = single_file_config(f.vae, translate::wan::vae_component(), "--vae");
+    // The Wan 2.2 VAE is no translator component (its names are checked as it loads, load_vae22):
+    // its config is the file's own when it stores one, else the preset's.
+    f.vae_config = preset.vae_version == "wan2.2" ? vae22_file_config(f.vae)
+                                                  : single_file_config(f.vae, translate::wan::vae_component(), "--vae");
     f.vae_single = true;
     if (f.vidax_model.is_object()) f.vidax_model.erase("vae");
   }
