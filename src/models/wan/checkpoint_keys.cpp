@@ -112,7 +112,12 @@ DitConfig DitConfig::from_json(const Json& j) {
     c.text_len = 512;  // WanPipeline pads prompts to max_sequence_length = 512; I2V splits the context at 512
     const bool image = has(j, "image_dim") && !j["image_dim"].is_null();
     const bool flf = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
-    c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
+    // Without image_dim the class has no image branch; two Wan 2.2 models are told by their
+    // channels, as their original config.json names them: I2V-A14B's 'i2v' takes y on the input
+    // (16 + 4 + 16 = 36 channels in, 16 out), TI2V-5B's 'ti2v' the Wan 2.2 VAE's 48-channel latent
+    // (its pipeline passes per-token timesteps, WanPipeline's expand_timesteps).
+    c.model_type = flf ? "flf2v" : image ? "i2v" : c.in_dim == 36 && c.out_dim == 16 ? "i2v"
+                                                 : c.in_dim == 48 && c.out_dim == 48 ? "ti2v" : "t2v";
     read_patch(c);
     // WanVACETransformer3DModel: vace_layers (default 0, 5, .., 35) and vace_in_channels (96).
     const bool vace = (has(j, "_class_name") && j["_class_name"] == "WanVACETransformer3DModel") ||

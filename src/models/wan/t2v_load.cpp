@@ -471,7 +471,10 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // concatenates y (y_only below); the preset keeps the checkpoint's own config.
   const bool y_only = image_task == "i2v" && !out.preset.uses_clip();
   auto engine_dit_json = [y_only](json j) {
-    if (y_only && j.is_object()) j["model_type"] = "t2v";
+    if (!y_only || !j.is_object()) return j;
+    // diffusers' spelling has no model_type (its in_channels say 'i2v'): the WanModel args first.
+    if (translate::wan::is_diffusers_dit_config(j)) j = translate::wan::DitConfig::from_json(j).to_json();
+    j["model_type"] = "t2v";
     return j;
   };
   const json dit_engine = engine_dit_json(out.preset.dit);
