@@ -230,3 +230,40 @@ TEST(Wan22Diffusers, I2VA14BFolderGivesTheOfficialResults) {
   EXPECT_LT(e_lat, 1e-5);
   EXPECT_LT(e_vid, 1e-5);
 }
+
+// model_index.json's boundary_ratio is where diffusers' pipeline switches experts: it decides here
+// too (0.95: only the steps at t >= 950 go to the high-noise expert); a bad value is refused.
+TEST(Wan22Diffusers, I2VA14BBoundaryRatioFromModelIndex) {
+  const fs::path d = write_i2v_a14b_diffusers(
+      "wan22_i2v_a14b_diffusers_boundary", {{"_class_name", "WanImageToVideoPipeline"}, {"boundary_ratio", 0.95}});
+  io::Checkpoint g = io::Checkpoint::open(kPipelines + "wan22_i2v_a14b_tiny.safetensors");
+  const json cfg = json::parse(g.metadata().at("config"));
+  pipeline::LoadOptions lo;
+  lo.weights_dir = d.string();
+  lo.model = "wan2.2-i2v-a14b-tiny-demo";
+  lo.precision = "fp32";
+  wan::LoadedT2V m = wan::load_t2v(lo);
+  ASSERT_TRUE(m.preset.experts);
+  EXPECT_EQ(m.preset.experts->boundary, 0.95);
+  pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
+  r.image = io::picture_to_tensor(g.get("input.image"));
+  pipeline::Result res = pipeline::run_generation(m.parts, r, {}, /*decode=*/false);
+  std::vector<int> want_high;
+  for (int i = 0; i < static_cast<int>(res.timesteps.size()); ++i)
+    if (res.timesteps[static_cast<size_t>(i)] >= 950.0) want_high.push_back(i);
+  ASSERT_FALSE(want_high.empty());
+  EXPECT_EQ(res.denoiser_steps.at(wan::kHighNoiseExpert), want_high);
+  int golden_high = 0;
+  for (double e : g.get("inter.expert").to_f64_vector()) golden_high += e == wan::kHighNoiseExpert;
+  EXPECT_LT(static_cast<int>(want_high.size()), golden_high);  // the switch moved
+
+  const fs::path bad = write_i2v_a14b_diffusers(
+      "wan22_i2v_a14b_diffusers_bad_boundary", {{"_class_name", "WanImageToVideoPipeline"}, {"boundary_ratio", "0.9"}});
+  lo.weights_dir = bad.string();
+  try {
+    (void)wan::load_t2v(lo);
+    ADD_FAILURE() << "a string boundary_ratio was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("boundary_ratio \"0.9\" is not a number"), std::string::npos) << e.what();
+  }
+}

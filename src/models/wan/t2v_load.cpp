@@ -453,6 +453,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   }
   out.preset = resolve_preset(opt.weights_dir, opt.model, opt.files);
   out.files = find_weights(opt.weights_dir, out.preset, opt.files);
+  // A diffusers folder's own switch point (model_index.json) over the preset's.
+  if (out.files.boundary_ratio && out.preset.experts) out.preset.experts->boundary = *out.files.boundary_ratio;
   check_preset_matches(out.files, out.preset);
   out.precision = opt.precision.empty() ? out.preset.variant.defaults.precision : opt.precision;
   const Precision precision = parse_precision(out.precision);

@@ -246,6 +246,14 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
                                             "to transformer/ (the high-noise one)");
         f.dit_low_noise = safetensors_model(dir / "transformer_2", "diffusion_pytorch_model", "transformer_2");
         f.dit_low_noise_config = read_json_if_present(dir / "transformer_2" / "config.json");
+        const json index = read_json(dir / "model_index.json");
+        if (index.is_object() && index.contains("boundary_ratio") && !index["boundary_ratio"].is_null()) {
+          const json& b = index["boundary_ratio"];
+          VIDAX_CHECK(b.is_number() && b.get<double>() > 0.0 && b.get<double>() < 1.0,
+                      (dir / "model_index.json").string() << ": boundary_ratio " << b.dump()
+                                                          << " is not a number between 0 and 1");
+          f.boundary_ratio = b.get<double>();
+        }
       }
     }
     if (need_vae) {

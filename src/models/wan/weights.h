@@ -21,6 +21,9 @@ struct WeightFiles {
   // and its config; `dit` and `dit_config` are the high-noise expert's (high_noise_model/ or transformer/).
   std::string dit_low_noise;
   nlohmann::json dit_low_noise_config;
+  // Two experts in the diffusers layout: model_index.json's boundary_ratio (WanPipeline /
+  // WanImageToVideoPipeline switch experts at t >= boundary_ratio x 1000); none when absent there.
+  std::optional<double> boundary_ratio;
   std::string vae;        // Wan2.1_VAE.pth / .safetensors, or vae/diffusion_pytorch_model.safetensors
   std::string t5;         // models_t5_umt5-xxl-enc-bf16.pth / .safetensors, or text_encoder/ (file or index)
   std::string tokenizer;  // the directory holding spiece.model
