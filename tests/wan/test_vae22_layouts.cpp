@@ -8,7 +8,11 @@
 #include <set>
 
 #include <cmath>
+#include "io/checkpoint.h"
+#include "models/wan/bench.h"
 #include "models/wan/checkpoint_keys.h"
+#include "pipeline/bench.h"
+#include "pipeline/scratch.h"
 #include "models/wan/t2v_load.h"
 #include "models/wan/vae22.h"
 #include "translate/keymap.h"
@@ -140,4 +144,30 @@ TEST(Wan22VaeLayouts, ForeignTensorsAreNamed) {
   EXPECT_NE(e.find("tensors the Wan 2.2 VAE (diffusers layout)"), std::string::npos) << e;
   EXPECT_NE(e.find("encoder.down_blocks.0.resnets.1.conv1.weight"), std::string::npos) << e;
   EXPECT_NE(e.find("decoder.up_blocks.0.resnets.2.conv1.weight"), std::string::npos) << e;
+}
+
+// `vidax bench --vae FILE` with the Wan 2.2 VAE: the decode runs on the file's weights in diffusers'
+// names (the tiny TI2V golden's VAE renamed), not on a Wan 2.1 component's.
+TEST(Wan22VaeLayouts, BenchDecodesADiffusersVaeFile) {
+  const std::string g = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan22_ti2v_tiny/Wan2.2_VAE.safetensors";
+  const Wan22VAEConfig tiny = Wan22VAEConfig::from_json(
+      nlohmann::json::parse(R"({"dim": 4, "dec_dim": 6, "z_dim": 48})"));  // the tiny demo's VAE
+  const auto map = translate::wan::vae22_keymap("diffusers", tiny.dim_mult.size(), tiny.num_res_blocks);
+  io::Checkpoint ck = io::Checkpoint::open(g);
+  std::map<std::string, Tensor> renamed;
+  for (const auto& name : ck.names()) {
+    auto r = translate::resolve(map, name);
+    ASSERT_TRUE(r) << name;
+    renamed[r->keys.front()] = ck.get(name);
+  }
+  const std::string file = (vidax::test::scratch_dir("wan22_bench_vae") / "vae.safetensors").string();
+  io::save_safetensors(file, renamed);
+  pipeline::BenchOptions o;
+  o.model = "wan2.2-ti2v-tiny-demo";
+  o.steps = 0;
+  o.frames = 5, o.height = 64, o.width = 64;
+  o.vae_file = file;
+  const nlohmann::json r = run_bench(o, [](const std::string&) {});
+  EXPECT_EQ(r.at("vae_weights"), file);
+  EXPECT_GT(r.at("vae_seconds").get<double>(), 0.0);
 }

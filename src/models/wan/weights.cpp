@@ -197,8 +197,6 @@ nlohmann::json single_file_config(const std::string& path, const translate::Comp
   return config;
 }
 
-namespace {
-// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none.
 json vae22_file_config(const std::string& path) {
   auto src = translate::CheckpointSource::open(path);
   const auto meta = src->metadata();
@@ -208,7 +206,6 @@ json vae22_file_config(const std::string& path) {
   VIDAX_CHECK(!c.is_discarded(), "--vae " << path << ": its metadata's \"config\" is not JSON");
   return c;
 }
-}  // namespace
 
 WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const pipeline::PartFiles& over) {
   const fs::path dir(dir_str);

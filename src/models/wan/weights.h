@@ -53,6 +53,9 @@ std::string detect_model(const std::string& dir, const pipeline::PartFiles& over
 // Checks that `path` (given with `flag`) holds the part `want` (the Wan DiT, VAE or UMT5
 // encoder, in any layout their key maps know) and returns its config: the file's __metadata__
 // config, else what its shapes say. Throws naming the flag, the file and what it looks like.
+// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none (the
+// Wan 2.2 VAE is no translator component: load_vae22 checks its names as it loads).
+nlohmann::json vae22_file_config(const std::string& path);
 nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag);
 
 // The single files of `over` on their own, each checked by single_file_config (as find_weights
