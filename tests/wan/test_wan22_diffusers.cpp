@@ -267,3 +267,22 @@ TEST(Wan22Diffusers, I2VA14BBoundaryRatioFromModelIndex) {
     EXPECT_NE(std::string(e.what()).find("boundary_ratio \"0.9\" is not a number"), std::string::npos) << e.what();
   }
 }
+
+// Discovery from the configs alone (the published diffusers repos' transformer configs): a
+// 48-channel DiT is TI2V-5B, two 36-channel experts without image_dim I2V-A14B, two 16-channel
+// ones T2V-A14B.
+TEST(Wan22Diffusers, PublishedFoldersAreDetected) {
+  auto folder = [](const std::string& name, int64_t heads, int64_t layers, int64_t in, int64_t out, bool experts) {
+    const fs::path d = vidax::test::scratch_dir(name);
+    json c = {{"_class_name", "WanTransformer3DModel"}, {"num_attention_heads", heads}, {"attention_head_dim", 128},
+              {"num_layers", layers}, {"in_channels", in}, {"out_channels", out}, {"image_dim", nullptr},
+              {"ffn_dim", heads == 24 ? 14336 : 13824}, {"text_dim", 4096}, {"freq_dim", 256}};
+    write_json(d / "model_index.json", {{"_class_name", "WanPipeline"}});
+    write_json(d / "transformer/config.json", c);
+    if (experts) write_json(d / "transformer_2/config.json", c);
+    return d.string();
+  };
+  EXPECT_EQ(wan::detect_model(folder("detect_ti2v", 24, 30, 48, 48, false)), "wan2.2-ti2v-5b");
+  EXPECT_EQ(wan::detect_model(folder("detect_i2v_a14b", 40, 40, 36, 16, true)), "wan2.2-i2v-a14b");
+  EXPECT_EQ(wan::detect_model(folder("detect_t2v_a14b", 40, 40, 16, 16, true)), "wan2.2-t2v-a14b");
+}
