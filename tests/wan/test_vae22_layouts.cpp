@@ -5,6 +5,7 @@
 // must build the same tensors from either file, and the same video from them.
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
 
 #include <cmath>
@@ -170,4 +171,35 @@ TEST(Wan22VaeLayouts, BenchDecodesADiffusersVaeFile) {
   const nlohmann::json r = run_bench(o, [](const std::string&) {});
   EXPECT_EQ(r.at("vae_weights"), file);
   EXPECT_GT(r.at("vae_seconds").get<double>(), 0.0);
+}
+
+// The published TI2V-5B VAE's diffusers key list (names and shapes of AutoencoderKLWan with the
+// published config, tools/golden/wan22_vae_pairs.py): the map of the default config puts every
+// official parameter on exactly one of its keys, of the same shape, and leaves none over.
+TEST(Wan22VaeLayouts, PublishedDiffusersKeyListIsCoveredExactly) {
+  std::ifstream in(std::string(VIDAX_TEST_DATA_DIR) + "/translate/data/wan2.2_vae.diffusers.txt");
+  ASSERT_TRUE(in.good());
+  std::map<std::string, Shape> listed;
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    const size_t t1 = line.find('\t'), t2 = line.find('\t', t1 + 1);
+    ASSERT_NE(t2, std::string::npos) << line;
+    Shape s;
+    for (const auto& d : nlohmann::json::parse(line.substr(t2 + 1))) s.push_back(d.get<int64_t>());
+    listed[line.substr(0, t1)] = s;
+  }
+  const Wan22VAEConfig cfg;
+  const auto map = translate::wan::vae22_keymap("diffusers", cfg.dim_mult.size(), cfg.num_res_blocks);
+  const auto shapes = Wan22VAE::parameter_shapes(cfg);
+  std::set<std::string> used;
+  for (const auto& [name, shape] : shapes) {
+    auto r = translate::resolve(map, name);
+    ASSERT_TRUE(r && r->keys.size() == 1) << name;
+    auto it = listed.find(r->keys.front());
+    ASSERT_NE(it, listed.end()) << name << " <- " << r->keys.front();
+    EXPECT_EQ(it->second, shape) << name;
+    used.insert(it->first);
+  }
+  EXPECT_EQ(used.size(), listed.size());
+  EXPECT_EQ(listed.size(), 196u);
 }

@@ -6,6 +6,9 @@ translator's diffusers map for it is checked on values and not only on names and
                                          state_dict, torch.save (as Wan2.2_VAE.pth)
   wan22_pair_vae.diffusers.safetensors   the same weights in diffusers' AutoencoderKLWan (is_residual)
                                          names, its config in the metadata ("config")
+  wan2.2_vae.diffusers.txt               the names and shapes of the published TI2V-5B VAE in
+                                         diffusers' layout (AutoencoderKLWan of the published config,
+                                         built on the meta device: no values)
 
 diffusers' scripts/convert_wan_to_diffusers.py is not available here, so this script renames the
 keys by diffusers' module structure and then checks the renaming on the models themselves: the
@@ -111,6 +114,23 @@ def main():
               {"config": json.dumps(DIFFUSERS), "generator": "tools/golden/wan22_vae_pairs.py"})
     for p in (pth, st):
         print(f"wrote {p} ({os.path.getsize(p)} bytes)")
+
+    # The published structure's key list (names, shapes), as the Wan 2.1 lists in this folder.
+    published = dict(DIFFUSERS, base_dim=160, decoder_base_dim=256, z_dim=48)
+    with torch.device("meta"):
+        big = AutoencoderKLWan(**published)
+    sd = big.state_dict()
+    txt = os.path.join(OUT, "wan2.2_vae.diffusers.txt")
+    with open(txt, "w") as f:
+        f.write("# Wan 2.2 VAE, layout diffusers (AutoencoderKLWan state_dict, is_residual)\n")
+        f.write(f"# config: {json.dumps(published)}\n")
+        import diffusers
+        f.write(f"# torch {torch.__version__}, diffusers {diffusers.__version__}\n")
+        f.write(f"# tensors: {len(sd)}\n")
+        f.write(f"# parameters: {sum(v.numel() for v in sd.values())}\n")
+        for k in sorted(sd):
+            f.write(f"{k}\tF32\t[{','.join(str(d) for d in sd[k].shape)}]\n")
+    print(f"wrote {txt}")
 
 
 if __name__ == "__main__":
