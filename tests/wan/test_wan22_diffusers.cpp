@@ -147,23 +147,28 @@ TEST(Wan22Diffusers, TI2VFolderGivesTheOfficialResults) {
   EXPECT_LT(e_vid, 1e-5);
 }
 
-// The Wan 2.2 VAE as a single --vae file in diffusers' names, next to an original-layout folder.
+// The Wan 2.2 VAE as a single --vae file in diffusers' names, and in the original names (as
+// ComfyUI's repackaged wan2.2_vae.safetensors), next to an original-layout folder.
 TEST(Wan22Diffusers, TI2VWithASingleDiffusersVaeFile) {
   const fs::path d = write_ti2v_diffusers("wan22_ti2v_diffusers_vae_file");
   const std::string g = kPipelines + "wan22_ti2v_tiny";
-  pipeline::LoadOptions lo;
-  lo.weights_dir = g;
-  lo.files.vae = (d / "vae/diffusion_pytorch_model.safetensors").string();
-  lo.precision = "fp32";
-  wan::LoadedT2V m = wan::load_t2v(lo);
-  EXPECT_TRUE(m.files.vae_single);
-  io::Checkpoint gold = io::Checkpoint::open(kPipelines + "wan22_ti2v_tiny.safetensors");
-  const json cfg = json::parse(gold.metadata().at("config"));
-  const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
-  pipeline::Result res = pipeline::run_generation(m.parts, r);
-  const double e_vid = vidax::test::rel_l2(gold.get("output.video"), res.video);
-  std::printf("TI2V with a diffusers --vae file: video rel_l2 %.3g vs the official golden\n", e_vid);
-  EXPECT_LT(e_vid, 1e-5);
+  const fs::path original = d / "wan2.2_vae.safetensors";
+  fs::copy_file(g + "/Wan2.2_VAE.safetensors", original, fs::copy_options::overwrite_existing);
+  for (const fs::path& file : {d / "vae/diffusion_pytorch_model.safetensors", original}) {
+    pipeline::LoadOptions lo;
+    lo.weights_dir = g;
+    lo.files.vae = file.string();
+    lo.precision = "fp32";
+    wan::LoadedT2V m = wan::load_t2v(lo);
+    EXPECT_TRUE(m.files.vae_single);
+    io::Checkpoint gold = io::Checkpoint::open(kPipelines + "wan22_ti2v_tiny.safetensors");
+    const json cfg = json::parse(gold.metadata().at("config"));
+    const pipeline::Request r = pipeline::request_from_json(cfg, m.preset.variant.defaults.negative_prompt);
+    pipeline::Result res = pipeline::run_generation(m.parts, r);
+    const double e_vid = vidax::test::rel_l2(gold.get("output.video"), res.video);
+    std::printf("TI2V with --vae %s: video rel_l2 %.3g vs the official golden\n", file.filename().c_str(), e_vid);
+    EXPECT_LT(e_vid, 1e-5);
+  }
 }
 
 namespace {
