@@ -3,12 +3,15 @@
 // CLIP; against the official generate() on tiny weights (tools/golden/wan22_pipeline.py i2v_a14b).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
 #include "io/checkpoint.h"
 #include "io/video.h"
+#include "models/wan/checkpoint_keys.h"
 #include "models/wan/demo_weights.h"
+#include "models/wan/family.h"
 #include "models/wan/t2v_load.h"
 #include "models/wan/weights.h"
 #include "pipeline/generate.h"
@@ -137,4 +140,36 @@ TEST(Wan22I2V, DetectedFromTheExpertFolders) {
   EXPECT_EQ(p.variant.defaults.guidance_scales, (std::vector<double>{3.5, 3.5}));
   EXPECT_EQ(p.variant.defaults.shift, 5.0);
   EXPECT_TRUE(preset("wan2.1-i2v-14b-480p").uses_clip());
+}
+
+// The memory plan of I2V-A14B: the Wan 2.1 VAE's encoder half (its parameter count, fp32) resident
+// with the VAE in every phase, and a first phase that encodes the conditioning frames with
+// everything loaded; T2V-A14B (the same experts, no image) has neither.
+TEST(Wan22I2V, MemoryPlanCountsTheVaeEncoder) {
+  Request r;
+  r.frames = 81, r.height = 720, r.width = 1280;
+  const MemoryPlan i2v = family().memory_plan("wan2.2-i2v-a14b", r, "bf16");
+  const MemoryPlan t2v = family().memory_plan("wan2.2-t2v-a14b", r, "bf16");
+  double enc = 0;
+  for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig{}).params)
+    if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
+      enc += 4.0 * static_cast<double>(shape_numel(info.shape));
+  ASSERT_GT(enc, 0.0);
+  auto index_of = [](const MemoryPlan& m, const std::string& what) {
+    for (size_t i = 0; i < m.items.size(); ++i)
+      if (m.items[i].what == what) return static_cast<int>(i);
+    return -1;
+  };
+  const int w = index_of(i2v, "VAE encoder weights");
+  const int a = index_of(i2v, "VAE encode activations (the conditioning frames)");
+  ASSERT_GE(w, 0);
+  ASSERT_GE(a, 0);
+  EXPECT_DOUBLE_EQ(i2v.items[static_cast<size_t>(w)].bytes, enc);
+  EXPECT_GT(i2v.items[static_cast<size_t>(a)].bytes, 0.0);
+  EXPECT_EQ(index_of(t2v, "VAE encoder weights"), -1);
+  ASSERT_EQ(i2v.phases.size(), t2v.phases.size() + 1);
+  for (const auto& ph : i2v.phases) EXPECT_NE(std::find(ph.begin(), ph.end(), static_cast<size_t>(w)), ph.end());
+  EXPECT_NE(std::find(i2v.phases.front().begin(), i2v.phases.front().end(), static_cast<size_t>(a)),
+            i2v.phases.front().end());
+  EXPECT_GE(i2v.peak_bytes(), t2v.peak_bytes() + enc);
 }

@@ -637,7 +637,12 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   // VAE decode of the video's latent (fp32, the reference's dtype).
   if (opt.vae || !opt.vae_file.empty()) {
     const bool vae_file = !opt.vae_file.empty();
-    const json vae_json = vae_file ? single_file_config(opt.vae_file, translate::wan::vae_component(), "--vae") : preset.vae;
+    json vae_json = preset.vae;
+    if (vae_file && vae22) {  // the file's stored config, else the preset's; names checked by load_vae22
+      if (json c = vae22_file_config(opt.vae_file); !c.is_null()) vae_json = c;
+    } else if (vae_file) {
+      vae_json = single_file_config(opt.vae_file, translate::wan::vae_component(), "--vae");
+    }
     VIDAX_CHECK(opt.vae_tile == 0 || !vae22, "bench: --vae-tile " << opt.vae_tile << ": the Wan 2.2 VAE decodes whole "
                                                                      "frames only (tiling is implemented for the Wan 2.1 VAE)");
     const std::optional<VaeTiling> tiling =
@@ -652,9 +657,17 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
         vae_bytes += 4.0 * static_cast<double>(shape_numel(shape));
     }
     std::map<std::string, Tensor> vae_weights;
+    std::shared_ptr<Wan22VAE> vae22_from_file;
     if (vae_file) {
       log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": " + opt.vae_file);
-      vae_weights = translate_part(opt.vae_file, translate::wan::vae_component(), vae_json);
+      if (vae22) {  // original or diffusers names (load_vae22), the decoder half
+        WeightFiles f;
+        f.root = f.vae = opt.vae_file;
+        f.vae_single = true;
+        vae22_from_file = load_vae22(f, Wan22VAEConfig::from_json(vae_json), 0, /*with_encoder=*/false);
+      } else {
+        vae_weights = translate_part(opt.vae_file, translate::wan::vae_component(), vae_json);
+      }
     } else {
       log(std::string(vae22 ? "Wan 2.2 VAE" : "VAE") + ": random fp32 decoder weights (" + std::to_string(gb(vae_bytes)) +
           " GB)");
@@ -671,8 +684,9 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     };
     std::function<Tensor(const Tensor&)> decode;
     if (vae22) {
-      auto v = std::make_shared<Wan22VAE>(Wan22VAEConfig::from_json(vae_json), random_vae_param,
-                                          WanVAEParts{false, true}, DType::F32);
+      auto v = vae22_from_file ? vae22_from_file
+                               : std::make_shared<Wan22VAE>(Wan22VAEConfig::from_json(vae_json), random_vae_param,
+                                                            WanVAEParts{false, true}, DType::F32);
       decode = [v](const Tensor& z) { return v->decode(z); };
     } else {
       auto v = std::make_shared<WanVAE>(WanVAEConfig::from_json(vae_json), random_vae_param, WanVAEParts{false, true},

@@ -112,7 +112,12 @@ DitConfig DitConfig::from_json(const Json& j) {
     c.text_len = 512;  // WanPipeline pads prompts to max_sequence_length = 512; I2V splits the context at 512
     const bool image = has(j, "image_dim") && !j["image_dim"].is_null();
     const bool flf = has(j, "pos_embed_seq_len") && !j["pos_embed_seq_len"].is_null();
-    c.model_type = flf ? "flf2v" : image ? "i2v" : "t2v";
+    // Without image_dim the class has no image branch; two Wan 2.2 models are told by their
+    // channels, as their original config.json names them: I2V-A14B's 'i2v' takes y on the input
+    // (16 + 4 + 16 = 36 channels in, 16 out), TI2V-5B's 'ti2v' the Wan 2.2 VAE's 48-channel latent
+    // (its pipeline passes per-token timesteps, WanPipeline's expand_timesteps).
+    c.model_type = flf ? "flf2v" : image ? "i2v" : c.in_dim == 36 && c.out_dim == 16 ? "i2v"
+                                                 : c.in_dim == 48 && c.out_dim == 48 ? "ti2v" : "t2v";
     read_patch(c);
     // WanVACETransformer3DModel: vace_layers (default 0, 5, .., 35) and vace_in_channels (96).
     const bool vace = (has(j, "_class_name") && j["_class_name"] == "WanVACETransformer3DModel") ||
@@ -481,6 +486,49 @@ KeyMap vae_keymap(const std::string& layout, const VaeConfig& c) {
                  up + "upsamplers.0.", kVaeResample);
   }
   return m;
+}
+
+KeyMap vae22_keymap(const std::string& layout, size_t levels, int64_t num_res_blocks) {
+  if (layout == "original") return original_identity();
+  VIDAX_CHECK(layout == "diffusers", "wan2.2-vae: unknown layout '" << layout << "' (original, diffusers)");
+  VIDAX_CHECK(levels >= 1 && num_res_blocks >= 1,
+              "wan2.2-vae: " << levels << " levels of " << num_res_blocks << " residual blocks is no Wan 2.2 VAE");
+  KeyMap m{"diffusers", {}};
+  auto& r = m.rules;
+  // What the two VAEs share: the outer convs, the middle blocks, the heads.
+  r.push_back(key_rule("encoder.conv1.{p}", "encoder.conv_in.{p}"));
+  r.push_back(key_rule("decoder.conv1.{p}", "decoder.conv_in.{p}"));
+  r.push_back(key_rule("conv1.{p}", "quant_conv.{p}"));
+  r.push_back(key_rule("conv2.{p}", "post_quant_conv.{p}"));
+  for (const std::string part : {"encoder", "decoder"}) {
+    add_nested(r, part + ".middle.0.", part + ".mid_block.resnets.0.", kVaeResidual);
+    add_nested(r, part + ".middle.1.", part + ".mid_block.attentions.0.", kVaeAttention);
+    add_nested(r, part + ".middle.2.", part + ".mid_block.resnets.1.", kVaeResidual);
+    r.push_back(key_rule(part + ".head.0.gamma", part + ".norm_out.gamma"));
+    r.push_back(key_rule(part + ".head.2.{p}", part + ".conv_out.{p}"));
+  }
+  // Each level is a nested Sequential (Down_ResidualBlock / Up_ResidualBlock): its residual blocks
+  // (R in the encoder, R + 1 in the decoder), then its resample (none in the encoder's last level;
+  // the decoder's last has none either, the map's rule then simply matches nothing).
+  for (size_t lvl = 0; lvl < levels; ++lvl) {
+    const std::string l = std::to_string(lvl);
+    const std::string enc = "encoder.downsamples." + l + ".downsamples.", dec = "decoder.upsamples." + l + ".upsamples.";
+    for (int64_t j = 0; j < num_res_blocks; ++j)
+      add_nested(r, enc + std::to_string(j) + ".", "encoder.down_blocks." + l + ".resnets." + std::to_string(j) + ".",
+                 kVaeResidual);
+    add_nested(r, enc + std::to_string(num_res_blocks) + ".", "encoder.down_blocks." + l + ".downsampler.", kVaeResample);
+    for (int64_t j = 0; j <= num_res_blocks; ++j)
+      add_nested(r, dec + std::to_string(j) + ".", "decoder.up_blocks." + l + ".resnets." + std::to_string(j) + ".",
+                 kVaeResidual);
+    add_nested(r, dec + std::to_string(num_res_blocks + 1) + ".", "decoder.up_blocks." + l + ".upsampler.", kVaeResample);
+  }
+  return m;
+}
+
+std::string vae22_layout_of(const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if (n.rfind("encoder.conv_in.", 0) == 0 || n.rfind("decoder.conv_in.", 0) == 0) return "diffusers";
+  return "original";
 }
 
 // ===========================================================================

@@ -66,6 +66,13 @@ ParamSpec vae_params(const VaeConfig& c);
 
 KeyMap dit_keymap(const std::string& layout);
 KeyMap vae_keymap(const std::string& layout, const VaeConfig& c);
+// The Wan 2.2 VAE (vae2_2.py's WanVAE_, 48 channels) of `levels` = len(dim_mult) levels of
+// `num_res_blocks` residual blocks: "original" (Wan2.2_VAE.pth and ComfyUI's repackaged
+// wan2.2_vae.safetensors, the same names) or "diffusers" (AutoencoderKLWan with is_residual:
+// down_blocks.{i}.resnets / .downsampler, up_blocks.{i}.resnets / .upsampler).
+KeyMap vae22_keymap(const std::string& layout, size_t levels, int64_t num_res_blocks);
+// "diffusers" when the names are AutoencoderKLWan's (conv_in of either half), else "original".
+std::string vae22_layout_of(const std::vector<std::string>& names);
 
 const Component& dit_component();   // "wan2.1-dit"
 const Component& vae_component();          // "wan2.1-vae"

@@ -142,12 +142,17 @@ class WanFamily final : public pipeline::Family {
     // Image-to-video: the CLIP (freed once the images are encoded, unless kept), the VAE's encoder
     // half (part of the VAE, resident with it) and the encode of the conditioning frames (whole
     // frames, as the decode's activations). A first phase encodes the images with everything loaded.
-    if (p.uses_clip()) {  // Wan 2.2 I2V-A14B (no CLIP): its VAE encoder is not in the plan yet
-      const double clip_params = static_cast<double>(clip_visual_params(ClipVisionConfig::from_json(p.clip)).parameter_count());
-      double vae_encoder_params = 0;
+    // The Wan 2.1 VAE's encoder half (encoder.*, conv1.*), in parameters.
+    auto wan21_vae_encoder_params = [&p] {
+      double n = 0;
       for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
         if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
-          vae_encoder_params += static_cast<double>(shape_numel(info.shape));
+          n += static_cast<double>(shape_numel(info.shape));
+      return n;
+    };
+    if (p.uses_clip()) {
+      const double clip_params = static_cast<double>(clip_visual_params(ClipVisionConfig::from_json(p.clip)).parameter_count());
+      const double vae_encoder_params = wan21_vae_encoder_params();
       pipeline::Request whole = r;
       whole.vae_tile = 0;
       const size_t clip_i = m.items.size();
@@ -163,13 +168,25 @@ class WanFamily final : public pipeline::Family {
       }
       m.phases.insert(m.phases.begin(), encode);
     }
+    // Wan 2.2 I2V-A14B (an image task without CLIP): the Wan 2.1 VAE's encoder half (resident with
+    // the VAE) and the encode of the conditioning video ([image, zeros], whole frames, as
+    // WanI2V.generate encodes it), in a first phase with everything loaded.
+    if (!p.image_task().empty() && !p.uses_clip() && p.vae_version == "wan2.1") {
+      pipeline::Request whole = r;
+      whole.vae_tile = 0;
+      const size_t enc_i = m.items.size();
+      m.items.push_back({"VAE encoder weights", 4.0 * wan21_vae_encoder_params(), MemoryKind::WeightsResident});
+      m.items.push_back({"VAE encode activations (the conditioning frames)", vae_decode_activation_bytes(vae, whole),
+                         MemoryKind::Vae});
+      std::vector<size_t> encode = m.phases.front();
+      encode.insert(encode.end(), {enc_i, enc_i + 1});
+      for (auto& ph : m.phases) ph.push_back(enc_i);
+      m.phases.insert(m.phases.begin(), encode);
+    }
     // VACE: the VAE's encoder half (resident with the VAE) and the encode of the control video
     // (its inactive and reactive halves in turn, whole frames), in a first phase with everything loaded.
     if (dit.is_vace() && p.vae_version == "wan2.1") {
-      double vae_encoder_params = 0;
-      for (const auto& info : translate::wan::vae_params(translate::wan::VaeConfig::from_json(p.vae)).params)
-        if (info.name.rfind("encoder.", 0) == 0 || info.name.rfind("conv1.", 0) == 0)
-          vae_encoder_params += static_cast<double>(shape_numel(info.shape));
+      const double vae_encoder_params = wan21_vae_encoder_params();
       pipeline::Request whole = r;
       whole.vae_tile = 0;
       const size_t enc_i = m.items.size();

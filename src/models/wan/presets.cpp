@@ -35,7 +35,9 @@ const std::string& wan21_flf2v_negative_prompt() {
 
 std::string Preset::image_task() const {
   if (!dit.is_object()) return "";
-  const std::string t = dit.value("model_type", std::string("t2v"));
+  // diffusers' WanTransformer3DModel config has no model_type: its parser tells it (image_dim, channels).
+  const std::string t = translate::wan::is_diffusers_dit_config(dit) ? translate::wan::DitConfig::from_json(dit).model_type
+                                                                     : dit.value("model_type", std::string("t2v"));
   return t == "i2v" || t == "flf2v" ? t : "";
 }
 

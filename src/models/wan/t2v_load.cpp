@@ -28,6 +28,7 @@
 #include "text/t5_tokenizer.h"
 #include "text/wan_text_encoder.h"
 #include "translate/component.h"
+#include "translate/keymap.h"
 #include "translate/source.h"
 #include "models/wan/checkpoint_keys.h"
 #include "text/umt5_keys.h"
@@ -201,26 +202,48 @@ void attach_experts(pipeline::Parts& p, const Preset::Experts& e, const ExpertPa
   };
 }
 
-// The Wan 2.2 VAE from the original checkpoint (Wan2.2_VAE.pth, official state_dict names; the
-// published file holds both halves): its decoder, and its encoder when `encoder` (TI2V's image
+}  // namespace
+
+// The Wan 2.2 VAE from its checkpoint: the original names (Wan2.2_VAE.pth, ComfyUI's repackaged
+// wan2.2_vae.safetensors) or diffusers' (vae/ of a diffusers TI2V-5B folder, AutoencoderKLWan with
+// is_residual, or such a single --vae file), told apart by the names, renamed through
+// translate::wan::vae22_keymap. Its decoder, and its encoder when `with_encoder` (TI2V's image
 // branch); strict, every tensor either the decoder's or the encoder's half, none unknown.
 std::shared_ptr<Wan22VAE> load_vae22(const WeightFiles& f, const Wan22VAEConfig& cfg, int64_t vae_tile, bool with_encoder) {
   VIDAX_CHECK(vae_tile == 0, "--vae-tile " << vae_tile << ": the Wan 2.2 VAE (TI2V-5B) decodes whole frames only (tiling "
                                            "is implemented for the Wan 2.1 VAE); leave --vae-tile out");
-  VIDAX_CHECK(f.layout != "diffusers" || f.vae_single,
-              f.root << ": the Wan 2.2 VAE in the diffusers layout (vae/, AutoencoderKLWan with is_residual) has no key map "
-                        "yet; use the original checkpoint (Wan2.2_VAE.pth of Wan-AI/Wan2.2-TI2V-5B)");
   auto src = translate::CheckpointSource::open(f.vae);
+  const std::string layout = translate::wan::vae22_layout_of(src->names());
+  // stored key -> engine (official) name, over every parameter of both halves.
+  std::map<std::string, std::string> engine_name;
+  if (layout != "original") {
+    const translate::KeyMap map = translate::wan::vae22_keymap(layout, cfg.dim_mult.size(), cfg.num_res_blocks);
+    for (const auto& [name, shape] : Wan22VAE::parameter_shapes(cfg)) {
+      auto r = translate::resolve(map, name);
+      VIDAX_CHECK(r && r->keys.size() == 1, "wan2.2-vae: no " << layout << " key for " << name);
+      engine_name.emplace(r->keys.front(), name);
+    }
+  }
   std::map<std::string, Tensor> weights;
   std::ostringstream unknown;
-  for (const auto& name : src->names()) {
+  for (const auto& key : src->names()) {
+    std::string name = key;
+    if (layout != "original") {
+      auto it = engine_name.find(key);
+      if (it == engine_name.end()) {
+        unknown << "\n  " << key;
+        continue;
+      }
+      name = it->second;
+    }
     const bool decoder = name.rfind("decoder.", 0) == 0 || name.rfind("conv2.", 0) == 0;
     const bool encoder = name.rfind("encoder.", 0) == 0 || name.rfind("conv1.", 0) == 0;
-    if (decoder || (encoder && with_encoder)) weights.emplace(name, src->get(name));
-    else if (!encoder) unknown << "\n  " << name;
+    if (decoder || (encoder && with_encoder)) weights.emplace(name, src->get(key));
+    else if (!encoder) unknown << "\n  " << key;
   }
-  VIDAX_CHECK(unknown.str().empty(), f.vae << ": tensors the Wan 2.2 VAE does not have (is this the Wan 2.2 VAE, "
-                                              "Wan2.2_VAE.pth?):" << unknown.str());
+  VIDAX_CHECK(unknown.str().empty(), f.vae << ": tensors the Wan 2.2 VAE (" << layout << " layout) of this config does "
+                                              "not have (is this the Wan 2.2 VAE, Wan2.2_VAE.pth or diffusers' "
+                                              "AutoencoderKLWan with is_residual?):" << unknown.str());
   auto vae = std::make_shared<Wan22VAE>(
       cfg,
       [&weights, path = f.vae](const std::string& name) {
@@ -236,6 +259,8 @@ std::shared_ptr<Wan22VAE> load_vae22(const WeightFiles& f, const Wan22VAEConfig&
   VIDAX_CHECK(unused.str().empty(), f.vae << ": tensors the Wan 2.2 VAE of this config does not use:" << unused.str());
   return vae;
 }
+
+namespace {
 
 // textimage2video.py's per-token timesteps of an image run: (mask2[0][0][:, ::2, ::2] * t).flatten(),
 // i.e. 0 on the tokens of the first `fixed` latent frames (those the image fixes), t on the rest,
@@ -428,6 +453,8 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   }
   out.preset = resolve_preset(opt.weights_dir, opt.model, opt.files);
   out.files = find_weights(opt.weights_dir, out.preset, opt.files);
+  // A diffusers folder's own switch point (model_index.json) over the preset's.
+  if (out.files.boundary_ratio && out.preset.experts) out.preset.experts->boundary = *out.files.boundary_ratio;
   check_preset_matches(out.files, out.preset);
   out.precision = opt.precision.empty() ? out.preset.variant.defaults.precision : opt.precision;
   const Precision precision = parse_precision(out.precision);
@@ -446,7 +473,10 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   // concatenates y (y_only below); the preset keeps the checkpoint's own config.
   const bool y_only = image_task == "i2v" && !out.preset.uses_clip();
   auto engine_dit_json = [y_only](json j) {
-    if (y_only && j.is_object()) j["model_type"] = "t2v";
+    if (!y_only || !j.is_object()) return j;
+    // diffusers' spelling has no model_type (its in_channels say 'i2v'): the WanModel args first.
+    if (translate::wan::is_diffusers_dit_config(j)) j = translate::wan::DitConfig::from_json(j).to_json();
+    j["model_type"] = "t2v";
     return j;
   };
   const json dit_engine = engine_dit_json(out.preset.dit);

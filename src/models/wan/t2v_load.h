@@ -5,11 +5,13 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "models/wan/dit.h"
 #include "models/wan/presets.h"
+#include "models/wan/vae22.h"
 #include "models/wan/weights.h"
 #include "pipeline/family.h"
 
@@ -50,6 +52,11 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt);
 // parameter filled, shapes checked): engine name -> tensor; *layout (when given) the layout found.
 std::map<std::string, Tensor> translate_part(const std::string& path, const translate::Component& comp,
                                              const nlohmann::json& config, std::string* layout = nullptr);
+
+// The Wan 2.2 VAE of f.vae (original names, or diffusers' AutoencoderKLWan with is_residual, told
+// apart by the names; strict): its decoder, and its encoder when `with_encoder`.
+std::shared_ptr<Wan22VAE> load_vae22(const WeightFiles& f, const Wan22VAEConfig& cfg, int64_t vae_tile,
+                                     bool with_encoder);
 
 // The DiT of `path` with its blocks streamed (--offload): the rest materialized now, each block
 // from the mapped file per use (dit.h StreamedBlocks). Strict as a resident load.

@@ -6,6 +6,7 @@
 #include "backend/ops.h"
 #include "core/host_memory.h"
 #include "models/wan/vae_blocks.h"
+#include <cmath>
 #include <set>
 
 namespace vidax::wan {
@@ -15,7 +16,61 @@ using namespace vae_blocks;
 // ============================================================================ config
 
 namespace {
+Wan22VAEConfig check_levels(const Wan22VAEConfig& c, const nlohmann::json& j);
+LatentScale latent_scale_constants();
+
+// diffusers' AutoencoderKLWan config (vae/config.json of a diffusers Wan2.2-TI2V-5B): its names,
+// its defaults for what is absent (base_dim 96, decoder_base_dim = base_dim, z_dim 16, ...), and
+// what makes it the Wan 2.2 VAE checked: is_residual, 12 channels in and out (patchify 2),
+// patch_size 2; latents_mean / latents_std, when given, must be the wrapper's constants the engine
+// uses, and the scale factors those of the levels.
+Wan22VAEConfig parse_diffusers_config(const nlohmann::json& j) {
+  static const std::set<std::string> known{
+      "_class_name",    "_diffusers_version", "_name_or_path", "base_dim",    "decoder_base_dim", "z_dim",
+      "dim_mult",       "num_res_blocks",     "attn_scales",   "temperal_downsample", "dropout", "latents_mean",
+      "latents_std",    "is_residual",        "in_channels",   "out_channels", "patch_size", "scale_factor_temporal",
+      "scale_factor_spatial", "clip_output"};
+  for (const auto& [k, v] : j.items())
+    VIDAX_CHECK(known.count(k), "Wan 2.2 VAE config (diffusers AutoencoderKLWan): unknown field '" << k << "'");
+  if (j.contains("_class_name"))
+    VIDAX_CHECK(j.at("_class_name") == "AutoencoderKLWan", "Wan 2.2 VAE config: _class_name "
+                                                              << j.at("_class_name").dump() << ", not AutoencoderKLWan");
+  VIDAX_CHECK(j.value("is_residual", false), "Wan 2.2 VAE config: an AutoencoderKLWan without is_residual is the "
+                                             "Wan 2.1 VAE, not the Wan 2.2 one: " << j.dump());
+  for (const char* k : {"in_channels", "out_channels"})
+    VIDAX_CHECK(j.value(k, 3) == 12, "Wan 2.2 VAE config: " << k << " " << j.value(k, 3)
+                                                             << " (the Wan 2.2 VAE patchifies 3 channels into 12)");
+  VIDAX_CHECK(!j.contains("patch_size") || j.at("patch_size") == 2,
+              "Wan 2.2 VAE config: patch_size " << j.at("patch_size").dump() << " (the Wan 2.2 VAE's is 2)");
+  Wan22VAEConfig c;
+  c.dim = j.value("base_dim", int64_t{96});
+  c.dec_dim = j.contains("decoder_base_dim") && !j.at("decoder_base_dim").is_null() ? j.at("decoder_base_dim").get<int64_t>()
+                                                                                       : c.dim;
+  c.z_dim = j.value("z_dim", int64_t{16});
+  c.dim_mult = j.value("dim_mult", std::vector<int64_t>{1, 2, 4, 4});
+  c.num_res_blocks = j.value("num_res_blocks", int64_t{2});
+  c.attn_scales = j.value("attn_scales", std::vector<double>{});
+  c.temperal_downsample = j.value("temperal_downsample", std::vector<bool>{false, true, true});
+  c = check_levels(c, j);
+  for (const auto& [k, want] : {std::pair<const char*, int64_t>{"scale_factor_temporal", c.temporal_factor()},
+                                {"scale_factor_spatial", c.spatial_factor()}})
+    VIDAX_CHECK(!j.contains(k) || j.at(k).is_null() || j.at(k).get<int64_t>() == want,
+                "Wan 2.2 VAE config: " << k << " " << j.at(k).dump() << ", but its levels give " << want);
+  const LatentScale ref = latent_scale_constants();
+  for (const auto& [k, values] : {std::pair<const char*, const std::vector<float>*>{"latents_mean", &ref.mean},
+                                  {"latents_std", &ref.std}}) {
+    if (!j.contains(k)) continue;
+    const auto given = j.at(k).get<std::vector<double>>();
+    bool same = given.size() == values->size();
+    for (size_t i = 0; same && i < given.size(); ++i) same = std::fabs(given[i] - (*values)[i]) <= 1e-6;
+    VIDAX_CHECK(same, "Wan 2.2 VAE config: " << k << " differs from Wan2_2_VAE's constants, which the engine uses "
+                                                "(a VAE with other latent statistics is not supported)");
+  }
+  return c;
+}
+
 Wan22VAEConfig parse_config(const nlohmann::json& j) {
+  if (j.contains("_class_name") || j.contains("base_dim")) return parse_diffusers_config(j);
   static const std::set<std::string> known{"dim",         "dec_dim",  "z_dim",         "dim_mult",
                                            "num_res_blocks", "attn_scales", "temperal_downsample", "dropout"};
   for (const auto& [k, v] : j.items())
@@ -30,6 +85,10 @@ Wan22VAEConfig parse_config(const nlohmann::json& j) {
   c.num_res_blocks = j.value("num_res_blocks", c.num_res_blocks);
   c.attn_scales = j.value("attn_scales", c.attn_scales);
   c.temperal_downsample = j.value("temperal_downsample", c.temperal_downsample);
+  return check_levels(c, j);
+}
+
+Wan22VAEConfig check_levels(const Wan22VAEConfig& c, const nlohmann::json& j) {
   VIDAX_CHECK(c.dim > 0 && c.dec_dim > 0 && c.z_dim > 0 && c.num_res_blocks > 0,
               "Wan 2.2 VAE config: dim, dec_dim, z_dim, num_res_blocks must be positive: " << j.dump());
   VIDAX_CHECK(c.dim_mult.size() >= 2 && c.dim_mult.size() <= 4,
@@ -40,7 +99,7 @@ Wan22VAEConfig parse_config(const nlohmann::json& j) {
                                                                                   << " entries, found "
                                                                                   << c.temperal_downsample.size());
   VIDAX_CHECK(c.attn_scales.empty(), "Wan 2.2 VAE config: attn_scales must be empty (found "
-                                         << j.at("attn_scales").dump() << ")");
+                                         << nlohmann::json(c.attn_scales).dump() << ")");
   return c;
 }
 }  // namespace
@@ -73,7 +132,10 @@ int64_t Wan22VAEConfig::temporal_factor() const {
 
 int64_t Wan22VAEConfig::spatial_factor() const { return kPatch << (dim_mult.size() - 1); }
 
-LatentScale wan22_latent_scale() {
+LatentScale wan22_latent_scale() { return latent_scale_constants(); }
+
+namespace {
+LatentScale latent_scale_constants() {
   // wan/modules/vae2_2.py, class Wan2_2_VAE.
   return {{-0.2289f, -0.0052f, -0.1323f, -0.2339f, -0.2799f, 0.0174f, 0.1838f,  0.1557f,  -0.1382f, 0.0542f,
            0.2813f,  0.0891f,  0.1570f,  -0.0098f, 0.0375f,  -0.1825f, -0.2246f, -0.1207f, -0.0698f, 0.5109f,
@@ -86,6 +148,7 @@ LatentScale wan22_latent_scale() {
            0.6866f, 0.4093f, 0.5709f, 0.6065f, 0.6415f, 0.4944f, 0.5726f, 1.2042f, 0.5458f, 1.6887f,
            0.3971f, 1.0600f, 0.3943f, 0.5537f, 0.5444f, 0.4089f, 0.7468f, 0.7744f}};
 }
+}  // namespace
 
 // ============================================================================ patchify
 

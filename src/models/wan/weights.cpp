@@ -197,6 +197,16 @@ nlohmann::json single_file_config(const std::string& path, const translate::Comp
   return config;
 }
 
+json vae22_file_config(const std::string& path) {
+  auto src = translate::CheckpointSource::open(path);
+  const auto meta = src->metadata();
+  auto it = meta.find("config");
+  if (it == meta.end()) return json();
+  json c = json::parse(it->second, nullptr, /*allow_exceptions=*/false);
+  VIDAX_CHECK(!c.is_discarded(), "--vae " << path << ": its metadata's \"config\" is not JSON");
+  return c;
+}
+
 WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const pipeline::PartFiles& over) {
   const fs::path dir(dir_str);
   WeightFiles f;
@@ -233,6 +243,14 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
                                             "to transformer/ (the high-noise one)");
         f.dit_low_noise = safetensors_model(dir / "transformer_2", "diffusion_pytorch_model", "transformer_2");
         f.dit_low_noise_config = read_json_if_present(dir / "transformer_2" / "config.json");
+        const json index = read_json(dir / "model_index.json");
+        if (index.is_object() && index.contains("boundary_ratio") && !index["boundary_ratio"].is_null()) {
+          const json& b = index["boundary_ratio"];
+          VIDAX_CHECK(b.is_number() && b.get<double>() > 0.0 && b.get<double>() < 1.0,
+                      (dir / "model_index.json").string() << ": boundary_ratio " << b.dump()
+                                                          << " is not a number between 0 and 1");
+          f.boundary_ratio = b.get<double>();
+        }
       }
     }
     if (need_vae) {
@@ -297,7 +315,10 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   }
   if (!need_vae) {
     f.vae = part_file(over.vae, "--vae");
-    f.vae_config = single_file_config(f.vae, translate::wan::vae_component(), "--vae");
+    // The Wan 2.2 VAE is no translator component (its names are checked as it loads, load_vae22):
+    // its config is the file's own when it stores one, else the preset's.
+    f.vae_config = preset.vae_version == "wan2.2" ? vae22_file_config(f.vae)
+                                                  : single_file_config(f.vae, translate::wan::vae_component(), "--vae");
     f.vae_single = true;
     if (f.vidax_model.is_object()) f.vidax_model.erase("vae");
   }

@@ -21,6 +21,9 @@ struct WeightFiles {
   // and its config; `dit` and `dit_config` are the high-noise expert's (high_noise_model/ or transformer/).
   std::string dit_low_noise;
   nlohmann::json dit_low_noise_config;
+  // Two experts in the diffusers layout: model_index.json's boundary_ratio (WanPipeline /
+  // WanImageToVideoPipeline switch experts at t >= boundary_ratio x 1000); none when absent there.
+  std::optional<double> boundary_ratio;
   std::string vae;        // Wan2.1_VAE.pth / .safetensors, or vae/diffusion_pytorch_model.safetensors
   std::string t5;         // models_t5_umt5-xxl-enc-bf16.pth / .safetensors, or text_encoder/ (file or index)
   std::string tokenizer;  // the directory holding spiece.model
@@ -50,6 +53,9 @@ std::string detect_model(const std::string& dir, const pipeline::PartFiles& over
 // Checks that `path` (given with `flag`) holds the part `want` (the Wan DiT, VAE or UMT5
 // encoder, in any layout their key maps know) and returns its config: the file's __metadata__
 // config, else what its shapes say. Throws naming the flag, the file and what it looks like.
+// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none (the
+// Wan 2.2 VAE is no translator component: load_vae22 checks its names as it loads).
+nlohmann::json vae22_file_config(const std::string& path);
 nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag);
 
 // The single files of `over` on their own, each checked by single_file_config (as find_weights
