@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "pipeline/scratch.h"
+#include "diffusers_fixture.h"
 #include "test_diff.h"
 #include "io/checkpoint.h"
 #include "pipeline/generate.h"
@@ -21,28 +22,12 @@ namespace fs = std::filesystem;
 using namespace vidax;
 using nlohmann::json;
 
+using namespace vidax::test::wan_diffusers;
+
 namespace {
 
 const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan_pipeline_tiny";
 
-// Rewrites an original-layout file under the diffusers names of `map`.
-void write_renamed(const std::string& from, const translate::KeyMap& map, const fs::path& to) {
-  io::Checkpoint ck = io::Checkpoint::open(from);
-  std::map<std::string, Tensor> out;
-  for (const auto& name : ck.names()) {
-    auto rr = translate::resolve(map, name);
-    ASSERT_TRUE(rr.has_value()) << "no diffusers rule for " << name;
-    ASSERT_EQ(rr->rule->transform, translate::Transform::Identity) << name;
-    out[rr->keys.at(0)] = ck.get(name);
-  }
-  fs::create_directories(to.parent_path());
-  io::save_safetensors(to.string(), out);
-}
-
-void write_json(const fs::path& p, const json& j) {
-  fs::create_directories(p.parent_path());
-  std::ofstream(p) << j.dump(1);
-}
 
 
 // The tiny T2V golden's checkpoint written in the diffusers layout under `d`, with the DiT of
@@ -113,26 +98,9 @@ void write_diffusers_checkpoint(const fs::path& d, const std::string& dit_file, 
   write_renamed(dit_file, tw::dit_keymap("diffusers"), d / "transformer/diffusion_pytorch_model.safetensors");
   write_renamed(kGolden + "/Wan2.1_VAE.safetensors", tw::vae_keymap("diffusers", tw::VaeConfig::from_json(vae)),
                 d / "vae/diffusion_pytorch_model.safetensors");
-  write_renamed(kGolden + "/models_t5_umt5-xxl-enc-bf16.safetensors", translate::t5::t5_keymap("diffusers"),
-                d / "text_encoder/model.safetensors");
   write_json(d / "model_index.json", {{"_class_name", "WanPipeline"}});
   // The configs as diffusers / transformers spell them.
-  json transformer = {{"_class_name", "WanTransformer3DModel"},
-              {"patch_size", dit["patch_size"]},
-              {"num_attention_heads", dit["num_heads"]},
-              {"attention_head_dim", dit["dim"].get<int64_t>() / dit["num_heads"].get<int64_t>()},
-              {"in_channels", dit["in_dim"]},
-              {"out_channels", dit["out_dim"]},
-              {"text_dim", dit["text_dim"]},
-              {"freq_dim", dit["freq_dim"]},
-              {"ffn_dim", dit["ffn_dim"]},
-              {"num_layers", dit["num_layers"]},
-              {"cross_attn_norm", true},
-              {"qk_norm", "rms_norm_across_heads"},
-              {"eps", 1e-6},
-              {"image_dim", nullptr},
-              {"added_kv_proj_dim", nullptr},
-              {"rope_max_seq_len", 1024}};
+  json transformer = transformer_config(dit);
   transformer.update(extra);
   write_json(d / "transformer/config.json", transformer);
   write_json(d / "vae/config.json", {{"_class_name", "AutoencoderKLWan"},
@@ -143,21 +111,7 @@ void write_diffusers_checkpoint(const fs::path& d, const std::string& dit_file, 
                                      {"attn_scales", vae["attn_scales"]},
                                      {"temperal_downsample", vae["temperal_downsample"]},
                                      {"dropout", 0.0}});
-  write_json(d / "text_encoder/config.json",
-             {{"model_type", "umt5"},
-              {"vocab_size", t5["vocab"]},
-              {"d_model", t5["dim"]},
-              {"d_kv", t5["dim_attn"].get<int64_t>() / t5["num_heads"].get<int64_t>()},
-              {"d_ff", t5["dim_ffn"]},
-              {"num_heads", t5["num_heads"]},
-              {"num_layers", t5["num_layers"]},
-              {"relative_attention_num_buckets", t5["num_buckets"]},
-              {"relative_attention_max_distance", 128},
-              {"feed_forward_proj", "gated-gelu"},
-              {"layer_norm_epsilon", 1e-6}});
-  fs::create_directories(d / "tokenizer");
-  fs::copy_file(kGolden + "/google/umt5-xxl/spiece.model", d / "tokenizer/spiece.model",
-                fs::copy_options::overwrite_existing);
+  write_text_encoder(d, kGolden, t5);
 }
 
 }  // namespace
