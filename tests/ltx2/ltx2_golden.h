@@ -1,6 +1,7 @@
-// What the LTX-2 golden tests share (test_dit, test_video_vae, test_audio_vae, test_vocoder):
+// What the LTX-2 golden tests share (test_dit, test_video_vae, test_audio_vae, test_vocoder,
+// test_text_encoder, test_text_connector):
 // the golden files' folder, a file's parameters apart from its inputs and outputs, and the run of
-// a file through its kind with every row checked.
+// a file through its kind with every row checked, an error check.
 #pragma once
 #include <gtest/gtest.h>
 
@@ -58,6 +59,17 @@ inline parity::Report expect_golden_rows(const char* name, const char* precision
   }
   EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
   return rep;
+}
+
+// f() throws an error whose message holds `needle`.
+template <class F>
+void expect_error(F&& f, const std::string& needle) {
+  try {
+    f();
+    ADD_FAILURE() << "no error (expected one mentioning '" << needle << "')";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace vidax::test::ltx2

@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "models/ltx2/text_connector.h"
 #include "parity/parity.h"
+#include "ltx2_golden.h"
 #include "test_diff.h"
 #include "translate/inspect.h"
 
@@ -21,38 +22,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string golden(const char* name) {
-  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
-}
+using test::ltx2::expect_error;
+using test::ltx2::golden;
+using test::ltx2::max_abs_diff;
 
 void expect_golden(const char* name, int outputs) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = "fp32";
-  opt.rtol = 1e-5;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %s %-12s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, 1e-5) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, outputs);
+  EXPECT_EQ(test::ltx2::expect_golden_rows(name).compared, outputs);
 }
 
-struct Loaded {
-  io::Checkpoint file;
-  nlohmann::json config;
-  std::map<std::string, Tensor> params;
-};
 
-Loaded load(const char* name) {
-  Loaded l{io::Checkpoint::open(golden(name)), {}, {}};
-  l.config = nlohmann::json::parse(l.file.metadata().at("config"));
-  for (const std::string& n : l.file.names())
-    if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
-  return l;
-}
+
+using Loaded = test::ltx2::GoldenParams;
+Loaded load(const char* name) { return test::ltx2::load_golden(name); }
 
 // The video context with the golden's audio connector, `video` the features.
 Tensor run_video(const Loaded& l, std::map<std::string, Tensor> params, const Tensor& video,
@@ -66,20 +47,7 @@ Tensor run_video(const Loaded& l, std::map<std::string, Tensor> params, const Te
       .video;
 }
 
-double max_abs_diff(const Tensor& want, const Tensor& got) {
-  EXPECT_EQ(want.shape(), got.shape());
-  return test::diff(want, got).max_abs;
-}
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one mentioning '" << needle << "')";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 }  // namespace
 

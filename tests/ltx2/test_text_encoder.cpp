@@ -13,6 +13,7 @@
 #include "io/checkpoint.h"
 #include "models/ltx2/text_encoder.h"
 #include "parity/parity.h"
+#include "ltx2_golden.h"
 #include "test_diff.h"
 #include "text/gemma3_encoder.h"
 #include "translate/inspect.h"
@@ -23,9 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string golden(const char* name) {
-  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2" / name).string();
-}
+using test::ltx2::expect_error;
+using test::ltx2::golden;
+using test::ltx2::max_abs_diff;
 
 struct Loaded {
   io::Checkpoint file;
@@ -59,35 +60,11 @@ ltx2::TextFeatures run(const Loaded& l, const text::Gemma3Config& cfg, const std
   return fe.forward(enc.hidden_states(ids, mask), mask);
 }
 
-double max_abs_diff(const Tensor& want, const Tensor& got) {
-  EXPECT_EQ(want.shape(), got.shape());
-  return test::diff(want, got).max_abs;
-}
 
 void expect_golden(const char* name, int outputs = 2) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = "fp32";
-  opt.rtol = 1e-5;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %s %-12s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, 1e-5) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, outputs);
+  EXPECT_EQ(test::ltx2::expect_golden_rows(name).compared, outputs);
 }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one mentioning '" << needle << "')";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
 
 }  // namespace
 

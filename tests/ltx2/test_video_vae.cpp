@@ -29,19 +29,8 @@ namespace {
 using test::ltx2::golden;
 using test::ltx2::max_abs_diff;
 
-struct Loaded {
-  io::Checkpoint file;
-  json config;
-  std::map<std::string, Tensor> params;
-};
-
-Loaded load(const char* name) {
-  Loaded l{io::Checkpoint::open(golden(name)), {}, {}};
-  l.config = json::parse(l.file.metadata().at("config"));
-  for (const std::string& n : l.file.names())
-    if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
-  return l;
-}
+using Loaded = test::ltx2::GoldenParams;
+Loaded load(const char* name) { return test::ltx2::load_golden(name); }
 
 Tensor decode(const Loaded& l, std::map<std::string, Tensor> params, const json& config, DType compute = DType::F32) {
   nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");

@@ -24,17 +24,14 @@ namespace {
 using test::ltx2::golden;
 using test::ltx2::max_abs_diff;
 
-struct Loaded {
-  io::Checkpoint file;
+// The golden file and its parameters (ltx2_golden.h), with its config parsed.
+struct Loaded : test::ltx2::GoldenParams {
   ltx2::VocoderConfig cfg;
-  std::map<std::string, Tensor> params;
 };
 
 Loaded load(const char* name) {
-  Loaded l{io::Checkpoint::open(golden(name)), {}, {}};
-  l.cfg = ltx2::VocoderConfig::from_json(nlohmann::json::parse(l.file.metadata().at("config")));
-  for (const std::string& n : l.file.names())
-    if (!translate::is_golden_io_key(n)) l.params[n] = l.file.get(n);
+  Loaded l{test::ltx2::load_golden(name), {}};
+  l.cfg = ltx2::VocoderConfig::from_json(l.config);
   return l;
 }
 
