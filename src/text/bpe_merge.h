@@ -1,11 +1,13 @@
-// The BPE step the two BPE tokenizers share (bpe_tokenizer.cpp: Llama-3's tokenizer.json;
-// clip_tokenizer.cpp: CLIP's vocab.json + merges.txt): a piece split into its UTF-8 characters,
-// then the adjacent pair of lowest merge rank joined, again and again, as tokenizers' BPE model
-// does (the leftmost pair among equal ranks).
+// The steps the two BPE tokenizers share (bpe_tokenizer.cpp: Llama-3's tokenizer.json;
+// clip_tokenizer.cpp: CLIP's vocab.json + merges.txt): the text split at its special tokens, and
+// the BPE step: a piece split into its UTF-8 characters, then the adjacent pair of lowest merge
+// rank joined, again and again, as tokenizers' BPE model does (the leftmost pair among equal ranks).
 #pragma once
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <unordered_map>
 #include <vector>
 
@@ -37,6 +39,32 @@ inline void merge_by_rank(std::vector<std::string>& parts, const std::unordered_
     parts[at] += parts[at + 1];
     parts.erase(parts.begin() + static_cast<std::ptrdiff_t>(at) + 1);
   }
+}
+
+// Walks `u`: where one of `specials` (content, id; the first that matches wins, so list the
+// longest first) starts, the text before it goes to encode_span and its id to `ids`; the rest of
+// the text after the last one goes to encode_span too. Empty contents never match.
+template <class EncodeSpan>
+void split_at_special_tokens(std::u32string_view u, const std::vector<std::pair<std::u32string, int64_t>>& specials,
+                             const EncodeSpan& encode_span, std::vector<int64_t>& ids) {
+  size_t start = 0;
+  for (size_t i = 0; i < u.size();) {
+    const std::pair<std::u32string, int64_t>* hit = nullptr;
+    for (const auto& s : specials)
+      if (!s.first.empty() && u.compare(i, s.first.size(), s.first) == 0) {
+        hit = &s;
+        break;
+      }
+    if (!hit) {
+      ++i;
+      continue;
+    }
+    encode_span(u.substr(start, i - start));
+    ids.push_back(hit->second);
+    i += hit->first.size();
+    start = i;
+  }
+  encode_span(u.substr(start));
 }
 
 }  // namespace vidax::text

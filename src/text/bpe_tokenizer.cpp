@@ -259,24 +259,7 @@ std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text, bool a
       bpe(mapped, ids);
     }
   };
-  size_t start = 0;
-  for (size_t i = 0; i < u.size();) {
-    const std::pair<std::u32string, int64_t>* hit = nullptr;
-    for (const auto& a : added_)  // longest first
-      if (!a.first.empty() && u.compare(i, a.first.size(), a.first) == 0) {
-        hit = &a;
-        break;
-      }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    encode_span(std::u32string_view(u).substr(start, i - start));
-    ids.push_back(hit->second);
-    i += hit->first.size();
-    start = i;
-  }
-  encode_span(std::u32string_view(u).substr(start));
+  split_at_special_tokens(u, added_, encode_span, ids);  // longest first
   if (add_special_tokens) ids.insert(ids.end(), suffix_.begin(), suffix_.end());
   return ids;
 }

@@ -173,24 +173,7 @@ std::vector<int64_t> ClipBpeTokenizer::encode(std::string_view text, bool add_sp
       bpe(mapped, ids);
     }
   };
-  size_t start = 0;
-  for (size_t i = 0; i < u.size();) {
-    const std::pair<std::u32string, int64_t>* hit = nullptr;
-    for (const auto& s : specials_)
-      if (u.compare(i, s.first.size(), s.first) == 0) {
-        hit = &s;
-        break;
-      }
-    if (!hit) {
-      ++i;
-      continue;
-    }
-    encode_span(std::u32string_view(u).substr(start, i - start));
-    ids.push_back(hit->second);
-    i += hit->first.size();
-    start = i;
-  }
-  encode_span(std::u32string_view(u).substr(start));
+  split_at_special_tokens(u, specials_, encode_span, ids);  // longest first
   if (add_special_tokens) ids.push_back(eos_);
   return ids;
 }
