@@ -625,7 +625,7 @@ struct Server::Impl {
     s += "# HELP vidax_model_loads_total Loads of a served model's weights, at start included.\n"
          "# TYPE vidax_model_loads_total counter\n";
     for (const auto& m : models)
-      s += "vidax_model_loads_total{model=\"" + m.name + "\"} " + std::to_string(m.residence->loads) + "\n";
+      s += "vidax_model_loads_total{model=\"" + m.name + "\"} " + std::to_string(m.loads()) + "\n";
     s += "# HELP vidax_peak_rss_bytes Peak resident memory of the server.\n# TYPE vidax_peak_rss_bytes gauge\n";
     s += "vidax_peak_rss_bytes " + std::to_string(static_cast<int64_t>(ru.ru_maxrss) * 1024) + "\n";
     return s;
@@ -754,7 +754,7 @@ Server::Server(ServeOptions opt, std::vector<ServedModel> models) : impl_(std::m
                            << s.models[i].weights << ")");
   // Resident at start: every model without a budget; with one, those that fit, in the order given.
   const double budget = s.opt.memory_budget_bytes;
-  VIDAX_CHECK(budget >= 0, "--max-memory must be positive");
+  VIDAX_CHECK(budget >= 0, "--max-memory must not be negative (0: no budget)");
   double held = 0;
   for (const auto& m : s.models) {
     if (budget > 0) {

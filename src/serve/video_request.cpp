@@ -133,6 +133,11 @@ std::string ServedModel::precision() const {
   return residence->precision;
 }
 
+int ServedModel::loads() const {
+  std::lock_guard<std::mutex> lock(residence->mu);
+  return residence->loads;
+}
+
 bool ServedModel::switches_loras() const {
   std::lock_guard<std::mutex> lock(residence->mu);
   return residence->switches_loras;
@@ -434,7 +439,6 @@ std::vector<LoraFile> list_lora_files(const std::string& lora_dir, size_t limit)
   std::error_code ec;
   const fs::path root = fs::canonical(lora_dir, ec);
   if (ec) throw ApiError(500, "the LoRA folder is unreadable: " + ec.message(), "", "internal_error");
-  static const std::regex name_re(R"([A-Za-z0-9][A-Za-z0-9._+-]{0,127})");
   fs::recursive_directory_iterator it(root, fs::directory_options::skip_permission_denied, ec), end;
   for (; !ec && it != end; it.increment(ec)) {
     const std::string base = it->path().filename().string();
@@ -452,9 +456,12 @@ std::vector<LoraFile> list_lora_files(const std::string& lora_dir, size_t limit)
     }
     LoraFile f;
     f.path = rel;
+    // `name` when a request's lora[i].name would reach this very file (the same check again).
     const std::string stem = rel.substr(0, rel.size() - 12);
-    if (rel.find('/') == std::string::npos && std::regex_match(stem, name_re) && stem.find("..") == std::string::npos)
-      f.name = stem;
+    try {
+      if (resolve_lora_file(root.string(), json{{"name", stem}}, "lora") == rel) f.name = stem;
+    } catch (const ApiError&) {
+    }
     f.bytes = static_cast<int64_t>(fs::file_size(fs::canonical(it->path(), ec), ec));
     out.push_back(std::move(f));
   }

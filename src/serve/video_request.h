@@ -51,6 +51,7 @@ struct ServedModel {
   std::string precision() const;
   bool switches_loras() const;
   double weight_bytes() const { return residence->weight_bytes; }
+  int loads() const;  // Residence::loads, read under its lock
 };
 
 // engine::resolve + the family's loader, as `vidax generate` does, but resident (load_now) or

@@ -84,12 +84,12 @@ TEST(ServeResidency, LoadsTheModelAJobNeedsAndUnloadsTheLeastRecentlyUsed) {
   };
   TestServer s(fresh_dir("residency"), opt, {a, b});
   EXPECT_EQ(loaded_models(s), (std::map<std::string, bool>{{a.name, true}, {b.name, false}}));
-  const int loads_b = b.residence->loads;
+  const int loads_b = b.loads();
 
   // A job for the unloaded model: the other goes, it comes.
   const std::string vb = first_frame(s, s.submit(job_for(b.name, 4)));
   EXPECT_EQ(loaded_models(s), (std::map<std::string, bool>{{a.name, false}, {b.name, true}}));
-  EXPECT_EQ(b.residence->loads, loads_b + 1);
+  EXPECT_EQ(b.loads(), loads_b + 1);
   // And back.
   const std::string va = first_frame(s, s.submit(job_for(a.name, 3)));
   EXPECT_EQ(loaded_models(s), (std::map<std::string, bool>{{a.name, true}, {b.name, false}}));
