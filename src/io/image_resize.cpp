@@ -164,7 +164,7 @@ namespace vidax::io {
 
 namespace {
 
-constexpr int kPrecisionBits = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
+constexpr int kPillowPrecision = 32 - 8 - 2;  // Pillow's PRECISION_BITS for 8-bit images
 
 double sinc(double x) {
   if (x == 0.0) return 1.0;
@@ -174,74 +174,130 @@ double sinc(double x) {
 
 double lanczos3(double x) { return (-3.0 <= x && x < 3.0) ? sinc(x) * sinc(x / 3.0) : 0.0; }
 
-// Pillow's precompute_coeffs + normalize_coeffs_8bpc for one axis: per output position the first
-// input index, the tap count and the fixed-point weights.
+// torch's antialiasing bicubic filter (HelperInterpCubic::aa_filter: A = -0.5, as Pillow's), in double.
+double cubic_aa(double x) {
+  constexpr double a = -0.5;
+  x = std::abs(x);
+  if (x < 1.0) return ((a + 2) * x - (a + 3)) * x * x + 1;
+  if (x < 2.0) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
+  return 0.0;
+}
+
+// One axis of an 8-bit separable resample in fixed point (Pillow's ImagingResample and torch's
+// uint8 antialias path share it): per output position the first input index, the tap count and
+// the integer weights, and the number of fractional bits the weights carry.
 struct AxisCoeffs {
   int64_t ksize = 0;
+  int precision = 0;
   std::vector<int64_t> first, count;
   std::vector<int32_t> k;  // [out, ksize]
 };
 
-AxisCoeffs lanczos_coeffs(int64_t in, int64_t out) {
+// Pillow's precompute_coeffs and torch's _compute_indices_min_size_weights_aa (the same rule): a
+// filter of `support` taps' half-width widened by the scale when reducing, evaluated at the input
+// pixel centres, normalised per output position. Returns the double weights [out, ksize] and their
+// largest value.
+double filter_weights(int64_t in, int64_t out, double half_width, double (*filter)(double), AxisCoeffs& c,
+                      std::vector<double>& w) {
   const double scale = static_cast<double>(in) / static_cast<double>(out);
   const double filterscale = scale < 1.0 ? 1.0 : scale;
-  const double support = 3.0 * filterscale;
-  AxisCoeffs c;
+  const double support = half_width * filterscale;
   c.ksize = static_cast<int64_t>(std::ceil(support)) * 2 + 1;
   c.first.resize(static_cast<size_t>(out));
   c.count.resize(static_cast<size_t>(out));
-  c.k.assign(static_cast<size_t>(out * c.ksize), 0);
-  std::vector<double> w(static_cast<size_t>(c.ksize));
+  w.assign(static_cast<size_t>(out * c.ksize), 0.0);
+  double wt_max = 0.0;
   for (int64_t xx = 0; xx < out; ++xx) {
     const double center = (static_cast<double>(xx) + 0.5) * scale;
     const double ss = 1.0 / filterscale;
-    int64_t xmin = static_cast<int64_t>(center - support + 0.5);  // C's truncating cast, as Pillow
+    int64_t xmin = static_cast<int64_t>(center - support + 0.5);  // C's truncating cast, as both
     if (xmin < 0) xmin = 0;
     int64_t xmax = static_cast<int64_t>(center + support + 0.5);
     if (xmax > in) xmax = in;
-    xmax -= xmin;
+    xmax = std::clamp<int64_t>(xmax - xmin, 0, c.ksize);
+    double* row = &w[static_cast<size_t>(xx * c.ksize)];
     double ww = 0.0;
     for (int64_t x = 0; x < xmax; ++x) {
-      w[static_cast<size_t>(x)] = lanczos3((static_cast<double>(x + xmin) - center + 0.5) * ss);
-      ww += w[static_cast<size_t>(x)];
+      row[x] = filter((static_cast<double>(x + xmin) - center + 0.5) * ss);
+      ww += row[x];
     }
     for (int64_t x = 0; x < xmax; ++x) {
-      double v = w[static_cast<size_t>(x)];
-      if (ww != 0.0) v /= ww;
-      const double f = v * static_cast<double>(1 << kPrecisionBits);
-      c.k[static_cast<size_t>(xx * c.ksize + x)] = static_cast<int32_t>(v < 0 ? -0.5 + f : 0.5 + f);
+      if (ww != 0.0) row[x] /= ww;
+      wt_max = std::max(wt_max, row[x]);
     }
     c.first[static_cast<size_t>(xx)] = xmin;
     c.count[static_cast<size_t>(xx)] = xmax;
   }
+  return wt_max;
+}
+
+// The weights rounded half away from zero to `precision` fractional bits.
+void quantize_weights(const std::vector<double>& w, AxisCoeffs& c) {
+  c.k.resize(w.size());
+  const double one = static_cast<double>(int64_t{1} << c.precision);
+  for (size_t i = 0; i < w.size(); ++i) {
+    const double f = w[i] * one;
+    c.k[i] = static_cast<int32_t>(f < 0 ? -0.5 + f : 0.5 + f);
+  }
+}
+
+// Pillow's LANCZOS (normalize_coeffs_8bpc: 22 fractional bits in int32).
+AxisCoeffs lanczos_coeffs(int64_t in, int64_t out) {
+  AxisCoeffs c;
+  std::vector<double> w;
+  filter_weights(in, out, 3.0, lanczos3, c, w);
+  c.precision = kPillowPrecision;
+  quantize_weights(w, c);
   return c;
 }
 
-uint8_t clip8(int64_t ss) {
-  const int64_t v = ss >> kPrecisionBits;  // arithmetic shift, as Pillow's clip8 lookup index
-  return static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
+// torch's _compute_index_ranges_int16_weights for bicubic: the most fractional bits (below 22)
+// that keep twice the largest weight under 2^15, then int16 weights.
+AxisCoeffs torch_bicubic_aa_coeffs(int64_t in, int64_t out) {
+  AxisCoeffs c;
+  std::vector<double> w;
+  const double wt_max = filter_weights(in, out, 2.0, cubic_aa, c, w);
+  int p = 0;
+  for (; p < 22; ++p)
+    if (static_cast<int>(0.5 + wt_max * static_cast<double>(1 << (p + 1))) >= (1 << 15)) break;
+  c.precision = p;
+  quantize_weights(w, c);
+  for (int32_t& v : c.k) v = static_cast<int16_t>(v);  // stored as int16, as torch stores them
+  return c;
 }
 
-// One pass along `axis` (1 = width, 0 = height) of an [H, W, 3] byte image.
-std::vector<uint8_t> lanczos_pass(const std::vector<uint8_t>& in, int64_t h, int64_t w, int axis, int64_t out) {
-  const AxisCoeffs c = lanczos_coeffs(axis == 1 ? w : h, out);
+// One pass along `axis` (1 = width, 0 = height) of an [H, W, C] byte image: each output the
+// rounded (1 << (precision - 1) added, then an arithmetic shift) weighted sum, clipped to 8 bits.
+std::vector<uint8_t> fixed_point_pass(const std::vector<uint8_t>& in, int64_t h, int64_t w, int64_t ch, int axis,
+                                      const AxisCoeffs& c) {
+  const int64_t out = static_cast<int64_t>(c.first.size());
   const int64_t oh = axis == 1 ? h : out, ow = axis == 1 ? out : w;
-  std::vector<uint8_t> dst(static_cast<size_t>(oh * ow * 3));
+  std::vector<uint8_t> dst(static_cast<size_t>(oh * ow * ch));
   for (int64_t y = 0; y < oh; ++y)
     for (int64_t x = 0; x < ow; ++x) {
       const int64_t o = axis == 1 ? x : y;
       const int32_t* k = &c.k[static_cast<size_t>(o * c.ksize)];
       const int64_t first = c.first[static_cast<size_t>(o)], n = c.count[static_cast<size_t>(o)];
-      for (int64_t ch = 0; ch < 3; ++ch) {
-        int64_t ss = int64_t{1} << (kPrecisionBits - 1);
+      for (int64_t q = 0; q < ch; ++q) {
+        int64_t ss = int64_t{1} << (c.precision - 1);
         for (int64_t j = 0; j < n; ++j) {
           const int64_t sy = axis == 1 ? y : first + j, sx = axis == 1 ? first + j : x;
-          ss += static_cast<int64_t>(in[static_cast<size_t>((sy * w + sx) * 3 + ch)]) * k[j];
+          ss += static_cast<int64_t>(in[static_cast<size_t>((sy * w + sx) * ch + q)]) * k[j];
         }
-        dst[static_cast<size_t>((y * ow + x) * 3 + ch)] = clip8(ss);
+        const int64_t v = ss >> c.precision;
+        dst[static_cast<size_t>((y * ow + x) * ch + q)] = static_cast<uint8_t>(v < 0 ? 0 : (v > 255 ? 255 : v));
       }
     }
   return dst;
+}
+
+// Horizontal pass first, then vertical, each skipped when its size does not change (as Pillow and
+// torch's uint8 path).
+std::vector<uint8_t> separable_resize(std::vector<uint8_t> img, int64_t h, int64_t w, int64_t ch, int64_t out_h,
+                                      int64_t out_w, AxisCoeffs (*coeffs)(int64_t, int64_t)) {
+  if (out_w != w) img = fixed_point_pass(img, h, w, ch, 1, coeffs(w, out_w));
+  if (out_h != h) img = fixed_point_pass(img, h, out_w, ch, 0, coeffs(h, out_h));
+  return img;
 }
 
 }  // namespace
@@ -253,11 +309,31 @@ Tensor resize_lanczos_pil(const Tensor& x, int64_t out_h, int64_t out_w) {
   const Tensor src = x.to_host().contiguous();
   const int64_t h = src.size(0), w = src.size(1);
   const uint8_t* b = src.data<uint8_t>();  // view-write-ok: reads the picture
-  std::vector<uint8_t> img(b, b + h * w * 3);
-  if (out_w != w) img = lanczos_pass(img, h, w, 1, out_w);  // horizontal first, as Pillow
-  if (out_h != h) img = lanczos_pass(img, h, out_w, 0, out_h);
+  const std::vector<uint8_t> img = separable_resize(std::vector<uint8_t>(b, b + h * w * 3), h, w, 3, out_h, out_w,
+                                                   lanczos_coeffs);
   Tensor dst = Tensor::empty({out_h, out_w, 3}, DType::U8);
   std::copy(img.begin(), img.end(), dst.data<uint8_t>());
+  return dst;
+}
+
+Tensor resize_bicubic_antialias_u8(const Tensor& x, int64_t out_h, int64_t out_w) {
+  VIDAX_CHECK(x.dim() >= 2 && x.dtype() == DType::U8,
+              "resize_bicubic_antialias_u8: expects a [..., H, W] U8 tensor, got " << x.str());
+  VIDAX_CHECK(out_h >= 1 && out_w >= 1, "resize_bicubic_antialias_u8: output size " << out_h << "x" << out_w);
+  const Tensor src = x.to_host().contiguous();
+  const int64_t h = src.size(-2), w = src.size(-1), planes = src.numel() / std::max<int64_t>(h * w, 1);
+  std::vector<int64_t> shape = src.shape();
+  shape[shape.size() - 2] = out_h;
+  shape[shape.size() - 1] = out_w;
+  Tensor dst = Tensor::empty(shape, DType::U8);
+  const uint8_t* b = src.data<uint8_t>();  // view-write-ok: reads the planes
+  uint8_t* d = dst.data<uint8_t>();
+  for (int64_t p = 0; p < planes; ++p) {
+    const uint8_t* plane = b + p * h * w;
+    const std::vector<uint8_t> r =
+        separable_resize(std::vector<uint8_t>(plane, plane + h * w), h, w, 1, out_h, out_w, torch_bicubic_aa_coeffs);
+    std::copy(r.begin(), r.end(), d + p * out_h * out_w);
+  }
   return dst;
 }
 

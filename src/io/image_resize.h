@@ -36,4 +36,13 @@ namespace vidax::io {
 // change is skipped, as PIL skips it. x [H, W, 3] U8 -> [out_h, out_w, 3] U8.
 Tensor resize_lanczos_pil(const Tensor& x, int64_t out_h, int64_t out_w);
 
+// torch.nn.functional.interpolate(x, size=(out_h, out_w), mode='bicubic', antialias=True) of a uint8
+// tensor on the CPU (torch's fixed-point path, the one VACE's control-video resize takes): the
+// antialiasing bicubic filter (A = -0.5, widened by the scale when reducing) in double, normalised
+// per output pixel, rounded to int16 weights with the most fractional bits (< 22) that keep twice
+// the largest weight under 2^15, the horizontal pass first with its result rounded and clipped to
+// 8 bits, then the vertical; a pass whose size does not change is skipped.
+// x [..., H, W] U8 (each plane alone) -> [..., out_h, out_w] U8.
+Tensor resize_bicubic_antialias_u8(const Tensor& x, int64_t out_h, int64_t out_w);
+
 }  // namespace vidax::io

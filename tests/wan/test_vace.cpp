@@ -174,7 +174,7 @@ TEST(VaceSource, SamplesFramesAndSizesAsTheReference) {
 }
 
 // prepare_source: no control video = zeros with an all-ones mask at the request's size; the mask
-// video's first channel mapped to [0, 1]; a video the reference would resize is refused, naming the size.
+// video's first channel mapped to [0, 1]; a video of another size resized to the plan's.
 TEST(VaceSource, PreparesTheSourceOrSaysWhatToGive) {
   pipeline::Geometry g;
   pipeline::ControlInputs in;
@@ -200,10 +200,49 @@ TEST(VaceSource, PreparesTheSourceOrSaysWhatToGive) {
   const auto m = s.mask.to_f32_vector();
   ASSERT_EQ(m.size(), mv.size() / 3);
   for (size_t i = 0; i < m.size(); ++i) ASSERT_EQ(m[i], std::clamp((mv[i] + 1.0f) / 2.0f, 0.0f, 1.0f)) << i;
+  // A 48x40 video at the 48x32 area: resized and cropped to the plan's 48x32, and said so.
   in.mask = Tensor();
-  in.video = Tensor::zeros({3, 5, 40, 48}, DType::F32);
+  in.video = Tensor::full({3, 5, 40, 48}, -1.0, DType::F32);  // level 0 (0.0 is no 8-bit level)
+  s = wan::vace_prepare_source(in, g);
+  EXPECT_EQ(s.frames.shape(), (Shape{3, 5, 32, 48}));
+  EXPECT_EQ(s.mask.shape(), (Shape{1, 5, 32, 48}));
+  bool said = false;
+  for (const std::string& n : s.notes) said = said || n.find("centre-cropped from 48x40 to 48x32") != std::string::npos;
+  EXPECT_TRUE(said);
+  // Values that are not decoded 8-bit levels cannot be resized as the reference resizes bytes.
+  in.video = Tensor::full({3, 5, 40, 48}, 0.001, DType::F32);
   const std::string e = error_of([&] { (void)wan::vace_prepare_source(in, g); });
-  EXPECT_NE(e.find("give a control video (and mask) of 48x32"), std::string::npos) << e;
+  EXPECT_NE(e.find("--control-video: value"), std::string::npos) << e;
+}
+
+// VaceVideoProcessor.resize_crop of the official code on 8-bit frames (tools/golden/wan_vace_resize.py:
+// up, down, aspect changes needing a crop on either axis), equal to its fp32 result exactly.
+TEST(VaceSource, ResizeCropEqualsTheOfficialOnBytes) {
+  const io::Checkpoint g = io::Checkpoint::open(std::string(VIDAX_TEST_DATA_DIR) + "/golden/wan/vace_resize.safetensors");
+  int cases = 0;
+  for (int i = 0; g.contains("case." + std::to_string(i) + ".input"); ++i, ++cases) {
+    const std::string c = "case." + std::to_string(i);
+    const Tensor thwc = g.get(c + ".input");  // [T, H, W, 3] U8, as decord gives frames
+    const int64_t T = thwc.size(0), H = thwc.size(1), W = thwc.size(2);
+    std::vector<float> v(static_cast<size_t>(3 * T * H * W));
+    const uint8_t* b = thwc.data<uint8_t>();
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t y = 0; y < H; ++y)
+        for (int64_t x = 0; x < W; ++x)
+          for (int64_t ch = 0; ch < 3; ++ch)
+            v[static_cast<size_t>(((ch * T + t) * H + y) * W + x)] =
+                static_cast<float>(b[((t * H + y) * W + x) * 3 + ch]) / 127.5f - 1.0f;
+    const std::vector<float> size = g.get(c + ".size").to(DType::F32).to_f32_vector();
+    const Tensor got = wan::vace_resize_crop(Tensor::from_f32(v, {3, T, H, W}), static_cast<int64_t>(size[0]),
+                                             static_cast<int64_t>(size[1]), "--control-video");
+    const Tensor want = g.get(c + ".output");
+    ASSERT_EQ(got.shape(), want.shape()) << c;
+    const std::vector<float> a = got.to_f32_vector(), w = want.to_f32_vector();
+    int64_t differ = 0;
+    for (size_t k = 0; k < a.size(); ++k) differ += a[k] != w[k];
+    EXPECT_EQ(differ, 0) << c << ": " << H << "x" << W << " -> " << size[0] << "x" << size[1];
+  }
+  EXPECT_EQ(cases, 5);
 }
 
 // `vidax generate` on the tiny VACE demo: a control video, its mask and a reference image of

@@ -26,9 +26,16 @@ struct VaceSource {
   std::vector<std::string> notes;   // what was done to the inputs, for the user
 };
 
-// prepare_source. Throws a clear error for a control video whose size the reference would resize
-// (antialiased bicubic, not implemented here): it names the size to give instead.
+// prepare_source. A control video (and its mask) of another size than the plan's is resized and
+// cropped as the reference's VaceVideoProcessor.resize_crop (vace_resize_crop).
 VaceSource vace_prepare_source(const pipeline::ControlInputs& in, const pipeline::Geometry& g);
+
+// VaceVideoProcessor.resize_crop on decoded frames: a [3, F, H, W] F32 video of 8-bit levels
+// (level / 127.5 - 1) scaled by max(ow / W, oh / H) to (round(scale H), round(scale W)) with
+// torch's uint8 antialiased bicubic interpolate, centre-cropped to oh x ow and scaled back to
+// [-1, 1]; the video itself when its size is oh x ow. `what` names the input in errors (a value
+// that is not an 8-bit level is refused).
+Tensor vace_resize_crop(const Tensor& video, int64_t oh, int64_t ow, const char* what);
 
 // The whole conditioning: the source, its VAE latents, the mask latent; out.frames, height, width,
 // leading_latent_frames (one per reference image), notes and taps (inter.z0, inter.m0,
