@@ -24,7 +24,7 @@ Tensor take_frames(const Tensor& v, const std::vector<int64_t>& ids) {
 Tensor to_levels(const Tensor& v, const char* what) {
   const std::vector<float> f = v.contiguous().to_f32_vector();
   Tensor u = Tensor::empty(v.shape(), DType::U8);
-  uint8_t* d = u.data<uint8_t>();
+  uint8_t* d = u.data<uint8_t>();  // view-write-ok: fills the tensor made on the line above
   for (size_t i = 0; i < f.size(); ++i) {
     const float level = std::nearbyint((f[i] + 1.0f) * 127.5f);
     VIDAX_CHECK(level >= 0.0f && level <= 255.0f && level / 127.5f - 1.0f == f[i],
