@@ -48,7 +48,7 @@ struct GenerateArgs {
   std::optional<std::string> negative_prompt, output;
   std::optional<int64_t> frames, height, width, steps;
   std::optional<std::string> seed;  // text: parse_seed takes all of torch's range, 2^64-1 too
-  std::optional<double> guidance, shift, fps;
+  std::optional<double> guidance, shift, fps, cfg_scale;
   int64_t threads = 0;
   std::vector<std::string> loras;  // FILE[:SCALE]
   std::vector<std::string> loras_high_noise, loras_low_noise;  // Wan 2.2 A14B: each expert's own
@@ -144,6 +144,7 @@ pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& 
   same_as_record("--width", a.width, req.width, dir);
   same_as_record("--steps", a.steps, req.steps, dir);
   same_as_record("--guidance", a.guidance, req.guidance, dir);
+  same_as_record("--cfg-scale", a.cfg_scale, req.cfg_scale, dir);
   same_as_record("--shift", a.shift, req.shift, dir);
   same_as_record("--sampler", a.sampler.empty() ? std::nullopt : std::optional<std::string>(a.sampler), req.sampler,
                  dir);
@@ -219,6 +220,7 @@ int run_generate(const GenerateArgs& a) {
   req.steps = a.steps.value_or(d.steps);
   req.guidance = a.guidance.value_or(d.guidance);
   if (!a.guidance) req.guidance_scales = d.guidance_scales;  // per denoiser (Wan 2.2 A14B); --guidance: one for all
+  req.cfg_scale = a.cfg_scale.value_or(1.0);
   req.shift = a.shift.value_or(d.shift);
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // Image-to-video: the images, decoded now so a bad file fails before any weight is read.
@@ -416,6 +418,7 @@ int run_generate(const GenerateArgs& a) {
                         {"sampler", req.sampler},
                         {"shift", req.shift},
                         {"guidance", req.guidance},
+                        {"cfg_scale", req.cfg_scale != 1.0 ? nlohmann::json(req.cfg_scale) : nlohmann::json()},
                         // per denoiser when the model has several (Wan 2.2 A14B: [low noise, high noise])
                         {"guidance_scales", req.guidance_scales.empty() ? nlohmann::json() : nlohmann::json(req.guidance_scales)},
                         {"denoiser_steps", res.denoiser_steps.size() > 1 ? nlohmann::json(res.denoiser_steps) : nlohmann::json()},
@@ -521,6 +524,9 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--seed", a->seed,
                   "Seed of torch's CPU generator for the noise, 0..2^64-1 (default or negative: random, recorded)");
   sub->add_option("--guidance", a->guidance, "Guidance scale (default per model); 1 skips the unconditional pass");
+  sub->add_option("--cfg-scale", a->cfg_scale,
+                  "Embedded-guidance models (HunyuanVideo): a classifier-free scale on top of --guidance (the "
+                  "embedded one); > 1 adds the negative-prompt pass (default 1: one pass per step)");
   sub->add_option("--shift", a->shift, "Flow-matching sigma shift (default per model)");
   std::string samplers;
   for (const auto& n : pipeline::sampler_names()) samplers += (samplers.empty() ? "" : " | ") + n;

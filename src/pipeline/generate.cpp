@@ -63,6 +63,8 @@ void validate_request(const Geometry& g, const Request& r) {
               "--steps " << r.steps << ": must be 1.." << kMaxSteps << " (the samplers' schedules span "
                          << kMaxSteps << " training timesteps; more steps would repeat them)");
   VIDAX_CHECK(std::isfinite(r.guidance), "--guidance " << r.guidance << ": must be a finite number");
+  VIDAX_CHECK(std::isfinite(r.cfg_scale) && r.cfg_scale > 0,
+              "--cfg-scale " << r.cfg_scale << ": must be a positive number (1 = no classifier-free pass)");
   VIDAX_CHECK(r.cfg_from_step >= 0 && (r.cfg_to_step < 0 || r.cfg_to_step > r.cfg_from_step),
               "guidance step range [" << r.cfg_from_step << ", " << r.cfg_to_step << ") is empty or negative");
   VIDAX_CHECK(std::isfinite(r.shift) && r.shift > 0, "--shift " << r.shift << ": must be a positive number");
@@ -170,9 +172,9 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
                                          << " denoiser" << (denoisers == 1 ? "" : "s") << " (one scale each)");
   std::vector<std::unique_ptr<Guidance>> guidances;
   if (req.guidance_scales.empty())
-    guidances.push_back(make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step}));
+    guidances.push_back(make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
   for (double s : req.guidance_scales)
-    guidances.push_back(make_guidance(parts.guidance, {s, req.cfg_from_step, req.cfg_to_step}));
+    guidances.push_back(make_guidance(parts.guidance, {s, req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
   auto denoiser_at = [&](int i) -> size_t {
     if (!parts.denoiser_index) return 0;
     const size_t d = parts.denoiser_index(i, res.timesteps[static_cast<size_t>(i)]);
@@ -355,6 +357,7 @@ Request request_from_json(const nlohmann::json& c, const std::string& default_ne
   if (c.contains("guidance_scales")) r.guidance_scales = c.at("guidance_scales").get<std::vector<double>>();
   r.shift = c.at("shift");
   r.sampler = c.value("sampler", std::string("unipc"));
+  r.cfg_scale = c.value("cfg_scale", 1.0);
   return r;
 }
 

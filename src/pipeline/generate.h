@@ -39,6 +39,9 @@ struct Request {
   std::vector<double> guidance_scales;
   // Truncated CFG (classifier-free families): guidance on steps [from, to) only; to < 0 = all.
   int64_t cfg_from_step = 0, cfg_to_step = -1;
+  // Embedded-guidance families (HunyuanVideo): a classifier-free scale on top of the embedded
+  // `guidance` (the reference's --cfg-scale); 1 = one pass per step. Others refuse any other value.
+  double cfg_scale = 1.0;
   double shift = 5.0;
   std::string sampler = "unipc";
   Tensor noise;  // defined = use it (shape of latent_shape()) instead of drawing from the seed

@@ -34,16 +34,23 @@ class ClassifierFree final : public Guidance {
   GuidanceOptions o_;
 };
 
+// The embedded scale is the denoiser's input on every pass; cfg_scale > 1 adds the unconditional
+// pass, combined as classifier-free guidance (pipeline_hunyuan_video.py: guidance_expand on both
+// halves of the batch, then noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)).
 class Embedded final : public Guidance {
  public:
-  explicit Embedded(double scale) : scale_(scale) {}
+  explicit Embedded(const GuidanceOptions& o)
+      : scale_(o.scale), cfg_({o.cfg_scale, o.cfg_from_step, o.cfg_to_step, 1.0}) {}
   GuidanceKind kind() const override { return GuidanceKind::Embedded; }
-  bool needs_uncond(int64_t, int64_t) const override { return false; }
-  Tensor combine(const Tensor& cond, const Tensor&, int64_t, int64_t) const override { return cond; }
+  bool needs_uncond(int64_t step, int64_t total) const override { return cfg_.needs_uncond(step, total); }
+  Tensor combine(const Tensor& cond, const Tensor& uncond, int64_t step, int64_t total) const override {
+    return cfg_.combine(cond, uncond, step, total);
+  }
   double embedded_scale() const override { return scale_; }
 
  private:
   double scale_;
+  ClassifierFree cfg_;
 };
 
 }  // namespace
@@ -52,7 +59,12 @@ std::unique_ptr<Guidance> make_guidance(GuidanceKind kind, const GuidanceOptions
   VIDAX_CHECK(std::isfinite(o.scale), "--guidance " << o.scale << ": must be a finite number");
   VIDAX_CHECK(o.cfg_from_step >= 0 && (o.cfg_to_step < 0 || o.cfg_to_step > o.cfg_from_step),
               "guidance step range [" << o.cfg_from_step << ", " << o.cfg_to_step << ") is empty or negative");
-  if (kind == GuidanceKind::Embedded) return std::make_unique<Embedded>(o.scale);
+  VIDAX_CHECK(std::isfinite(o.cfg_scale), "--cfg-scale " << o.cfg_scale << ": must be a finite number");
+  VIDAX_CHECK(kind == GuidanceKind::Embedded || o.cfg_scale == 1.0,
+              "--cfg-scale " << o.cfg_scale << ": this model is guided by classifier-free guidance alone, whose scale "
+                             << "is --guidance (--cfg-scale is the classifier-free scale of models with embedded "
+                             << "guidance, e.g. HunyuanVideo)");
+  if (kind == GuidanceKind::Embedded) return std::make_unique<Embedded>(o);
   return std::make_unique<ClassifierFree>(o);
 }
 

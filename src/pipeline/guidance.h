@@ -5,7 +5,10 @@
 //                   and stable-diffusion.cpp do): one forward per step. Optionally
 //                   only on a step range (truncated CFG); outside it, v_cond.
 //   Embedded        one pass; the scale is an input of the denoiser
-//                   (HunyuanVideo's guidance embedding, distilled LTX).
+//                   (HunyuanVideo's guidance embedding, distilled LTX). With a
+//                   classifier-free scale too (cfg_scale > 1: HunyuanVideo's
+//                   --cfg-scale), both passes take the embedded scale and combine
+//                   as ClassifierFree at cfg_scale.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -24,6 +27,8 @@ struct GuidanceOptions {
   // cfg_to_step < 0 = to the end. Outside the range a step makes one pass.
   int64_t cfg_from_step = 0;
   int64_t cfg_to_step = -1;
+  // Embedded only: a classifier-free scale on top of the embedded one (1 = none: one pass).
+  double cfg_scale = 1.0;
 };
 
 class Guidance {

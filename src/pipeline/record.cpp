@@ -41,7 +41,8 @@ nlohmann::json request_to_json(const Request& r) {
           {"width", r.width},           {"steps", r.steps},
           {"seed", r.seed},             {"guidance", r.guidance},
           {"shift", r.shift},           {"sampler", r.sampler},
-          {"cfg_from_step", r.cfg_from_step}, {"cfg_to_step", r.cfg_to_step}};
+          {"cfg_from_step", r.cfg_from_step}, {"cfg_to_step", r.cfg_to_step},
+          {"cfg_scale", r.cfg_scale}};
 }
 
 // ---- writing ---------------------------------------------------------------------

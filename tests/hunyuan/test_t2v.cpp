@@ -27,6 +27,7 @@
 #include "test_diff.h"
 #include "text/clip_text.h"
 #include "text/clip_tokenizer.h"
+#include "pipeline/guidance.h"
 #include "text/llama_config.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
@@ -37,11 +38,12 @@ namespace {
 namespace fs = std::filesystem;
 
 const std::string kGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/hunyuan_t2v_tiny.safetensors";
+const std::string kCfgGolden = std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/hunyuan_t2v_cfg_tiny.safetensors";
 
-parity::Golden open_golden() {
-  auto ck = io::Checkpoint::open(kGolden);
+parity::Golden open_golden(const std::string& path = kGolden) {
+  auto ck = io::Checkpoint::open(path);
   const auto& meta = ck.metadata();
-  return parity::Golden{kGolden, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
+  return parity::Golden{path, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
 }
 
 fs::path scratch(const std::string& name) {
@@ -83,6 +85,43 @@ TEST(HunyuanT2V, MatchesOfficialPipelineGolden) {
               test::diff(g.file.get("output.video"), out.at("output.video")).max_abs);
   EXPECT_LE(lat, kLatentsBound);
   EXPECT_LE(vid, kVideoBound);
+}
+
+// --cfg-scale 2.5 on top of the embedded guidance (the official pipeline's guidance_scale > 1: the
+// [negative, prompt] batch, both with the embedded scale): fp32 within the same bound; the
+// negative prompt's embeddings reach the result (the CFG-free golden's latents are far away).
+TEST(HunyuanT2V, ClassifierFreeOnTopOfEmbeddedMatchesOfficial) {
+  const parity::Golden g = open_golden(kCfgGolden);
+  ASSERT_EQ(g.config.at("cfg_scale").get<double>(), 2.5);
+  const parity::Produced out = run_t2v_golden(g, parity::Options{});
+  const double lat = test::rel_l2(g.file.get("output.latents"), out.at("output.latents"));
+  const double vid = test::rel_l2(g.file.get("output.video"), out.at("output.video"));
+  std::printf("  hunyuan_t2v_cfg_tiny: latents rel_l2 %.3g (max_abs %.3g), video rel_l2 %.3g\n", lat,
+              test::diff(g.file.get("output.latents"), out.at("output.latents")).max_abs, vid);
+  EXPECT_LE(lat, kLatentsBound);
+  EXPECT_LE(vid, kVideoBound);
+  const parity::Golden plain = open_golden();
+  EXPECT_GT(test::rel_l2(plain.file.get("output.latents"), out.at("output.latents")), 1e-3);
+  // A CFG request without the negative embeddings is refused by the kind, not run on the prompt's.
+  nlohmann::json c = g.config;
+  c["negative_prompt"] = "";
+  const parity::Golden bad{g.path, g.file, g.kind, c};
+  EXPECT_NE(error_of([&] { (void)run_t2v_golden(bad, parity::Options{}); }).find("needs a negative_prompt"),
+            std::string::npos);
+}
+
+// --cfg-scale belongs to embedded-guidance models: a classifier-free family refuses it by name,
+// and a non-positive scale is refused before anything runs.
+TEST(HunyuanT2V, CfgScaleIsForEmbeddedGuidanceOnly) {
+  EXPECT_NE(error_of([] {
+              (void)pipeline::make_guidance(pipeline::GuidanceKind::ClassifierFree, {5.0, 0, -1, 2.0});
+            }).find("--cfg-scale 2: this model is guided by classifier-free guidance alone"),
+            std::string::npos);
+  auto e = pipeline::make_guidance(pipeline::GuidanceKind::Embedded, {6.0, 0, -1, 2.0});
+  EXPECT_TRUE(e->needs_uncond(0, 4));
+  EXPECT_EQ(e->embedded_scale(), 6.0);
+  auto one = pipeline::make_guidance(pipeline::GuidanceKind::Embedded, {6.0, 0, -1, 1.0});
+  EXPECT_FALSE(one->needs_uncond(0, 4));
 }
 
 TEST(HunyuanT2V, ParityKindIsRegisteredThroughTheFamily) {

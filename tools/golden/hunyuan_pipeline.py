@@ -18,6 +18,12 @@ the given prompt_embeds_2 (the one change to the reference's code path; `text_en
   inter.noise (the initial latent: randn_tensor with a CPU generator seeded `seed`), inter.timesteps.
 guidance_scale = 1 (the published model is CFG-distilled: the official default --cfg-scale 1, one
 pass per step), embedded_guidance_scale as config "guidance" (the pipeline passes it * 1000),
+in hunyuan_t2v_tiny.safetensors; hunyuan_t2v_cfg_tiny.safetensors runs guidance_scale = config
+"cfg_scale" 2.5 on top (--cfg-scale: the negative prompt's embeddings given as
+negative_prompt_embeds / negative_attention_mask and, through the same encode_prompt stand-in,
+the negative pooled vector; the DiT runs the [negative, prompt] batch of two, both halves with the
+embedded guidance, combined noise_pred_uncond + guidance_scale * (noise_pred_text - noise_pred_uncond)),
+with inputs input.negative_prompt_embeds, input.negative_attention_mask, input.negative_prompt_embeds_2,
 enable_tiling=True (the official default --vae-tiling): the tiny VAE (tools/golden/hunyuan_vae.py's
 CONFIG, narrower: widths [4, 4, 8, 8], 2 groups, sample_tsize 64) has spatial tiles of 32 pixels (4 latent), so the 6-latent-pixel-wide
 frames decode in two overlapping spatial tiles, blended; no temporal tiling (3 latent frames). (With
@@ -58,7 +64,7 @@ DIT = dict(patch_size=[1, 2, 2], in_channels=16, out_channels=16, hidden_size=32
 TEXT = dict(text_states_dim=24, text_states_dim_2=12)
 REQUEST = dict(prompt="embeddings", negative_prompt="", frames=9, height=16, width=48, steps=4, seed=42,
                guidance=6.0, shift=7.0, sampler="flow_match_euler", fps=24)
-TEXT_LEN, VALID = 8, 5
+TEXT_LEN, VALID, NEG_VALID = 8, 5, 3
 VAE_CONFIG = dict(VAE_TINY, block_out_channels=[4, 4, 8, 8], norm_num_groups=2, sample_tsize=64)
 
 
@@ -78,6 +84,11 @@ class PooledStandIn:
 
 def main():
     os.makedirs(OUT, exist_ok=True)
+    run("hunyuan_t2v_tiny.safetensors", cfg_scale=1.0)
+    run("hunyuan_t2v_cfg_tiny.safetensors", cfg_scale=2.5)
+
+
+def run(name, cfg_scale):
     torch.set_num_threads(2)
     models = import_models()
     posemb = load("hyvideo.modules.posemb_layers")
@@ -99,6 +110,12 @@ def main():
     attention_mask = torch.zeros(1, TEXT_LEN, dtype=torch.int64)
     attention_mask[0, :VALID] = 1
     prompt_embeds_2 = torch.randn(1, TEXT["text_states_dim_2"], generator=g)
+    # The negative prompt's (drawn after the prompt's, so the CFG-free golden's inputs are unchanged).
+    negative_prompt_embeds = torch.randn(1, TEXT_LEN, TEXT["text_states_dim"], generator=g)
+    negative_attention_mask = torch.zeros(1, TEXT_LEN, dtype=torch.int64)
+    negative_attention_mask[0, :NEG_VALID] = 1
+    negative_prompt_embeds_2 = torch.randn(1, TEXT["text_states_dim_2"], generator=g)
+    cfg = cfg_scale > 1
 
     r = REQUEST
     scheduler = sched_mod.FlowMatchDiscreteScheduler(shift=r["shift"], reverse=True, solver="euler")
@@ -114,7 +131,7 @@ def main():
 
     def encode_prompt(*a, text_encoder=None, **kw):
         if text_encoder is pipe.text_encoder_2:
-            return prompt_embeds_2, None, None, None
+            return prompt_embeds_2, (negative_prompt_embeds_2 if cfg else None), None, None
         return official_encode_prompt(*a, text_encoder=text_encoder, **kw)
 
     pipe.encode_prompt = encode_prompt
@@ -127,6 +144,8 @@ def main():
     # The initial latent the pipeline draws (prepare_latents: randn_tensor with the generator), recorded.
     noise = torch.randn([1, 16] + lat, generator=torch.Generator().manual_seed(r["seed"]), dtype=torch.float32)
     captured = {}
+    negative = dict(negative_prompt_embeds=negative_prompt_embeds, negative_attention_mask=negative_attention_mask) \
+        if cfg else {}
 
     def on_step(p, i, t, kw):
         captured.setdefault("timesteps", []).append(float(t))
@@ -134,14 +153,14 @@ def main():
 
     with torch.no_grad():
         latents = pipe(prompt=None, height=r["height"], width=r["width"], video_length=r["frames"],
-                       num_inference_steps=r["steps"], guidance_scale=1.0, negative_prompt=None,
+                       num_inference_steps=r["steps"], guidance_scale=cfg_scale, negative_prompt=None, **negative,
                        generator=torch.Generator().manual_seed(r["seed"]), output_type="latent",
                        prompt_embeds=prompt_embeds, attention_mask=attention_mask, freqs_cis=(freqs_cos, freqs_sin),
                        n_tokens=freqs_cos.shape[0], embedded_guidance_scale=r["guidance"], data_type="video",
                        vae_ver="884-16c-hy", enable_tiling=True, callback_on_step_end=on_step,
                        return_dict=False)
         video = pipe(prompt=None, height=r["height"], width=r["width"], video_length=r["frames"],
-                     num_inference_steps=r["steps"], guidance_scale=1.0, negative_prompt=None,
+                     num_inference_steps=r["steps"], guidance_scale=cfg_scale, negative_prompt=None, **negative,
                      generator=torch.Generator().manual_seed(r["seed"]), output_type="pil",
                      prompt_embeds=prompt_embeds, attention_mask=attention_mask, freqs_cis=(freqs_cos, freqs_sin),
                      n_tokens=freqs_cos.shape[0], embedded_guidance_scale=r["guidance"], data_type="video",
@@ -159,7 +178,7 @@ def main():
 
     with torch.no_grad():
         pipe(prompt=None, height=r["height"], width=r["width"], video_length=r["frames"],
-             num_inference_steps=r["steps"], guidance_scale=1.0, negative_prompt=None,
+             num_inference_steps=r["steps"], guidance_scale=cfg_scale, negative_prompt=None, **negative,
              generator=torch.Generator().manual_seed(r["seed"]), output_type="latent", prompt_embeds=prompt_embeds,
              attention_mask=attention_mask, freqs_cis=(freqs_cos, freqs_sin), n_tokens=freqs_cos.shape[0],
              embedded_guidance_scale=r["guidance"], data_type="video", vae_ver="884-16c-hy", enable_tiling=True,
@@ -173,15 +192,21 @@ def main():
     tensors["input.prompt_embeds"] = prompt_embeds.contiguous()
     tensors["input.attention_mask"] = attention_mask.contiguous()
     tensors["input.prompt_embeds_2"] = prompt_embeds_2.contiguous()
+    if cfg:
+        tensors["input.negative_prompt_embeds"] = negative_prompt_embeds.contiguous()
+        tensors["input.negative_attention_mask"] = negative_attention_mask.contiguous()
+        tensors["input.negative_prompt_embeds_2"] = negative_prompt_embeds_2.contiguous()
     tensors["output.latents"] = final["latents"][0].contiguous()
     tensors["output.video"] = video[0].float().contiguous()
     tensors["inter.noise"] = noise[0].contiguous()
     tensors["inter.timesteps"] = torch.tensor(captured["timesteps"], dtype=torch.float64)
     config = dict(REQUEST, dit=dict(DIT, **TEXT), vae={k: v for k, v in VAE_CONFIG.items()})
+    if cfg:
+        config.update(cfg_scale=cfg_scale, negative_prompt="negative embeddings")
     meta = {"kind": "hunyuan.pipeline.t2v", "config": json.dumps(config), "torch_version": torch.__version__,
             "generator": "tools/golden/hunyuan_pipeline.py",
             "reference": "Tencent/HunyuanVideo hyvideo/diffusion/pipelines/pipeline_hunyuan_video.py"}
-    path = os.path.join(OUT, "hunyuan_t2v_tiny.safetensors")
+    path = os.path.join(OUT, name)
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path} ({os.path.getsize(path)} bytes); timesteps {captured['timesteps']}; "
           f"|latents| {final['latents'].norm():.4f} |video| {video.norm():.4f}")

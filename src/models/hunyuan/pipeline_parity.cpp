@@ -1,5 +1,7 @@
 #include "models/hunyuan/pipeline_parity.h"
 
+#include <map>
+
 #include "backend/ops.h"
 #include "core/error.h"
 #include "models/hunyuan/checkpoint_keys.h"
@@ -13,19 +15,19 @@ namespace vidax::hunyuan {
 
 namespace {
 
-// The golden's embeddings, for the one prompt it names.
+// The golden's embeddings, for the prompts it names (the prompt, and the negative prompt when it
+// runs classifier-free guidance).
 class GoldenPrompt final : public PromptEncoder {
  public:
-  GoldenPrompt(std::string prompt, PromptEmbeds e) : prompt_(std::move(prompt)), e_(std::move(e)) {}
+  explicit GoldenPrompt(std::map<std::string, PromptEmbeds> e) : e_(std::move(e)) {}
   PromptEmbeds encode(const std::string& prompt) override {
-    VIDAX_CHECK(prompt == prompt_, "hunyuan.pipeline.t2v: the golden holds the embeddings of '"
-                                       << prompt_ << "' only, asked for '" << prompt << "'");
-    return e_;
+    const auto it = e_.find(prompt);
+    VIDAX_CHECK(it != e_.end(), "hunyuan.pipeline.t2v: the golden holds no embeddings for '" << prompt << "'");
+    return it->second;
   }
 
  private:
-  std::string prompt_;
-  PromptEmbeds e_;
+  std::map<std::string, PromptEmbeds> e_;
 };
 
 Tensor first_of_batch(const parity::Golden& g, const std::string& name, int64_t dims) {
@@ -63,13 +65,24 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
   vae_params.expect_all_taken();
 
   pipeline::Request r = pipeline::request_from_json(c, "");
-  PromptEmbeds e;
-  e.text_states = first_of_batch(g, "prompt_embeds", 2);
-  e.text_mask = first_of_batch(g, "attention_mask", 1).to(DType::I64);
-  e.text_states_2 = first_of_batch(g, "prompt_embeds_2", 1);
+  // input.prompt_embeds, input.attention_mask, input.prompt_embeds_2, and with cfg_scale > 1 the
+  // negative_* counterparts (the pipeline's negative_prompt_embeds / negative_attention_mask).
+  auto embeds = [&](const std::string& p) {
+    PromptEmbeds e;
+    e.text_states = first_of_batch(g, p + "prompt_embeds", 2);
+    e.text_mask = first_of_batch(g, p + "attention_mask", 1).to(DType::I64);
+    e.text_states_2 = first_of_batch(g, p + "prompt_embeds_2", 1);
+    return e;
+  };
+  std::map<std::string, PromptEmbeds> prompts{{r.prompt, embeds("")}};
+  if (r.cfg_scale != 1.0) {
+    VIDAX_CHECK(!r.negative_prompt.empty() && r.negative_prompt != r.prompt,
+                g.path << ": cfg_scale " << r.cfg_scale << " needs a negative_prompt naming input.negative_*");
+    prompts[r.negative_prompt] = embeds("negative_");
+  }
   // The official default --vae-tiling (the decode tiles where the latent exceeds one tile).
   pipeline::Parts parts = make_t2v_parts(dit, vae, VAETiling{.spatial = true, .temporal = true},
-                                         std::make_shared<GoldenPrompt>(r.prompt, e));
+                                         std::make_shared<GoldenPrompt>(std::move(prompts)));
   const pipeline::Result res = pipeline::run_generation(parts, r);
 
   parity::Produced out;

@@ -23,7 +23,11 @@ Preset t2v(const char* name, const char* description, int64_t height, int64_t wi
   d.sampler = "flow_match_euler";
   d.fps = 24;
   d.precision = "bf16";
-  d.negative_prompt = "";  // --cfg-scale 1: inference.py sets the negative prompt to ""
+  // Encoded only with --cfg-scale > 1 (at 1, inference.py sets it to "" and makes no negative pass):
+  // hyvideo/constants.py NEGATIVE_PROMPT, which inference.py uses when none is given.
+  d.negative_prompt =
+      "Aerial view, aerial view, overexposed, low quality, deformation, a poor composition, bad hands, bad teeth, "
+      "bad eyes, bad limbs, distortion";
   p.dit = DiTConfig::t2v_720p().to_json();
   p.vae = VAEConfig{}.to_json();
   return p;
