@@ -10,7 +10,9 @@ script was written); nothing of it is re-implemented in this script.
 
 Each file: __metadata__.kind, __metadata__.config (AudioProcessor's init args: target_sample_rate,
 mel_bins, mel_hop_length, n_fft), input.audio.waveform [B, C, L] (F32), input.audio.sampling_rate
-(one I64: the Audio's rate), output (the mel), inter.resampled (the waveform at the target rate).
+(one I64: the Audio's rate), output (the mel), inter.resampled (the waveform at the target rate),
+inter.mel_transform.mel_scale.fb (the module's slaney filterbank buffer [n_freqs, n_mels], computed
+by torchaudio's melscale_fbanks).
 
   ltx2_audio_processor.safetensors            16 kHz in, no resampling, n_fft 64, hop 16, 16 mels, B = 1
   ltx2_audio_processor_resample.safetensors   22.05 -> 16 kHz (gcd 50: 441 -> 320 phases), n_fft 128,
@@ -49,6 +51,7 @@ def make(path, config, batch, channels, samples, rate, seed):
         "input.audio.sampling_rate": torch.tensor([rate], dtype=torch.int64),
         "output": mel.contiguous(),
         "inter.resampled": resampled.clone().contiguous(),
+        "inter.mel_transform.mel_scale.fb": proc.mel_transform.mel_scale.fb.contiguous(),
     }
     meta = {"kind": "ltx2.audio_processor", "config": json.dumps(config),
             "generator": "tools/golden/ltx2_audio_processor.py", "torch": torch.__version__}
