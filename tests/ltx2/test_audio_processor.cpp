@@ -48,6 +48,11 @@ TEST(Ltx2AudioProcessorGolden, Upsample8000MonoMatchesTheReferenceFp32) {
   expect_golden("ltx2_audio_processor_upsample.safetensors");
 }
 
+// The published front end (16 kHz, 64 mels, hop 160, n_fft 1024) on 44.1 kHz stereo.
+TEST(Ltx2AudioProcessorGolden, PublishedConfigFrom44100MatchesTheReferenceFp32) {
+  expect_golden("ltx2_audio_processor_published.safetensors");
+}
+
 // The waveform's rate decides the resampling: a wrong one must move the mel; the target rate
 // itself is no resampling at all.
 TEST(Ltx2AudioProcessor, SourceRateMatters) {

@@ -18,6 +18,9 @@ by torchaudio's melscale_fbanks).
   ltx2_audio_processor_resample.safetensors   22.05 -> 16 kHz (gcd 50: 441 -> 320 phases), n_fft 128,
                                               hop 32, 64 mels, B = 2
   ltx2_audio_processor_upsample.safetensors   8 -> 16 kHz, n_fft 32, hop 8, 8 mels, B = 1, mono
+  ltx2_audio_processor_published.safetensors  the published front end (16 kHz, 64 mels, hop 160,
+                                              n_fft 1024) on 0.4 s of 44.1 kHz stereo (441 -> 160
+                                              phases, a 475-tap kernel)
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_audio_processor.py [--out tests/golden/ltx2]
 """
@@ -71,6 +74,8 @@ def main():
          {"target_sample_rate": 16000, "mel_bins": 64, "mel_hop_length": 32, "n_fft": 128}, 2, 2, 1000, 22050, 1)
     make(os.path.join(args.out, "ltx2_audio_processor_upsample.safetensors"),
          {"target_sample_rate": 16000, "mel_bins": 8, "mel_hop_length": 8, "n_fft": 32}, 1, 1, 150, 8000, 2)
+    make(os.path.join(args.out, "ltx2_audio_processor_published.safetensors"),
+         {"target_sample_rate": 16000, "mel_bins": 64, "mel_hop_length": 160, "n_fft": 1024}, 1, 2, 17640, 44100, 3)
 
 
 if __name__ == "__main__":
