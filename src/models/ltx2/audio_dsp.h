@@ -5,8 +5,10 @@
 //   then the imaginary rows), the log-mel projection log(clamp(mel_basis @ |X|, 1e-5));
 // - the filters the reference builds in code: torch.stft's periodic-Hann DFT, torchaudio's slaney
 //   mel filterbank, UpSample1d's hann-windowed sinc (window_type "hann") and torchaudio's
-//   sinc_interp_hann resampling kernel. Each is computed in float32 in the reference's op order
-//   (torch computes them in float32; the libm functions may differ from torch's by an ulp).
+//   sinc_interp_hann resampling kernel. The filterbank and the sinc filters are computed in
+//   float32 in the reference's op order (torch computes them in float32; libm may differ from
+//   torch's vector functions by an ulp); the DFT bases, which torch.stft never forms (it runs an
+//   FFT), in double from the float32 window, rounded once.
 #pragma once
 #include <cstdint>
 #include <optional>
