@@ -59,6 +59,8 @@ class Backend {
   virtual void tanh(const Tensor& x, Tensor& out) = 0;
   virtual void sin(const Tensor& x, Tensor& out) = 0;
   virtual void exp(const Tensor& x, Tensor& out) = 0;
+  virtual void sqrt(const Tensor& x, Tensor& out) = 0;
+  virtual void log(const Tensor& x, Tensor& out) = 0;
   virtual void relu(const Tensor& x, Tensor& out) = 0;
   // fused: default add_scalar(scale, 1), mul, add in the compute dtype, then cast.
   virtual void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& out);

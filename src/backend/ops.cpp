@@ -243,6 +243,12 @@ Tensor sin(const Tensor& x) {
 Tensor exp(const Tensor& x) {
   return unary_op("exp", x, [&](Backend& be, Tensor& o) { be.exp(x, o); });
 }
+Tensor sqrt(const Tensor& x) {
+  return unary_op("sqrt", x, [&](Backend& be, Tensor& o) { be.sqrt(x, o); });
+}
+Tensor log(const Tensor& x) {
+  return unary_op("log", x, [&](Backend& be, Tensor& o) { be.log(x, o); });
+}
 Tensor relu(const Tensor& x) {
   return unary_op("relu", x, [&](Backend& be, Tensor& o) { be.relu(x, o); });
 }

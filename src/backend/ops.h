@@ -49,6 +49,8 @@ Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sin(const Tensor& x);  // std::sin per element (the LTX-2.3 vocoder's Snake activations)
 Tensor exp(const Tensor& x);  // std::exp per element
+Tensor sqrt(const Tensor& x);  // std::sqrt per element (NaN below 0; the LTX-2 audio STFT magnitude)
+Tensor log(const Tensor& x);   // std::log per element (NaN below 0, -inf at 0; the log-mel)
 Tensor relu(const Tensor& x);
 // x * (1 + scale) + shift, scale/shift broadcast against x (DiT adaLN).
 Tensor modulate(const Tensor& x, const Tensor& shift, const Tensor& scale);

@@ -189,6 +189,8 @@ class RecordingBackend final : public Backend {
   void tanh(const Tensor& x, Tensor& o) override { Rec("tanh").in("x", x).out(o); }
   void sin(const Tensor& x, Tensor& o) override { Rec("sin").in("x", x).out(o); }
   void exp(const Tensor& x, Tensor& o) override { Rec("exp").in("x", x).out(o); }
+  void sqrt(const Tensor& x, Tensor& o) override { Rec("sqrt").in("x", x).out(o); }
+  void log(const Tensor& x, Tensor& o) override { Rec("log").in("x", x).out(o); }
   void relu(const Tensor& x, Tensor& o) override { Rec("relu").in("x", x).out(o); }
   void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& o) override {
     Rec("modulate").in("x", x).in("shift", shift).in("scale", scale).out(o);

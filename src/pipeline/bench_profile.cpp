@@ -122,6 +122,14 @@ class TimingBackend final : public Backend {
     Timer t(p_, "exp");
     cpu_.exp(x, out);
   }
+  void sqrt(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "sqrt");
+    cpu_.sqrt(x, out);
+  }
+  void log(const Tensor& x, Tensor& out) override {
+    Timer t(p_, "log");
+    cpu_.log(x, out);
+  }
   void relu(const Tensor& x, Tensor& out) override {
     Timer t(p_, "relu");
     cpu_.relu(x, out);

@@ -116,6 +116,8 @@ class CountingBackend final : public Backend {
   void tanh(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void sin(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void exp(const Tensor&, Tensor&) override VIDAX_NOT_USED()
+  void sqrt(const Tensor&, Tensor&) override VIDAX_NOT_USED()
+  void log(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void relu(const Tensor&, Tensor&) override VIDAX_NOT_USED()
   void layer_norm(const Tensor&, const std::optional<Tensor>&, const std::optional<Tensor>&, double,
                   Tensor&) override VIDAX_NOT_USED()

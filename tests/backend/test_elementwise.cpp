@@ -90,6 +90,10 @@ TEST(Elementwise, UnaryOpsMatchDoubleReference) {
     expect_close(ops::tanh(x), ref_map(s, {&x}, [](auto& v) { return std::tanh(v[0]); }), 1e-6, tol, "tanh");
     expect_close(ops::sin(x), ref_map(s, {&x}, [](auto& v) { return std::sin(v[0]); }), 1e-6, tol, "sin");
     expect_close(ops::exp(x), ref_map(s, {&x}, [](auto& v) { return std::exp(v[0]); }), 1e-6, tol, "exp");
+    // sqrt / log on positive values (x^2 + 0.01).
+    const Tensor pos = ops::add_scalar(ops::mul(x, x), 0.01);
+    expect_close(ops::sqrt(pos), ref_map(s, {&pos}, [](auto& v) { return std::sqrt(v[0]); }), 1e-6, tol, "sqrt");
+    expect_close(ops::log(pos), ref_map(s, {&pos}, [](auto& v) { return std::log(v[0]); }), 1e-6, tol, "log");
     expect_close(ops::relu(x), ref_map(s, {&x}, [](auto& v) { return v[0] > 0 ? v[0] : 0.0; }), 0, 0, "relu");
     expect_close(ops::clamp(x, -1.0, 0.5), ref_map(s, {&x}, [](auto& v) { return std::clamp(v[0], -1.0, 0.5); }), 0,
                  tol, "clamp");

@@ -85,6 +85,8 @@ class MinimalBackend final : public Backend {
   void tanh(const Tensor& x, Tensor& o) override VIDAX_CORE("tanh", tanh(host(x), h.t()))
   void sin(const Tensor& x, Tensor& o) override VIDAX_CORE("sin", sin(host(x), h.t()))
   void exp(const Tensor& x, Tensor& o) override VIDAX_CORE("exp", exp(host(x), h.t()))
+  void sqrt(const Tensor& x, Tensor& o) override VIDAX_CORE("sqrt", sqrt(host(x), h.t()))
+  void log(const Tensor& x, Tensor& o) override VIDAX_CORE("log", log(host(x), h.t()))
   void relu(const Tensor& x, Tensor& o) override VIDAX_CORE("relu", relu(host(x), h.t()))
   void layer_norm(const Tensor& x, const std::optional<Tensor>& w, const std::optional<Tensor>& b, double eps,
                   Tensor& o) override VIDAX_CORE("layer_norm", layer_norm(host(x), host(w), host(b), eps, h.t()))

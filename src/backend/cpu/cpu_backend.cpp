@@ -36,6 +36,8 @@ class CpuBackend final : public Backend {
   void tanh(const Tensor& x, Tensor& o) override { unary(Unary::Tanh, x, 0, 0, o); }
   void sin(const Tensor& x, Tensor& o) override { unary(Unary::Sin, x, 0, 0, o); }
   void exp(const Tensor& x, Tensor& o) override { unary(Unary::Exp, x, 0, 0, o); }
+  void sqrt(const Tensor& x, Tensor& o) override { unary(Unary::Sqrt, x, 0, 0, o); }
+  void log(const Tensor& x, Tensor& o) override { unary(Unary::Log, x, 0, 0, o); }
   void relu(const Tensor& x, Tensor& o) override { unary(Unary::Relu, x, 0, 0, o); }
   void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& o) override {
     cpu::modulate(x, shift, scale, o);

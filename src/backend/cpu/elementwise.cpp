@@ -116,6 +116,8 @@ void unary_rows(Unary op, T p0, T p1, const T* x, T* o, int64_t n) {
     case Unary::Tanh: for (int64_t i = 0; i < n; ++i) o[i] = std::tanh(x[i]); break;
     case Unary::Sin: for (int64_t i = 0; i < n; ++i) o[i] = std::sin(x[i]); break;
     case Unary::Exp: for (int64_t i = 0; i < n; ++i) o[i] = std::exp(x[i]); break;
+    case Unary::Sqrt: for (int64_t i = 0; i < n; ++i) o[i] = std::sqrt(x[i]); break;
+    case Unary::Log: for (int64_t i = 0; i < n; ++i) o[i] = std::log(x[i]); break;
     case Unary::Relu:
       for (int64_t i = 0; i < n; ++i) o[i] = std::isnan(x[i]) ? x[i] : (x[i] > T(0) ? x[i] : T(0));
       break;

@@ -21,7 +21,7 @@ void pixel_unshuffle3d(const Tensor& x, std::array<int64_t, 3> r, Tensor& out);
 // elementwise.cpp
 enum class Binary { Add, Sub, Mul, Div };
 void binary(Binary op, const Tensor& a, const Tensor& b, Tensor& out);
-enum class Unary { Scale, AddScalar, Clamp, GeluErf, GeluTanh, Silu, Sigmoid, Tanh, Relu, Sin, Exp };
+enum class Unary { Scale, AddScalar, Clamp, GeluErf, GeluTanh, Silu, Sigmoid, Tanh, Relu, Sin, Exp, Sqrt, Log };
 void unary(Unary op, const Tensor& x, double p0, double p1, Tensor& out);
 void axpby(double a, const Tensor& x, double b, const Tensor& y, Tensor& out);
 void modulate(const Tensor& x, const Tensor& shift, const Tensor& scale, Tensor& out);

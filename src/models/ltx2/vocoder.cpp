@@ -1,12 +1,13 @@
 // The LTX-2 vocoder's forward with the backend's ops (vocoder.h). Conv1d and ConvTranspose1d are
-// not backend ops: both run as conv2d over a length-1 axis (a dilated conv over the sequence split
-// into dilation phases, a transposed conv as a conv over the zero-stuffed input).
+// not backend ops: both run as conv2d over a length-1 axis (audio_dsp.h: a dilated conv over the
+// sequence split into dilation phases, a transposed conv as a conv over the zero-stuffed input).
 #include "models/ltx2/vocoder.h"
 
 #include <algorithm>
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "models/ltx2/audio_dsp.h"
 #include "translate/config_fields.h"
 
 namespace vidax::ltx2 {
@@ -14,6 +15,9 @@ namespace vidax::ltx2 {
 using Json = nlohmann::json;
 using translate::strict_get;
 using translate::value_or;
+using dsp::as_conv_weight;
+using dsp::conv1d;
+using dsp::conv_transpose1d;
 
 namespace {
 
@@ -22,45 +26,6 @@ constexpr double kPostSlope = 0.01;  // nn.LeakyReLU() default (act_post)
 
 Tensor leaky_relu(const Tensor& x, double slope) {  // max(x, 0) + slope * min(x, 0)
   return ops::axpby(1.0, ops::relu(x), -slope, ops::relu(ops::scale(x, -1.0)));
-}
-
-// x [N, C, L], w [O, C, k]: zero padding lo / hi, then a conv with the given dilation (or stride).
-Tensor conv1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, int64_t dilation, int64_t lo,
-              int64_t hi, int64_t stride = 1) {
-  const int64_t n = x.size(0), c = x.size(1), k = w.size(2);
-  const int64_t padded = x.size(2) + lo + hi;
-  const int64_t out_len = padded - dilation * (k - 1);
-  VIDAX_CHECK(out_len >= 1, "ltx2 vocoder: a conv of kernel " << k << " dilation " << dilation << " over "
-                                                             << x.size(2) << " samples (+" << lo + hi
-                                                             << " padding) has no output");
-  VIDAX_CHECK(stride == 1 || dilation == 1, "ltx2 vocoder: a conv with both stride and dilation");
-  if (dilation == 1) {
-    const Tensor xp = ops::pad(x, {lo, hi}).view({n, c, 1, padded});
-    const Tensor y = ops::conv2d(xp, w.reshape({w.size(0), c, 1, k}), bias, {1, stride}, {0, 0});
-    return y.squeeze(2);
-  }
-  // y[m * d + r] = sum_j w[j] x[(m + j) * d + r]: a conv along the rows of x viewed as [M, d].
-  const int64_t rows = (padded + dilation - 1) / dilation;
-  const Tensor xp = ops::pad(x, {lo, hi + rows * dilation - padded}).view({n, c, rows, dilation});
-  const Tensor y = ops::conv2d(xp, w.reshape({w.size(0), c, k, 1}), bias, {1, 1}, {0, 0});
-  return y.contiguous().view({n, w.size(0), (rows - k + 1) * dilation}).slice(2, 0, out_len);
-}
-
-// ConvTranspose1d(stride s, padding p) with `w` already the equivalent conv's weight (transposed,
-// taps reversed): s - 1 zeros after each sample (the last's dropped), k - 1 - p zeros on both sides,
-// a conv: length (T - 1) s - 2p + k.
-Tensor conv_transpose1d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, int64_t s, int64_t p) {
-  const int64_t n = x.size(0), c = x.size(1), t = x.size(2), k = w.size(2);
-  const Tensor stuffed = ops::pad(x.unsqueeze(3), {0, s - 1}).view({n, c, t * s});
-  return conv1d(stuffed.slice(2, 0, (t - 1) * s + 1), w, bias, 1, k - 1 - p, k - 1 - p);
-}
-
-// [C_in, C_out, k] (ConvTranspose1d) -> [C_out, C_in, k], taps reversed.
-Tensor as_conv_weight(const Tensor& wt) {
-  const Tensor w = wt.to(DType::F32).transpose(0, 1);
-  std::vector<Tensor> taps;
-  for (int64_t j = w.size(2) - 1; j >= 0; --j) taps.push_back(w.slice(2, j, j + 1));
-  return ops::concat(taps, 2).contiguous();
 }
 
 Tensor take_conv_weight(nn::ParamSource& p, const std::string& name, int64_t o, int64_t c, int64_t k) {

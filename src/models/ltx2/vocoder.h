@@ -6,7 +6,8 @@
 // (conv_pre.weight, ups.0.weight, resblocks.3.convs1.2.bias, conv_post.weight, ...).
 // resblock "AMP1" (BigVGAN v2, the LTX-2.3 generator): no leaky_relu before the upsamples, AMPBlock1s
 // whose activations are anti-aliased Snake / SnakeBeta (`activation`), act_post an anti-aliased
-// SnakeBeta. Not yet: VocoderWithBWE (the LTX-2.3 bandwidth extension around two AMP1 generators).
+// SnakeBeta. VocoderWithBWE (the LTX-2.3 bandwidth extension around two AMP1 generators) is in
+// vocoder_bwe.h.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <optional>
