@@ -19,11 +19,14 @@ using test::ltx2::max_abs_diff;
 
 void expect_golden(const char* name) { EXPECT_EQ(test::ltx2::expect_golden_rows(name).compared, 3); }
 
-// As expect_golden_rows, with the mel's max abs bounded by 2e-5: in this file the reference's own
-// fp32 log-mel is 1.7e-5 from a float64 run of the same module on the same waveform (a mel value
-// of 1.4e-4, where the log turns the STFT's rounding into that much), so 1e-5 absolute is finer
-// than the reference itself; every row still passes the contract's rel L2 <= 1e-5.
-void expect_golden_mel_2e5(const char* name) {
+// As expect_golden_rows, with the log-mel's max abs bounded by kLogMelAbs: in this file the
+// reference's own fp32 log-mel is 1.7e-5 from a float64 run of the same module on the same waveform
+// (a mel value of 1.4e-4, where the log turns the STFT's relative rounding into that much), so 1e-5
+// absolute is finer than the reference itself; the engine's error there depends on the CPU tier's
+// summation order (measured 1.6e-5 at avx512_bf16, 3.4e-5 at avx2). Every row still passes the
+// contract's rel L2 <= 1e-5 (measured 1.0e-7).
+constexpr double kLogMelAbs = 1e-4;
+void expect_golden_log_mel(const char* name) {
   engine::register_builtins();
   parity::Options opt;
   opt.precision = "fp32";
@@ -32,7 +35,7 @@ void expect_golden_mel_2e5(const char* name) {
   for (const auto& c : rep.rows) {
     std::printf("  %s fp32 %-32s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
     EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, c.name == "output" ? 2e-5 : 1e-5) << c.name;
+    EXPECT_LE(c.max_abs, c.name == "output" ? kLogMelAbs : 1e-5) << c.name;
   }
   EXPECT_TRUE(rep.ok());
   EXPECT_EQ(rep.compared, 3);
@@ -42,7 +45,7 @@ void expect_golden_mel_2e5(const char* name) {
 
 TEST(Ltx2AudioProcessorGolden, SameRateMatchesTheReferenceFp32) { expect_golden("ltx2_audio_processor.safetensors"); }
 TEST(Ltx2AudioProcessorGolden, Resample22050To16000MatchesTheReferenceFp32) {
-  expect_golden_mel_2e5("ltx2_audio_processor_resample.safetensors");
+  expect_golden_log_mel("ltx2_audio_processor_resample.safetensors");
 }
 TEST(Ltx2AudioProcessorGolden, Upsample8000MonoMatchesTheReferenceFp32) {
   expect_golden("ltx2_audio_processor_upsample.safetensors");
@@ -59,7 +62,7 @@ TEST(Ltx2AudioProcessor, SourceRateMatters) {
   const auto g = test::ltx2::load_golden("ltx2_audio_processor_resample.safetensors");
   const ltx2::AudioProcessor proc(ltx2::AudioProcessorConfig::from_json(g.config));
   const Tensor wave = g.file.get("input.audio.waveform"), want = g.file.get("output");
-  EXPECT_LE(max_abs_diff(want, proc.waveform_to_mel(wave, 22050)), 2e-5);  // see expect_golden_mel_2e5
+  EXPECT_LE(max_abs_diff(want, proc.waveform_to_mel(wave, 22050)), kLogMelAbs);  // see expect_golden_log_mel
   const Tensor wrong = proc.waveform_to_mel(wave, 22000);
   EXPECT_EQ(wrong.shape(), want.shape());  // ceil(320 * 1000 / 441) = ceil(16 * 1000 / 22) frames alike
   EXPECT_GT(max_abs_diff(want, wrong), 1e-3);
