@@ -1,5 +1,5 @@
-// The HunyuanVideo 1.5 DiT against the official HunyuanVideo_1_5_DiffusionTransformer
-// (tests/golden/hunyuan15/*.safetensors, tools/golden/hunyuan15_dit.py): output and every inter.*
+// The HunyuanVideo 1.5 DiT against the official HunyuanVideo_1_5_DiffusionTransformer and diffusers'
+// HunyuanVideo15Transformer3DModel (tests/golden/hunyuan15/*.safetensors, tools/golden/hunyuan15_dit.py): output and every inter.*
 // tensor at fp32 relative L2 <= 1e-5 (and max abs <= 1e-5), bf16 at its stated bound, and controls
 // that must fail (a perturbed parameter, an unmasked padding token, other RoPE tables, the vision
 // tokens' t2v rule) or must not change the output (what the masks hide), plus bad config / input errors.
@@ -117,7 +117,7 @@ TEST(Hunyuan15DiTGolden, AllGoldenFilesArePresent) {
   std::set<std::string> names;
   for (const auto& f : golden_files()) names.insert(fs::path(f).filename().string());
   for (const char* f : {"hy15_dit_i2v.safetensors", "hy15_dit_t2v.safetensors", "hy15_dit_guid.safetensors",
-                        "hy15_dit_linear.safetensors"})
+                        "hy15_dit_linear.safetensors", "hy15_dit_diffusers.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }
 

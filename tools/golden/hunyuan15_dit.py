@@ -24,6 +24,12 @@ has 7.3M values at its fixed 1472 -> 2048 -> 2048 widths):
   hy15_dit_linear.safetensors
       text_projection "linear", use_attention_mask False, guidance_embed with input.guidance given,
       mlp_act_type "silu", is_reshape_temporal_channels (4 + 2 + 1 input channels), heads 3 of 16
+  hy15_dit_diffusers.safetensors
+      diffusers' HunyuanVideo15Transformer3DModel (diffusers config and names, synthetic parameters under
+      its names: 9 embedded channels, 2 heads of 16, 2 blocks, use_meanflow) on I2V inputs; the official
+      model loaded with the same weights (from_diffusers below) must give the same output first.
+      diffusers' inter.* are its module paths: x_embedder, context_embedder, context_embedder_2,
+      image_embedder, transformer_blocks.<i>, proj_out.
 
 Inputs follow the official forward: input.hidden_states [B,C,F,H,W], input.timestep [B], input.text_states
 [B,L,D], input.encoder_attention_mask [B,L] (I64), optional input.text_states_2 [B,D2], input.timestep_r
@@ -50,6 +56,7 @@ import importlib
 import json
 import logging
 import os
+import re
 import sys
 import types
 
@@ -153,17 +160,151 @@ def golden(mod, posemb, name, cfg, x_shape, t_values, text_len, text_rows, seed,
     assert torch.isfinite(out).all(), "the reference gave a non-finite output"
     for n, v in store.items():
         assert torch.isfinite(v).all(), f"the reference's {n} is not finite"
+    write(name, cfg, inp, out, store, mask_type, synthetic_seed, desc, REFERENCE)
+
+
+def write(name, cfg, inp, out, store, mask_type, synthetic_seed, desc, reference):
     tensors = {"input." + n: v.contiguous() for n, v in inp.items()}
     tensors["output"] = out.detach().float().contiguous()
     for n, v in store.items():
         tensors["inter." + n] = v
     meta = {"kind": "hunyuan1.5.dit", "config": json.dumps(cfg), "torch_version": torch.__version__,
-            "reference": REFERENCE, "mask_type": mask_type,
+            "reference": reference, "mask_type": mask_type,
             "synthetic_params": json.dumps({"generator": "splitmix64_uniform_v1", "seed": synthetic_seed,
                                             "tensors": desc})}
     path = os.path.join(OUT, name)
     save_file(tensors, path, metadata=meta)
     print(f"wrote {path}: {len(desc)} params, output {list(out.shape)}, {len(store)} inter, |out| {out.norm():.4f}")
+
+
+# ---- official <- diffusers state dict (HunyuanVideo15Transformer3DModel's module names) ----
+# (official name pattern, diffusers name(s)): several names are concatenated along dim 0.
+_BLOCK = r"double_blocks\.(\d+)\."
+_REFINER = r"txt_in\.individual_token_refiner\.blocks\.(\d+)\."
+DIFFUSERS_NAMES = [
+    (r"img_in\.proj\.", ["x_embedder.proj."]),
+    (r"byt5_in\.layernorm\.", ["context_embedder_2.norm."]),
+    (r"byt5_in\.fc1\.", ["context_embedder_2.linear_1."]),
+    (r"byt5_in\.fc2\.", ["context_embedder_2.linear_2."]),
+    (r"byt5_in\.fc3\.", ["context_embedder_2.linear_3."]),
+    (r"vision_in\.proj\.0\.", ["image_embedder.norm_in."]),
+    (r"vision_in\.proj\.1\.", ["image_embedder.linear_1."]),
+    (r"vision_in\.proj\.3\.", ["image_embedder.linear_2."]),
+    (r"vision_in\.proj\.4\.", ["image_embedder.norm_out."]),
+    (r"txt_in\.input_embedder\.", ["context_embedder.proj_in."]),
+    (r"txt_in\.t_embedder\.mlp\.0\.", ["context_embedder.time_text_embed.timestep_embedder.linear_1."]),
+    (r"txt_in\.t_embedder\.mlp\.2\.", ["context_embedder.time_text_embed.timestep_embedder.linear_2."]),
+    (r"txt_in\.c_embedder\.linear_1\.", ["context_embedder.time_text_embed.text_embedder.linear_1."]),
+    (r"txt_in\.c_embedder\.linear_2\.", ["context_embedder.time_text_embed.text_embedder.linear_2."]),
+    (_REFINER + r"norm1\.", [r"context_embedder.token_refiner.refiner_blocks.\1.norm1."]),
+    (_REFINER + r"norm2\.", [r"context_embedder.token_refiner.refiner_blocks.\1.norm2."]),
+    (_REFINER + r"self_attn_qkv\.", [rf"context_embedder.token_refiner.refiner_blocks.\1.attn.to_{p}." for p in "qkv"]),
+    (_REFINER + r"self_attn_proj\.", [r"context_embedder.token_refiner.refiner_blocks.\1.attn.to_out.0."]),
+    (_REFINER + r"mlp\.fc1\.", [r"context_embedder.token_refiner.refiner_blocks.\1.ff.net.0.proj."]),
+    (_REFINER + r"mlp\.fc2\.", [r"context_embedder.token_refiner.refiner_blocks.\1.ff.net.2."]),
+    (_REFINER + r"adaLN_modulation\.1\.", [r"context_embedder.token_refiner.refiner_blocks.\1.norm_out.linear."]),
+    (r"time_in\.mlp\.0\.", ["time_embed.timestep_embedder.linear_1."]),
+    (r"time_in\.mlp\.2\.", ["time_embed.timestep_embedder.linear_2."]),
+    (r"time_r_in\.mlp\.0\.", ["time_embed.timestep_embedder_r.linear_1."]),
+    (r"time_r_in\.mlp\.2\.", ["time_embed.timestep_embedder_r.linear_2."]),
+    (r"cond_type_embedding\.", ["cond_type_embed."]),
+    (_BLOCK + r"img_mod\.linear\.", [r"transformer_blocks.\1.norm1.linear."]),
+    (_BLOCK + r"img_attn_q\.", [r"transformer_blocks.\1.attn.to_q."]),
+    (_BLOCK + r"img_attn_k\.", [r"transformer_blocks.\1.attn.to_k."]),
+    (_BLOCK + r"img_attn_v\.", [r"transformer_blocks.\1.attn.to_v."]),
+    (_BLOCK + r"img_attn_q_norm\.", [r"transformer_blocks.\1.attn.norm_q."]),
+    (_BLOCK + r"img_attn_k_norm\.", [r"transformer_blocks.\1.attn.norm_k."]),
+    (_BLOCK + r"img_attn_proj\.", [r"transformer_blocks.\1.attn.to_out.0."]),
+    (_BLOCK + r"img_mlp\.fc1\.", [r"transformer_blocks.\1.ff.net.0.proj."]),
+    (_BLOCK + r"img_mlp\.fc2\.", [r"transformer_blocks.\1.ff.net.2."]),
+    (_BLOCK + r"txt_mod\.linear\.", [r"transformer_blocks.\1.norm1_context.linear."]),
+    (_BLOCK + r"txt_attn_q\.", [r"transformer_blocks.\1.attn.add_q_proj."]),
+    (_BLOCK + r"txt_attn_k\.", [r"transformer_blocks.\1.attn.add_k_proj."]),
+    (_BLOCK + r"txt_attn_v\.", [r"transformer_blocks.\1.attn.add_v_proj."]),
+    (_BLOCK + r"txt_attn_q_norm\.", [r"transformer_blocks.\1.attn.norm_added_q."]),
+    (_BLOCK + r"txt_attn_k_norm\.", [r"transformer_blocks.\1.attn.norm_added_k."]),
+    (_BLOCK + r"txt_attn_proj\.", [r"transformer_blocks.\1.attn.to_add_out."]),
+    (_BLOCK + r"txt_mlp\.fc1\.", [r"transformer_blocks.\1.ff_context.net.0.proj."]),
+    (_BLOCK + r"txt_mlp\.fc2\.", [r"transformer_blocks.\1.ff_context.net.2."]),
+    (r"final_layer\.linear\.", ["proj_out."]),
+    (r"final_layer\.adaLN_modulation\.1\.", ["norm_out.linear."]),  # halves swapped: [scale; shift]
+]
+
+
+def from_diffusers(dsd, official_keys):
+    """The official state dict made of diffusers' one (every diffusers tensor used exactly once)."""
+    out, used = {}, set()
+    for key in official_keys:
+        for pattern, targets in DIFFUSERS_NAMES:
+            m = re.match(pattern + r"(weight|bias)$", key)
+            if m:
+                names = [m.expand(t) + m.group(m.lastindex) for t in targets]
+                break
+        else:
+            raise KeyError(f"no diffusers name for {key}")
+        parts = [dsd[n] for n in names]
+        used.update(names)
+        w = torch.cat(parts, 0)
+        if key.startswith("final_layer.adaLN_modulation.1"):
+            scale, shift = w.chunk(2, dim=0)
+            w = torch.cat([shift, scale], 0)
+        out[key] = w
+    assert used == set(dsd), f"diffusers tensors left over: {sorted(set(dsd) - used)}"
+    return out
+
+
+def diffusers_golden(mod, name, seed, synthetic_seed):
+    """diffusers' model with synthetic parameters under its own names; the official model built from
+    the same weights (from_diffusers) must give the same output. Right-padded masks: diffusers' token
+    refiner does not set mask[:, 0] = True as the official one does (a difference only when the first
+    text token is padding, which the reference's tokenizer never gives)."""
+    from diffusers import HunyuanVideo15Transformer3DModel
+    dcfg = dict(in_channels=9, out_channels=4, num_attention_heads=2, attention_head_dim=16, num_layers=2,
+                num_refiner_layers=2, mlp_ratio=4.0, patch_size=2, patch_size_t=1, qk_norm="rms_norm",
+                text_embed_dim=16, text_embed_2_dim=1472, image_embed_dim=24, rope_theta=256.0,
+                rope_axes_dim=[4, 6, 6], use_meanflow=True)
+    cfg = dict(patch_size=[1, 2, 2], in_channels=4, out_channels=4, hidden_size=32, heads_num=2,
+               mm_double_blocks_depth=2, mm_single_blocks_depth=0, rope_dim_list=[4, 6, 6], text_states_dim=16,
+               attn_mode="torch", glyph_byT5_v2=True, vision_projection="linear", vision_states_dim=24,
+               use_cond_type_embedding=True, use_meanflow=True)
+    torch.manual_seed(seed)
+    dmodel = HunyuanVideo15Transformer3DModel(**dcfg).eval()
+    model = mod.HunyuanVideo_1_5_DiffusionTransformer(**cfg).eval()
+    gen = torch.Generator().manual_seed(seed)
+    desc = randomize(dmodel, gen, synthetic_seed)
+    model.load_state_dict(from_diffusers(dmodel.state_dict(), list(model.state_dict())), strict=True)
+    batch, L, Lb, Lv = 2, 8, 4, 3
+    inp = {
+        "hidden_states": torch.randn(batch, 9, 3, 4, 4, generator=gen),
+        "timestep": torch.tensor([937.5, 250.0]),
+        "text_states": torch.randn(batch, L, 16, generator=gen),
+        "encoder_attention_mask": mask_rows([5, 8], L),
+        "timestep_r": torch.tensor([600.0, 0.0]),
+        "vision_states": torch.randn(batch, Lv, 24, generator=gen),
+        "byt5_text_states": torch.randn(batch, Lb, 1472, generator=gen),
+        "byt5_text_mask": mask_rows([3, 1], Lb),
+    }
+    with torch.no_grad():
+        official = model(inp["hidden_states"], inp["timestep"], inp["text_states"], None,
+                         inp["encoder_attention_mask"], timestep_r=inp["timestep_r"],
+                         vision_states=inp["vision_states"], mask_type="i2v",
+                         extra_kwargs={"byt5_text_states": inp["byt5_text_states"],
+                                       "byt5_text_mask": inp["byt5_text_mask"]})[0]
+    names = ["x_embedder", "context_embedder", "context_embedder_2", "image_embedder", "proj_out"]
+    names += [f"transformer_blocks.{i}" for i in range(dcfg["num_layers"])]  # not time_embed: it adds time_r
+    store = {}
+    add_hooks(dmodel, names, store, 0)
+    with torch.no_grad():
+        out = dmodel(hidden_states=inp["hidden_states"], timestep=inp["timestep"],
+                     encoder_hidden_states=inp["text_states"], encoder_attention_mask=inp["encoder_attention_mask"],
+                     timestep_r=inp["timestep_r"], encoder_hidden_states_2=inp["byt5_text_states"],
+                     encoder_attention_mask_2=inp["byt5_text_mask"], image_embeds=inp["vision_states"],
+                     return_dict=False)[0]
+    rel = ((out - official).norm() / official.norm()).item()
+    print(f"diffusers vs official output: rel L2 {rel:.3e}")
+    assert rel < 1e-5, "the diffusers model built from the converted state dict does not match the official one"
+    write(name, dict(dcfg, _class_name="HunyuanVideo15Transformer3DModel"), inp, out, store, "i2v", synthetic_seed,
+          desc, "diffusers 0.42.1 HunyuanVideo15Transformer3DModel (checked against " + REFERENCE + ")")
 
 
 def main():
@@ -193,6 +334,7 @@ def main():
                   mm_single_blocks_depth=1)
     golden(mod, posemb, "hy15_dit_linear.safetensors", linear, [7, 2, 4, 2], [999.0], 5, [3], 4, 20261204,
            guidance=[4500.0])
+    diffusers_golden(mod, "hy15_dit_diffusers.safetensors", 5, 20261205)
 
 
 if __name__ == "__main__":
