@@ -292,3 +292,9 @@ TEST(Hunyuan15DiT, RefusesBadConfigs) {
   EXPECT_EQ(d.mm_double_blocks_depth, 54);
   EXPECT_EQ(hunyuan15::dit_params(d).parameter_count(), hunyuan15::dit_params(DiTConfig::published()).parameter_count());
 }
+
+// The published 8.3B transformer: diffusers' HunyuanVideo15Transformer3DModel() with its defaults
+// (the published config) has 1,801 tensors and 8,326,608,160 parameters on the meta device.
+TEST(Hunyuan15DiT, PublishedSizeIsTheReferences) {
+  EXPECT_EQ(hunyuan15::dit_params(DiTConfig::published()).parameter_count(), 8326608160LL);
+}
