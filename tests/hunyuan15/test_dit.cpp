@@ -117,7 +117,8 @@ TEST(Hunyuan15DiTGolden, AllGoldenFilesArePresent) {
   std::set<std::string> names;
   for (const auto& f : golden_files()) names.insert(fs::path(f).filename().string());
   for (const char* f : {"hy15_dit_i2v.safetensors", "hy15_dit_t2v.safetensors", "hy15_dit_guid.safetensors",
-                        "hy15_dit_linear.safetensors", "hy15_dit_diffusers.safetensors"})
+                        "hy15_dit_linear.safetensors", "hy15_dit_diffusers.safetensors",
+                        "hy15_dit_hd128.safetensors"})
     EXPECT_TRUE(names.count(f)) << f;
 }
 

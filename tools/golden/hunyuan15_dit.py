@@ -24,6 +24,9 @@ has 7.3M values at its fixed 1472 -> 2048 -> 2048 widths):
   hy15_dit_linear.safetensors
       text_projection "linear", use_attention_mask False, guidance_embed with input.guidance given,
       mlp_act_type "silu", is_reshape_temporal_channels (4 + 2 + 1 input channels), heads 3 of 16
+  hy15_dit_hd128.safetensors
+      the published head width and block mix: 1 head of 128, rope_dim_list [16, 56, 56], 1 double-stream
+      block and no single-stream block, the i2v model's features, grid 2x3x4
   hy15_dit_diffusers.safetensors
       diffusers' HunyuanVideo15Transformer3DModel (diffusers config and names, synthetic parameters under
       its names: 9 embedded channels, 2 heads of 16, 2 blocks, use_meanflow) on I2V inputs; the official
@@ -335,6 +338,11 @@ def main():
     golden(mod, posemb, "hy15_dit_linear.safetensors", linear, [7, 2, 4, 2], [999.0], 5, [3], 4, 20261204,
            guidance=[4500.0])
     diffusers_golden(mod, "hy15_dit_diffusers.safetensors", 5, 20261205)
+    # The published head (one of 128, rope_dim_list [16, 56, 56]) and block mix (double-stream only).
+    hd128 = dict(tiny, hidden_size=128, heads_num=1, rope_dim_list=[16, 56, 56], mm_double_blocks_depth=1,
+                 mm_single_blocks_depth=0)
+    golden(mod, posemb, "hy15_dit_hd128.safetensors", hd128, [9, 2, 6, 8], [700.0, 30.0], 10, [7, 10], 6, 20261206,
+           byt5=(5, [2, 5]), vision=(4, False), mask_type="i2v")
 
 
 if __name__ == "__main__":
