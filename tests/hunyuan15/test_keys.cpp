@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "models/hunyuan15/checkpoint_keys.h"
+#include "models/hunyuan15/dit.h"
+#include "nn/params.h"
 #include "translate/source.h"
 #include "translate/translate.h"
 
@@ -64,4 +66,21 @@ TEST(Hunyuan15Keys, InferredConfigBuildsThePublishedParameters) {
     EXPECT_EQ(a.params[i].name, b.params[i].name);
     EXPECT_EQ(a.params[i].shape, b.params[i].shape) << a.params[i].name;
   }
+}
+
+// The model takes exactly the spec's parameters at the published size (shape-only Meta tensors: no
+// memory; what a random-weight bench of the 8.3B step would build on).
+TEST(Hunyuan15Keys, TheModelTakesExactlyTheSpecAtThePublishedSize) {
+  const DiTConfig cfg = DiTConfig::published();
+  std::map<std::string, Shape> taken;
+  nn::ParamSource params = nn::ParamSource::generated(
+      [&taken](const std::string& name, const Shape& shape) {
+        taken[name] = shape;
+        return Tensor::empty(shape, DType::BF16, Device::Meta);
+      },
+      "meta");
+  const hunyuan15::HunyuanVideo15DiT model(cfg, params, DType::BF16);
+  std::map<std::string, Shape> spec;
+  for (const auto& p : hunyuan15::dit_params(cfg).params) spec[p.name] = p.shape;
+  EXPECT_EQ(taken, spec);
 }
