@@ -25,11 +25,13 @@ std::vector<std::string> golden_files_in(const fs::path& dir) {
   std::sort(out.begin(), out.end());
   return out;
 }
-// The goldens checked at the default bounds: tests/golden/, tests/golden/hunyuan/ and tests/golden/ltx2/
+// The goldens checked at the default bounds: tests/golden/, tests/golden/hunyuan/, tests/golden/hunyuan15/
+// and tests/golden/ltx2/
 // (tests/golden/pipeline/ holds one checked with its own bound, in tests/pipeline).
 std::vector<std::string> golden_files() {
   std::vector<std::string> out = golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden");
   for (const auto& f : golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan")) out.push_back(f);
+  for (const auto& f : golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan15")) out.push_back(f);
   // tests/golden/ltx2/ also holds component files with no parity kind (the RoPE tables, read by
   // tests/ltx2/test_rope.cpp): only the files that name a kind are parity goldens.
   for (const auto& f : golden_files_in(fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "ltx2"))

@@ -13,30 +13,6 @@ namespace {
 
 constexpr double kEps = 1e-6;
 
-// get_nd_rotary_pos_embed's [N, head_dim] tables (each angle's cos / sin repeated for its pair,
-// repeat_interleave(2)) as the rope op's [N, head_dim / 2]. The reference multiplies element by
-// element, so a table whose pairs differ is refused rather than silently halved.
-RopeTables rope_tables(const Tensor& cos, const Tensor& sin, int64_t tokens, int64_t head_dim) {
-  for (const Tensor* t : {&cos, &sin})
-    VIDAX_CHECK(t->dim() == 2 && t->size(0) == tokens && t->size(1) == head_dim,
-                "HunyuanVideo DiT: freqs_cos / freqs_sin must be [" << tokens << ", " << head_dim
-                                                                    << "] (image tokens, head dim), got " << t->str());
-  RopeTables r;
-  const Tensor* src[2] = {&cos, &sin};
-  Tensor* dst[2] = {&r.cos, &r.sin};
-  for (int i = 0; i < 2; ++i) {
-    const Tensor pairs = nn::to_dtype(*src[i], DType::F32).contiguous().view({tokens, head_dim / 2, 2});
-    const Tensor even = ops::copy(pairs.select(2, 0)), odd = ops::copy(pairs.select(2, 1));
-    if (even.device() != Device::Meta)
-      VIDAX_CHECK(even.to_f32_vector() == odd.to_f32_vector(),
-                  "HunyuanVideo DiT: " << (i == 0 ? "freqs_cos" : "freqs_sin")
-                                       << " is not one value per rotated pair (columns 2k and 2k+1 differ); "
-                                          "expected get_nd_rotary_pos_embed(..., use_real=True)'s tables");
-    *dst[i] = even;
-  }
-  return r;
-}
-
 std::vector<int64_t> read_mask(const Tensor& mask, int64_t B, int64_t L) {
   VIDAX_CHECK(mask.dim() == 2 && mask.size(0) == B && mask.size(1) == L,
               "HunyuanVideo DiT: text_mask must be [" << B << ", " << L << "] (batch, text tokens), got " << mask.str());

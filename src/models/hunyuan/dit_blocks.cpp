@@ -40,6 +40,27 @@ ops::AttentionOptions masked(const std::vector<int64_t>& kv_lens) {
 
 }  // namespace
 
+RopeTables rope_tables(const Tensor& cos, const Tensor& sin, int64_t tokens, int64_t head_dim) {
+  for (const Tensor* t : {&cos, &sin})
+    VIDAX_CHECK(t->dim() == 2 && t->size(0) == tokens && t->size(1) == head_dim,
+                "HunyuanVideo DiT: freqs_cos / freqs_sin must be [" << tokens << ", " << head_dim
+                                                                    << "] (image tokens, head dim), got " << t->str());
+  RopeTables r;
+  const Tensor* src[2] = {&cos, &sin};
+  Tensor* dst[2] = {&r.cos, &r.sin};
+  for (int i = 0; i < 2; ++i) {
+    const Tensor pairs = nn::to_dtype(*src[i], DType::F32).contiguous().view({tokens, head_dim / 2, 2});
+    const Tensor even = ops::copy(pairs.select(2, 0)), odd = ops::copy(pairs.select(2, 1));
+    if (even.device() != Device::Meta)
+      VIDAX_CHECK(even.to_f32_vector() == odd.to_f32_vector(),
+                  "HunyuanVideo DiT: " << (i == 0 ? "freqs_cos" : "freqs_sin")
+                                       << " is not one value per rotated pair (columns 2k and 2k+1 differ); "
+                                          "expected get_nd_rotary_pos_embed(..., use_real=True)'s tables");
+    *dst[i] = even;
+  }
+  return r;
+}
+
 Tensor activation(const Tensor& x, const std::string& act) {
   if (act == "gelu_tanh") return ops::gelu(x, ops::GeluMode::Tanh);
   if (act == "gelu") return ops::gelu(x, ops::GeluMode::Erf);

@@ -36,6 +36,12 @@ struct RopeTables {
   Tensor cos, sin;
 };
 
+// get_nd_rotary_pos_embed's [N, head_dim] tables (each angle's cos / sin repeated for its pair,
+// repeat_interleave(2)) as the rope op's [N, head_dim / 2]. The reference multiplies element by
+// element, so a table whose pairs differ is refused rather than silently halved. (Shared with the
+// 1.5 DiT, whose forward takes the same tables.)
+RopeTables rope_tables(const Tensor& cos, const Tensor& sin, int64_t tokens, int64_t head_dim);
+
 // Per-head q/k normalization (RMSNorm or affine LayerNorm over head_dim, eps 1e-6); identity when off.
 struct QKNorm {
   std::optional<Tensor> weight, bias;
