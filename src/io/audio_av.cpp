@@ -93,8 +93,10 @@ AudioTrackWriter::AudioTrackWriter(AVFormatContext* fmt, const Audio& audio, Aud
   enc_->sample_rate = out_rate;
   av_channel_layout_default(&enc_->ch_layout, channels);
   enc_->time_base = AVRational{1, out_rate};
-  // PyAV's add_stream defaults, which the reference runs with: the encoder picks its bit rate.
-  enc_->bit_rate = 0;
+  // PyAV's add_stream defaults, which the reference runs with: the encoder picks its bit rate
+  // (AAC: by its quality setting). libopus picks 64 kb/s per channel pair plus 32 kb/s for a
+  // coupled one and warns that it did: that choice is given explicitly.
+  enc_->bit_rate = codec == AudioCodec::Opus ? (channels == 2 ? 96000 : 64000) : 0;
   enc_->bit_rate_tolerance = 32000;
   if (fmt->oformat->flags & AVFMT_GLOBALHEADER) enc_->flags |= AV_CODEC_FLAG_GLOBAL_HEADER;
   av_check(avcodec_open2(enc_.get(), codec_, nullptr), (std::string("opening the ") + codec_->name +

@@ -142,7 +142,7 @@ TEST(Mp4Audio, AacTrackProbesAndDecodesBack) {
   const double e0 = relative_error(audio, back, 0, from, to), e1 = relative_error(audio, back, 1, from, to);
   EXPECT_LT(e0, 0.05);
   EXPECT_LT(e1, 0.1);
-  std::printf("aac 128k-ish stereo: relative error %.4f (440 Hz), %.4f (1000 Hz); duration %.5f s, %lld samples\n",
+  std::printf("aac stereo: relative error %.4f (440 Hz), %.4f (1000 Hz); duration %.5f s, %lld samples\n",
               e0, e1, info.audio->duration, static_cast<long long>(info.audio->samples));
 }
 
