@@ -85,9 +85,13 @@ struct VideoFileInfo {
   std::map<std::string, std::string> metadata;  // container tags
   int64_t video_streams = 0, audio_streams = 0;
   std::optional<AudioStreamInfo> audio;  // the best audio stream, decoded whole
+  // Why `audio` is unset although audio_streams > 0: its decoding failed (no decoder, a corrupt
+  // packet) and read_video's caller asked for the frames only, which are then still read.
+  std::string audio_error;
 };
 // Decodes every frame (and the audio stream's, when there is one); when `decoded` / `audio` are
-// given, also returns them (RGB; planar float samples at the stream's rate).
+// given, also returns them (RGB; planar float samples at the stream's rate). An audio stream that
+// cannot be decoded is an error only when `audio` is asked for (else VideoFileInfo::audio_error).
 VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr, Audio* audio = nullptr);
 // The best audio stream of any file libavformat reads (MP4, WAV, ...), decoded whole. Throws
 // naming the file when it has none.

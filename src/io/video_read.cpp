@@ -80,7 +80,20 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded, Audio* audi
   if (decoded) *decoded = RgbVideo{};
   const int ai = info.audio_streams > 0 ? av_find_best_stream(in.f, AVMEDIA_TYPE_AUDIO, -1, si, nullptr, 0) : -1;
   std::unique_ptr<AudioStreamDecoder> adec;
-  if (ai >= 0) adec = std::make_unique<AudioStreamDecoder>(in.f->streams[ai], path, audio);
+  // The audio is decoded too (its counts are part of the info); when only the frames are asked
+  // for, an audio stream that fails does not stop them (a control video with an odd track).
+  auto audio_failed = [&](const Error& e) {
+    if (audio) throw;
+    info.audio_error = e.what();
+    adec.reset();
+  };
+  if (ai >= 0) {
+    try {
+      adec = std::make_unique<AudioStreamDecoder>(in.f->streams[ai], path, audio);
+    } catch (const Error& e) {
+      audio_failed(e);
+    }
+  }
   if (audio && !adec) *audio = Audio{};
 
   SwsContext* sws = nullptr;
@@ -104,7 +117,11 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded, Audio* audi
         av_check(r, "decoding", path);
         drain();
       } else if (adec && pkt->stream_index == ai) {
-        adec->send(pkt.get());
+        try {
+          adec->send(pkt.get());
+        } catch (const Error& e) {
+          audio_failed(e);
+        }
         av_packet_unref(pkt.get());
       } else {
         av_packet_unref(pkt.get());
@@ -112,7 +129,13 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded, Audio* audi
     }
     av_check(avcodec_send_packet(dec.get(), nullptr), "flushing the decoder of", path);
     drain();
-    if (adec) info.audio = adec->finish();
+    if (adec) {
+      try {
+        info.audio = adec->finish();
+      } catch (const Error& e) {
+        audio_failed(e);
+      }
+    }
   } catch (...) {
     sws_freeContext(sws);
     throw;

@@ -8,6 +8,10 @@
 #include <filesystem>
 #include <string>
 
+extern "C" {
+#include <libavformat/avformat.h>
+}
+
 #include "io/audio.h"
 #include "io/video.h"
 #include "io_test_util.h"
@@ -378,4 +382,46 @@ TEST(AudioTensor, FromAWaveformTensor) {
   EXPECT_NE(rank.find("[channels, samples]"), std::string::npos) << rank;
   const std::string rate = error_of([] { io::audio_from_tensor(Tensor::zeros({2, 4}, DType::F32), 0); });
   EXPECT_NE(rate.find("sample rate"), std::string::npos) << rate;
+}
+
+// A track that cannot be decoded (its packets overwritten) does not stop reading the frames when
+// only they are asked for; asking for the audio is an error.
+TEST(Mp4Audio, ABrokenTrackStillGivesTheFrames) {
+  TempDir dir;
+  const std::string path = dir.file("broken.mp4");
+  const io::Audio audio = sine(2, 24000, 17000);
+  io::VideoWriteOptions opt;
+  opt.fps = 24;
+  opt.audio = &audio;
+  io::write_mp4(path, grey_video(17, 48, 64), opt);
+  // Where the audio packets lie, from libavformat.
+  std::vector<std::pair<int64_t, int>> spans;
+  {
+    AVFormatContext* f = nullptr;
+    ASSERT_EQ(avformat_open_input(&f, path.c_str(), nullptr, nullptr), 0);
+    ASSERT_GE(avformat_find_stream_info(f, nullptr), 0);
+    const int ai = av_find_best_stream(f, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+    ASSERT_GE(ai, 0);
+    AVPacket* p = av_packet_alloc();
+    while (av_read_frame(f, p) >= 0) {
+      if (p->stream_index == ai && p->pos >= 0) spans.emplace_back(p->pos, p->size);
+      av_packet_unref(p);
+    }
+    av_packet_free(&p);
+    avformat_close_input(&f);
+  }
+  ASSERT_GT(spans.size(), 10u);
+  std::string bytes = io::test::read_bytes(path);
+  for (const auto& [pos, size] : spans)
+    for (int i = 0; i < size; ++i) bytes[static_cast<size_t>(pos + i)] = static_cast<char>(0xA5 ^ (i * 37));
+  io::test::write_bytes(path, bytes);
+
+  const io::VideoFileInfo info = io::read_video(path);
+  EXPECT_EQ(info.frames, 17);
+  EXPECT_EQ(info.audio_streams, 1);
+  EXPECT_FALSE(info.audio.has_value());
+  EXPECT_NE(info.audio_error.find("decoding the audio of"), std::string::npos) << info.audio_error;
+  io::Audio back;
+  const std::string err = error_of([&] { io::read_video(path, nullptr, &back); });
+  EXPECT_NE(err.find("decoding the audio of " + path), std::string::npos) << err;
 }
