@@ -86,6 +86,21 @@ double relative_error(const io::Audio& orig, const io::Audio& dec, int64_t c, in
   return std::sqrt(d / o);
 }
 
+// The streams of each packet in file order: 'v' video, 'a' audio (libavformat's demuxer).
+std::string packet_order(const std::string& path) {
+  AVFormatContext* f = nullptr;
+  if (avformat_open_input(&f, path.c_str(), nullptr, nullptr) != 0) return "";
+  std::string order;
+  AVPacket* p = av_packet_alloc();
+  while (av_read_frame(f, p) >= 0) {
+    order += f->streams[p->stream_index]->codecpar->codec_type == AVMEDIA_TYPE_AUDIO ? 'a' : 'v';
+    av_packet_unref(p);
+  }
+  av_packet_free(&p);
+  avformat_close_input(&f);
+  return order;
+}
+
 bool has_partial(const fs::path& dir) {
   for (auto& e : fs::directory_iterator(dir))
     if (e.path().filename().string().find(".partial-") != std::string::npos) return true;
@@ -146,6 +161,13 @@ TEST(Mp4Audio, AacTrackProbesAndDecodesBack) {
   const double e0 = relative_error(audio, back, 0, from, to), e1 = relative_error(audio, back, 1, from, to);
   EXPECT_LT(e0, 0.05);
   EXPECT_LT(e1, 0.1);
+  // The two streams interleave in the file (not all the video, then all the audio). The muxer's
+  // interleaving queue would do that for a track fed at the end too; feeding it per frame keeps
+  // that queue short.
+  const std::string order = packet_order(path);
+  EXPECT_EQ(std::count(order.begin(), order.end(), 'v'), 17) << order;
+  EXPECT_LT(order.find('a'), order.rfind('v')) << order;
+  EXPECT_NE(order.find("vava"), std::string::npos) << order;
   std::printf("aac stereo: relative error %.4f (440 Hz), %.4f (1000 Hz); duration %.5f s, %lld samples\n",
               e0, e1, info.audio->duration, static_cast<long long>(info.audio->samples));
 }
