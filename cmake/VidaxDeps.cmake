@@ -57,7 +57,7 @@ if(VIDAX_SENTENCEPIECE)
   pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
 endif()
 if(VIDAX_LIBAV)
-  pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale)
+  pkg_check_modules(LIBAV REQUIRED IMPORTED_TARGET libavformat libavcodec libavutil libswscale libswresample)
 endif()
 # `vidax serve` (src/serve): the HTTP server and the job database. Debian builds cpp-httplib as a
 # library; its .pc carries the feature defines the header must be compiled with.

@@ -8,7 +8,7 @@ PKGS=(
   libopenblas-dev libdnnl-dev ocl-icd-opencl-dev opencl-headers libomp-dev
   libzip-dev nlohmann-json3-dev libcli11-dev libfmt-dev
   libsentencepiece-dev sentencepiece
-  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev
+  libavcodec-dev libavformat-dev libavutil-dev libswscale-dev libswresample-dev
   libopenmpi-dev openmpi-bin
   libcpp-httplib-dev libsqlite3-dev
   libgtest-dev libgmock-dev libbenchmark-dev

@@ -65,6 +65,8 @@ struct GenerateArgs {
   std::optional<double> replay_tolerance;  // the bound on a step's relative L2 (default per precision)
   std::string device = "cpu";     // where the DiT's steps run: cpu | pjrt (docs/pjrt.md)
   std::string pjrt_plugin;        // --pjrt-plugin (else $VIDAX_PJRT_PLUGIN)
+  bool no_audio = false;          // drop the MP4's audio track (models with audio)
+  std::string audio_output;       // --audio-output FILE.wav: the waveform as a WAV file too
 };
 
 // What the run is doing now, for an out-of-memory message.
@@ -290,6 +292,7 @@ int run_generate(const GenerateArgs& a) {
                 "output directory " << dir.string() << " does not exist (-o " << out_path << ")");
   }
   if (write) check_output_paths(out_path, format);  // a special file or a symlink is refused before any work
+  check_audio_options(model.variant.name, model.variant.audio, out_path, format, a.no_audio, a.audio_output);
   // The record's folder is checked (and its hidden partial folder made) before any work too.
   std::unique_ptr<RecordWriter> recorder;
   if (!a.record.empty() && lead) recorder = std::make_unique<RecordWriter>(a.record);
@@ -471,8 +474,13 @@ int run_generate(const GenerateArgs& a) {
   oreq.fps = fps;
   oreq.params = params;
   oreq.warn = ev.warn;
+  oreq.audio.waveform = res.audio;
+  oreq.audio.sample_rate = res.audio_sample_rate;
+  oreq.audio.drop = a.no_audio;
+  oreq.audio.wav_path = a.audio_output;
   const std::string sidecar = write_output(oreq, res.video, res.latents);
-  note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar);
+  note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar +
+       (a.audio_output.empty() ? std::string() : " and " + a.audio_output));
   if (a.json) std::printf("%s\n", params.dump(2).c_str());
   VIDAX_CHECK(replay_ok, "replay: the final latent differs from the record's beyond --replay-tolerance "
                              << replayer->report().tolerance << " (rel_l2 " << replayer->report().final->rel_l2
@@ -538,6 +546,10 @@ Command add_generate(CLI::App& app) {
                   "default <model>-seed<seed>.mp4");
   sub->add_option("--output-format", a->output_format,
                   "mp4 | png (a directory of frames) | y4m | latents (safetensors); default from -o's extension");
+  sub->add_flag("--no-audio", a->no_audio,
+                "Models that make audio (LTX-2 audio-video): write the video without its audio track");
+  sub->add_option("--audio-output", a->audio_output,
+                  "Models that make audio: also write the waveform as FILE.wav (16-bit PCM)");
   sub->add_option("--fps", a->fps, "Frames per second of the video file, 1..240 (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads, 1..4x the logical CPUs (default 0: all)");
   sub->add_option("--lora", a->loras,

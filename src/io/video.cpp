@@ -15,6 +15,7 @@
 #include <mutex>
 
 #ifdef VIDAX_HAVE_LIBAV
+#include "io/audio_av.h"
 #include "io/video_av.h"
 #endif
 
@@ -149,26 +150,16 @@ void check_even(const RgbVideo& v, const char* what) {
               what << ": yuv420p needs an even width and height, got " << v.width << "x" << v.height);
 }
 
+void check_no_audio(const VideoWriteOptions& opt, const char* format, const std::string& path) {
+  VIDAX_CHECK(opt.audio == nullptr, path << ": " << format << " output carries no audio track; write mp4, or "
+                                         "the audio on its own as a WAV file");
+}
+
 void check_video(const RgbVideo& v) {
   VIDAX_CHECK(v.frames > 0 && v.width > 0 && v.height > 0,
               "video has no frames (" << v.frames << " frames of " << v.width << "x" << v.height << ")");
   VIDAX_CHECK(v.rgb.size() == static_cast<size_t>(v.frames) * v.frame_bytes(),
               "video buffer holds " << v.rgb.size() << " bytes, expected " << v.frames * v.frame_bytes());
-}
-
-// Sends one frame (or nullptr to flush) and writes every packet that comes out.
-void encode_and_mux(AVCodecContext* enc, AVFrame* frame, AVFormatContext* fmt, AVStream* st,
-                    const std::string& path) {
-  av_check(avcodec_send_frame(enc, frame), "encoding a frame for", path);
-  AvPacket pkt;
-  for (;;) {
-    int r = avcodec_receive_packet(enc, pkt.get());
-    if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
-    av_check(r, "encoding", path);
-    av_packet_rescale_ts(pkt.get(), enc->time_base, st->time_base);
-    pkt->stream_index = st->index;
-    av_check(av_interleaved_write_frame(fmt, pkt.get()), "writing", path);
-  }
 }
 
 }  // namespace
@@ -177,6 +168,7 @@ void write_mp4(const std::string& path, const RgbVideo& video, const VideoWriteO
   check_video(video);
   check_even(video, path.c_str());
   VIDAX_CHECK(opt.fps > 0 && std::isfinite(opt.fps), "fps must be positive, got " << opt.fps);
+  if (opt.audio) check_audio(*opt.audio, "audio for " + path);
   quiet_libav_once();
   PendingOutput out(path);
   const std::string& tmp = out.temp_path();
@@ -208,6 +200,8 @@ void write_mp4(const std::string& path, const RgbVideo& video, const VideoWriteO
     av_check(avcodec_parameters_from_context(st->codecpar, enc.get()), "setting stream parameters of", path);
     st->time_base = enc->time_base;
     st->avg_frame_rate = rate;
+    std::unique_ptr<AudioTrackWriter> audio;
+    if (opt.audio) audio = std::make_unique<AudioTrackWriter>(fmt.get(), *opt.audio, opt.audio_codec, path, opt.warn);
     for (const auto& [k, v] : opt.metadata) av_dict_set(&fmt->metadata, k.c_str(), v.c_str(), 0);
     fmt.open_and_write_header();
 
@@ -219,8 +213,11 @@ void write_mp4(const std::string& path, const RgbVideo& video, const VideoWriteO
       conv.convert(video.frame(f), frame.get());
       frame->pts = f;
       encode_and_mux(enc.get(), frame.get(), fmt.get(), st, path);
+      // The audio up to this frame's end, so that the two streams interleave in the file.
+      if (audio) audio->write_until(static_cast<double>(f + 1) / av_q2d(rate));
     }
     encode_and_mux(enc.get(), nullptr, fmt.get(), st, path);
+    if (audio) audio->finish();
     fmt.write_trailer_and_close();
   }
   if (opt.poll) opt.poll();
@@ -231,6 +228,7 @@ void write_mp4(const std::string& path, const RgbVideo& video, const VideoWriteO
 
 void write_png_frames(const std::string& path, const RgbVideo& video, const VideoWriteOptions& opt) {
   check_video(video);
+  check_no_audio(opt, "png frames", path);
   std::error_code ec;
   VIDAX_CHECK(!fs::exists(path, ec), "output " << path << " already exists; png output writes a new directory of "
                                                   "frames, remove it or choose another -o");
@@ -272,6 +270,7 @@ void write_png_frames(const std::string& path, const RgbVideo& video, const Vide
 
 void write_y4m(const std::string& path, const RgbVideo& video, const VideoWriteOptions& opt) {
   check_video(video);
+  check_no_audio(opt, "y4m", path);
   VIDAX_CHECK(opt.fps > 0 && std::isfinite(opt.fps), "fps must be positive, got " << opt.fps);
   PendingOutput out(path);
   std::ofstream os(out.temp_path(), std::ios::binary);

@@ -7,10 +7,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/audio.h"
 #include "io/output_target.h"
 
 namespace vidax::io {
@@ -45,6 +47,12 @@ struct VideoWriteOptions {
   std::function<void()> poll;
   // Where writers report things the user should know (e.g. an encoder fallback).
   std::function<void(const std::string&)> warn;
+  // An audio track for the MP4 (not owned; must outlive the call), starting with the first
+  // frame: AAC by default (FFmpeg's native encoder, as the reference), or Opus through libopus.
+  // PNG and Y4M carry no audio: they refuse one. The track's duration is the waveform's (it is
+  // not cut or padded to the video's).
+  const Audio* audio = nullptr;
+  AudioCodec audio_codec = AudioCodec::Aac;
 };
 
 // H.264 (libx264 when libavcodec has it, else another H.264 encoder with a
@@ -58,6 +66,14 @@ void write_y4m(const std::string& path, const RgbVideo& video, const VideoWriteO
 void write_video(const std::string& path, VideoFormat format, const RgbVideo& video,
                  const VideoWriteOptions& opt);
 
+// An audio stream of a media file, read with libavformat/libavcodec.
+struct AudioStreamInfo {
+  std::string codec;  // the decoder's name: "aac", "libopus" / "opus", "pcm_s16le", ...
+  int64_t sample_rate = 0, channels = 0;
+  int64_t samples = 0;  // samples per channel decoded (the container's encoder-delay skip applied)
+  double duration = 0;  // seconds, as the container states it (else samples / sample_rate)
+};
+
 // What a video file holds, read with libavformat/libavcodec.
 struct VideoFileInfo {
   std::string container;  // libavformat's name, e.g. "mov,mp4,m4a,3gp,3g2,mj2"
@@ -67,9 +83,19 @@ struct VideoFileInfo {
   int64_t width = 0, height = 0;
   double fps = 0;
   std::map<std::string, std::string> metadata;  // container tags
+  int64_t video_streams = 0, audio_streams = 0;
+  std::optional<AudioStreamInfo> audio;  // the best audio stream, decoded whole
+  // Why `audio` is unset although audio_streams > 0: its decoding failed (no decoder, a corrupt
+  // packet) and read_video's caller asked for the frames only, which are then still read.
+  std::string audio_error;
 };
-// Decodes every frame; when `decoded` is given, also returns them as RGB.
-VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr);
+// Decodes every frame (and the audio stream's, when there is one); when `decoded` / `audio` are
+// given, also returns them (RGB; planar float samples at the stream's rate). An audio stream that
+// cannot be decoded is an error only when `audio` is asked for (else VideoFileInfo::audio_error).
+VideoFileInfo read_video(const std::string& path, RgbVideo* decoded = nullptr, Audio* audio = nullptr);
+// The best audio stream of any file libavformat reads (MP4, WAV, ...), decoded whole. Throws
+// naming the file when it has none.
+AudioStreamInfo read_audio(const std::string& path, Audio* decoded = nullptr);
 
 // A still image (PNG, JPEG, WebP, BMP, ... whatever libavformat reads) as the image-to-video
 // references take it: PIL's Image.open(path).convert("RGB") (alpha dropped, grey replicated), then

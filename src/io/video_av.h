@@ -109,6 +109,22 @@ class AvFormatOutput {
   AVFormatContext* f_ = nullptr;
 };
 
+// Sends one frame (or nullptr to flush) and writes every packet that comes out, its timestamps
+// moved from the encoder's time base to the stream's.
+inline void encode_and_mux(AVCodecContext* enc, AVFrame* frame, AVFormatContext* fmt, AVStream* st,
+                           const std::string& path) {
+  av_check(avcodec_send_frame(enc, frame), "encoding a frame for", path);
+  AvPacket pkt;
+  for (;;) {
+    int r = avcodec_receive_packet(enc, pkt.get());
+    if (r == AVERROR(EAGAIN) || r == AVERROR_EOF) return;
+    av_check(r, "encoding", path);
+    av_packet_rescale_ts(pkt.get(), enc->time_base, st->time_base);
+    pkt->stream_index = st->index;
+    av_check(av_interleaved_write_frame(fmt, pkt.get()), "writing", path);
+  }
+}
+
 // Packed RGB24 -> planar YUV (BT.601, limited range), bicubic chroma filter as
 // the ffmpeg command line (and so the reference's imageio writer) uses.
 class RgbToYuv {

@@ -1,8 +1,11 @@
 // Reads a video file back with libavformat/libavcodec (tests, `inspect`).
 #include <algorithm>
 
+#include <memory>
+
 #include "io/video.h"
 #ifdef VIDAX_HAVE_LIBAV
+#include "io/audio_av.h"
 #include "io/video_av.h"
 #endif
 
@@ -45,7 +48,7 @@ void collect_frame(const AVFrame* fr, SwsContext** sws, RgbVideo* out) {
 
 }  // namespace
 
-VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
+VideoFileInfo read_video(const std::string& path, RgbVideo* decoded, Audio* audio) {
   InputFile in;
   av_check(avformat_open_input(&in.f, path.c_str(), nullptr, nullptr), "cannot open video", path);
   av_check(avformat_find_stream_info(in.f, nullptr), "cannot read the streams of", path);
@@ -69,7 +72,29 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
   info.fps = rate.den ? av_q2d(rate) : 0;
   const AVDictionaryEntry* e = nullptr;
   while ((e = av_dict_get(in.f->metadata, "", e, AV_DICT_IGNORE_SUFFIX))) info.metadata[e->key] = e->value;
+  for (unsigned i = 0; i < in.f->nb_streams; ++i) {
+    const AVMediaType t = in.f->streams[i]->codecpar->codec_type;
+    info.video_streams += t == AVMEDIA_TYPE_VIDEO;
+    info.audio_streams += t == AVMEDIA_TYPE_AUDIO;
+  }
   if (decoded) *decoded = RgbVideo{};
+  const int ai = info.audio_streams > 0 ? av_find_best_stream(in.f, AVMEDIA_TYPE_AUDIO, -1, si, nullptr, 0) : -1;
+  std::unique_ptr<AudioStreamDecoder> adec;
+  // The audio is decoded too (its counts are part of the info); when only the frames are asked
+  // for, an audio stream that fails does not stop them (a control video with an odd track).
+  auto audio_failed = [&](const Error& e) {
+    if (audio) throw;
+    info.audio_error = e.what();
+    adec.reset();
+  };
+  if (ai >= 0) {
+    try {
+      adec = std::make_unique<AudioStreamDecoder>(in.f->streams[ai], path, audio);
+    } catch (const Error& e) {
+      audio_failed(e);
+    }
+  }
+  if (audio && !adec) *audio = Audio{};
 
   SwsContext* sws = nullptr;
   AvPacket pkt;
@@ -91,12 +116,26 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
         av_packet_unref(pkt.get());
         av_check(r, "decoding", path);
         drain();
+      } else if (adec && pkt->stream_index == ai) {
+        try {
+          adec->send(pkt.get());
+        } catch (const Error& e) {
+          audio_failed(e);
+        }
+        av_packet_unref(pkt.get());
       } else {
         av_packet_unref(pkt.get());
       }
     }
     av_check(avcodec_send_packet(dec.get(), nullptr), "flushing the decoder of", path);
     drain();
+    if (adec) {
+      try {
+        info.audio = adec->finish();
+      } catch (const Error& e) {
+        audio_failed(e);
+      }
+    }
   } catch (...) {
     sws_freeContext(sws);
     throw;
@@ -105,11 +144,31 @@ VideoFileInfo read_video(const std::string& path, RgbVideo* decoded) {
   return info;
 }
 
+AudioStreamInfo read_audio(const std::string& path, Audio* decoded) {
+  InputFile in;
+  av_check(avformat_open_input(&in.f, path.c_str(), nullptr, nullptr), "cannot open", path);
+  av_check(avformat_find_stream_info(in.f, nullptr), "cannot read the streams of", path);
+  const int ai = av_find_best_stream(in.f, AVMEDIA_TYPE_AUDIO, -1, -1, nullptr, 0);
+  av_check(ai, "no audio stream in", path);
+  AudioStreamDecoder adec(in.f->streams[ai], path, decoded);
+  AvPacket pkt;
+  while (av_read_frame(in.f, pkt.get()) >= 0) {
+    if (pkt->stream_index == ai) adec.send(pkt.get());
+    av_packet_unref(pkt.get());
+  }
+  return adec.finish();
+}
+
 #else  // VIDAX_HAVE_LIBAV
 
-VideoFileInfo read_video(const std::string& path, RgbVideo*) {
+VideoFileInfo read_video(const std::string& path, RgbVideo*, Audio*) {
   throw Error(msg() << path << ": this vidax was built without FFmpeg's libav* (VIDAX_LIBAV=OFF or VIDAX_MINIMAL), "
                     << "so it reads no video files");
+}
+
+AudioStreamInfo read_audio(const std::string& path, Audio*) {
+  throw Error(msg() << path << ": this vidax was built without FFmpeg's libav* (VIDAX_LIBAV=OFF or VIDAX_MINIMAL), "
+                    << "so it reads no media files (read_wav reads WAV files without it)");
 }
 
 #endif  // VIDAX_HAVE_LIBAV

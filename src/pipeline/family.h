@@ -59,6 +59,10 @@ struct Variant {
   std::vector<std::string> tasks;  // "t2v", "i2v", "flf2v", "v2v", ...
   Defaults defaults;
   bool demo = false;  // a random-weight architecture for `vidax make-demo`, not a published model
+  // Makes an audio track with the video (Result::audio; LTX-2's audio-video models). `vidax
+  // generate` refuses --no-audio / --audio-output for a variant without one. No variant sets it
+  // yet.
+  bool audio = false;
 };
 
 // Parts of a model given as single files, as users download them (`--diffusion-model`,

@@ -102,6 +102,10 @@ class Cancelled : public Error {
 struct Result {
   Tensor latents;  // [z_dim, F', h, w] F32, the sampler's final x0
   Tensor video;    // [3, F, H, W] in [-1, 1]; undefined when decode was skipped
+  // The audio made with the video (Variant::audio): a [channels, samples] float waveform at
+  // audio_sample_rate Hz, starting with the first frame; undefined for a model without audio.
+  Tensor audio;
+  int64_t audio_sample_rate = 0;
   std::vector<double> timesteps;
   std::map<std::string, Tensor> taps;  // the family's intermediates by golden name (ImageConditioning::taps)
   int64_t height = 0, width = 0;  // the video's size: the request's, or what its images gave (image-to-video)

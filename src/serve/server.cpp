@@ -340,6 +340,8 @@ struct Server::Impl {
       out.fps = spec.fps;
       out.params = params;
       out.warn = ev.warn;
+      out.audio.waveform = res.audio;  // a model with audio (Variant::audio): the MP4's track
+      out.audio.sample_rate = res.audio_sample_rate;
       pipeline::write_output(out, res.video, res.latents);
       // The thumbnail: the first frame as PNG (written under a temporary name and renamed, as the video).
       rgb.rgb.resize(rgb.frame_bytes());
