@@ -49,4 +49,24 @@ text::TokenizedBatch tokenize_prompts(const text::GemmaTokenizer& tokenizer, con
   return batch;
 }
 
+EncodedPrompts encode_prompts(const PromptEncoder& parts, const std::vector<std::string>& prompts) {
+  VIDAX_CHECK(parts.tokenizer && parts.gemma && parts.features && parts.video,
+              "LTX-2 prompt: encode_prompts needs a tokenizer, the Gemma-3 encoder, the feature extractor and "
+              "the video connector");
+  EncodedPrompts out;
+  out.tokens = tokenize_prompts(*parts.tokenizer, prompts, parts.max_length);
+  for (const text::TokenizedPrompt& p : out.tokens.prompts)
+    for (int64_t id : p.ids)
+      VIDAX_CHECK(id < parts.gemma->config().vocab_size,
+                  "LTX-2 prompt: token id " << id << " is beyond the Gemma-3 model's vocabulary ("
+                                            << parts.gemma->config().vocab_size << "): tokenizer and model differ");
+  std::vector<Tensor> states = parts.gemma->hidden_states(out.tokens.ids, out.tokens.mask);
+  for (Tensor& s : states) s = s.to(DType::F32);
+  out.features = parts.features->forward(states, out.tokens.mask);
+  out.context = create_embeddings(*parts.video, parts.audio, out.features.video,
+                                  parts.audio ? std::optional<Tensor>(out.features.audio) : std::nullopt,
+                                  out.tokens.mask);
+  return out;
+}
+
 }  // namespace vidax::ltx2
