@@ -6,6 +6,8 @@
 #include <queue>
 
 #include "core/error.h"
+#include "core/tensor.h"
+#include "io/checkpoint.h"
 #include "io/text_file.h"
 #include "text/bpe_merge.h"
 #include "text/text_clean.h"
@@ -221,6 +223,51 @@ GemmaTokenizer GemmaTokenizer::from_dir(const std::string& dir) {
                                     << dir << " (the LTX-2 pipeline requires it)");
   std::sort(configs.begin(), configs.end());
   return from_files(json_path.string(), configs[0].string());
+}
+
+namespace {
+
+// A packed file's byte tensor as text (numpy's astype(uint8) of any integer dtype: modulo 256).
+std::string tensor_bytes(const Tensor& t, const std::string& what) {
+  VIDAX_CHECK(t.shape().size() == 1, what << " must be a 1-D byte tensor, found " << t.str());
+  const Tensor h = t.to_host();
+  if (h.dtype() == DType::U8 || h.dtype() == DType::I8)
+    return std::string(h.data<char>(), static_cast<size_t>(h.numel()));
+  VIDAX_CHECK(h.dtype() == DType::I16 || h.dtype() == DType::I32 || h.dtype() == DType::I64 ||
+                  h.dtype() == DType::U16 || h.dtype() == DType::U32 || h.dtype() == DType::U64,
+              what << " must hold integers (bytes), found " << t.str());
+  std::string out;
+  for (double v : h.to_f64_vector()) out += static_cast<char>(static_cast<uint8_t>(static_cast<int64_t>(v) & 0xFF));
+  return out;
+}
+
+}  // namespace
+
+GemmaTokenizer GemmaTokenizer::from_packed(const std::string& path) {
+  const io::Checkpoint file = io::Checkpoint::open(path);
+  const std::vector<std::string> names = file.names();
+  const auto has = [&](const std::string& n) { return std::binary_search(names.begin(), names.end(), n); };
+  VIDAX_CHECK(has("tokenizer_json"), "Gemma tokenizer: " << path << " holds no tensor 'tokenizer_json' (a packed "
+                                                            "LTX-2 text encoder stores tokenizer.json there)");
+  const std::string json_text = tensor_bytes(file.get("tokenizer_json"), path + ": tokenizer_json");
+  std::string config;
+  if (has("hf_asset__tokenizer_config.json")) {
+    config = tensor_bytes(file.get("hf_asset__tokenizer_config.json"), path + ": hf_asset__tokenizer_config.json");
+  } else if (auto it = file.metadata().find("tokenizer_config.json"); it != file.metadata().end()) {
+    config = it->second;
+  } else {
+    throw Error(msg() << "Gemma tokenizer: " << path << " holds no tokenizer_config.json (tensor "
+                      << "'hf_asset__tokenizer_config.json' or metadata 'tokenizer_config.json'; the LTX-2 "
+                         "pipeline requires it)");
+  }
+  return from_json(json_text, config, path);
+}
+
+GemmaTokenizer GemmaTokenizer::load(const std::string& path) {
+  if (fs::is_directory(path)) return from_dir(path);
+  VIDAX_CHECK(fs::is_regular_file(path) && fs::path(path).extension() == ".safetensors",
+              "Gemma tokenizer: " << path << " is neither a directory nor a .safetensors file");
+  return from_packed(path);
 }
 
 std::optional<int64_t> GemmaTokenizer::token_id(const std::string& token) const {

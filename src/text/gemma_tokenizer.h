@@ -43,6 +43,13 @@ class GemmaTokenizer {
   // depends on directory order); tokenizer_config.json, required, the first of all those below it
   // in sorted path order.
   static GemmaTokenizer from_dir(const std::string& dir);
+  // A packed single-file text encoder (.safetensors) as GemmaAssets.from_single_file reads it: the
+  // tokenizer.json bytes in tensor "tokenizer_json" (U8; other integer dtypes taken modulo 256, as
+  // ComfyUI packs may store them), tokenizer_config.json in tensor "hf_asset__tokenizer_config.json"
+  // or else in the metadata key "tokenizer_config.json" (required).
+  static GemmaTokenizer from_packed(const std::string& safetensors_path);
+  // GemmaAssets.load: a directory (from_dir) or a .safetensors file (from_packed).
+  static GemmaTokenizer load(const std::string& path);
 
   // The ids of `text`; add_special_tokens: the post-processor's tokens (Gemma: <bos> in front).
   std::vector<int64_t> encode(std::string_view text, bool add_special_tokens = true) const;

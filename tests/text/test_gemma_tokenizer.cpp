@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "core/tensor.h"
+#include "io/checkpoint.h"
 #include "text/gemma_tokenizer.h"
 
 using namespace vidax;
@@ -60,6 +62,18 @@ text::GemmaTokenizer edited(const std::function<void(nlohmann::json&)>& edit_jso
   if (edit_json) edit_json(j);
   if (edit_config) edit_config(cfg);
   return text::GemmaTokenizer::from_json(j.dump(), cfg.dump(), "edited fixture");
+}
+
+std::string file_text(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// `text` as a 1-D byte tensor of `dtype` (U8 as ltx_core packs it, I8 as ComfyUI may).
+Tensor byte_tensor(const std::string& text, DType dtype) {
+  Tensor t = Tensor::empty({static_cast<int64_t>(text.size())}, dtype);
+  std::copy(text.begin(), text.end(), t.data<char>());
+  return t;
 }
 
 }  // namespace
@@ -198,4 +212,31 @@ TEST(GemmaTokenizer, FindsTheFilesAsTheLtx2LoaderDoes) {
   expect_error([&] { text::GemmaTokenizer::from_dir(root.string()); }, "give the folder of one");
   expect_error([&] { text::GemmaTokenizer::from_dir((root / "missing").string()); }, "not a directory");
   fs::remove_all(root);
+}
+
+// A packed single-file text encoder (GemmaAssets.from_single_file's layout): tokenizer.json as a
+// byte tensor, tokenizer_config.json as an hf_asset__ tensor or (older / ComfyUI packs) metadata.
+TEST(GemmaTokenizer, ReadsAPackedTextEncoderFile) {
+  const fs::path dir = fs::temp_directory_path() / ("vidax_gemma_pack_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string tj = file_text(kDir / "tokenizer.json"), tc = file_text(kDir / "tokenizer_config.json");
+  const std::string text = "<start_of_turn>user\nA red panda \u955c\u5934<end_of_turn>";
+  const std::vector<int64_t> want = tokenizer().encode(text);
+  const Tensor weight = Tensor::zeros({2, 2}, DType::F32);
+  const fs::path a = dir / "te_assets.safetensors", b = dir / "te_comfy.safetensors", c = dir / "te_bare.safetensors";
+  io::save_safetensors(a.string(), {{"tokenizer_json", byte_tensor(tj, DType::U8)},
+                                    {"hf_asset__tokenizer_config.json", byte_tensor(tc, DType::U8)},
+                                    {"model.norm.weight", weight}},
+                       {{"gemma_config", "{}"}});
+  io::save_safetensors(b.string(), {{"tokenizer_json", byte_tensor(tj, DType::I8)}, {"model.norm.weight", weight}},
+                       {{"tokenizer_config.json", tc}});
+  io::save_safetensors(c.string(), {{"tokenizer_json", byte_tensor(tj, DType::U8)}});
+  EXPECT_EQ(text::GemmaTokenizer::load(a.string()).encode(text), want);
+  EXPECT_EQ(text::GemmaTokenizer::load(b.string()).encode(text), want);  // I8 bytes, config in metadata
+  EXPECT_EQ(text::GemmaTokenizer::load(kDir.string()).encode(text), want);
+  expect_error([&] { text::GemmaTokenizer::load(c.string()); }, "holds no tokenizer_config.json");
+  io::save_safetensors(c.string(), {{"model.norm.weight", weight}});
+  expect_error([&] { text::GemmaTokenizer::load(c.string()); }, "holds no tensor 'tokenizer_json'");
+  expect_error([&] { text::GemmaTokenizer::load((kDir / "tokenizer.json").string()); }, "neither a directory");
+  fs::remove_all(dir);
 }
