@@ -145,7 +145,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
         VIDAX_CHECK(m.is_array() && m.size() == 2, path << ": merge " << m.dump() << " is not a pair");
         key = m[0].get<std::string>() + " " + m[1].get<std::string>();
       }
-      t.merge_rank_.emplace(key, rank++);  // the first occurrence ranks
+      t.merge_rank_.insert_or_assign(key, rank++);  // a repeated pair: its last rank, as tokenizers
     }
     int64_t max_id = -1;
     for (const auto& [tok, id] : t.vocab_) max_id = std::max(max_id, id);
