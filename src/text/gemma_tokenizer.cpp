@@ -137,12 +137,28 @@ GemmaTokenizer GemmaTokenizer::from_json(const std::string& text, const std::str
                   source << ": merge " << m.dump() << " names a token that is not in the vocabulary");
       t.merges_[pair_key(ia->second, ib->second)] = {rank++, iab->second};  // a repeated pair: its last rank
     }
+    // Added tokens get their ids as tokenizers' AddedVocabulary::add_tokens gives them (the file's
+    // "id" is not read back): an earlier added token's or the vocabulary's id for the same content,
+    // else the next id after the vocabulary's entry count (or after the largest added id, when that
+    // is already beyond it). Gap-free files (Gemma's) end with the ids they list.
+    const auto model_size = static_cast<int64_t>(t.vocab_.size());
+    std::optional<int64_t> max_added;
+    std::unordered_map<std::string, int64_t> added_ids;
     if (auto it = j.find("added_tokens"); it != j.end() && !it->is_null())
       for (const json& a : *it) {
         const std::string content = a.at("content").get<std::string>();
         VIDAX_CHECK(!a.value("lstrip", false) && !a.value("rstrip", false) && !a.value("single_word", false),
                     source << ": added token " << content << " uses lstrip / rstrip / single_word (not supported)");
-        const int64_t id = a.at("id").get<int64_t>();
+        int64_t id;
+        if (auto known = added_ids.find(content); known != added_ids.end()) {
+          id = known->second;
+        } else if (auto in_vocab = t.vocab_.find(content); in_vocab != t.vocab_.end()) {
+          id = in_vocab->second;
+        } else {
+          id = max_added && (*max_added >= model_size || model_size == 0) ? *max_added + 1 : model_size;
+        }
+        added_ids.emplace(content, id);
+        max_added = std::max(max_added.value_or(id), id);
         const bool special = a.value("special", false);
         // Matched after normalization, as its normalized content, when "normalized" (tokenizers'
         // default: not special).

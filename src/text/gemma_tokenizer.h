@@ -13,7 +13,10 @@
 //      UTF-8 bytes' <0xNN> tokens (byte_fallback), else <unk> (adjacent ones fused with fuse_unk),
 //      then the adjacent pair of lowest merge rank joined until none applies (the leftmost among
 //      equal ranks; a pair listed twice keeps its last rank, as tokenizers' merge map does);
-//   4. the post-processor's tokens around the text: tokenizer_config.json's add_bos_token /
+//   4. added tokens' ids as tokenizers assigns them on load (not the listed "id"): the vocabulary's
+//      id for the same content, else the next after the vocabulary's entry count (the listed ids
+//      in a gap-free file such as Gemma's);
+//   5. the post-processor's tokens around the text: tokenizer_config.json's add_bos_token /
 //      add_eos_token when it names either (transformers then rebuilds the template from them), else
 //      tokenizer.json's TemplateProcessing.
 //

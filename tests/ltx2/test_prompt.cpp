@@ -77,7 +77,7 @@ TEST(Ltx2Prompt, IdsAndMaskMatchTheOfficialTokenizer) {
     full += n_pad == 0;
     ++n;
   }
-  EXPECT_EQ(n, 74);
+  EXPECT_EQ(n, 75);
   EXPECT_GT(padded, 0);
   EXPECT_GT(full, 2);  // truncated rows (the long prompt at 1024, short lengths)
 }

@@ -22,7 +22,8 @@ tests/ltx2/test_prompt.cpp):
       tokenizer(prompt)["input_ids"] and with add_special_tokens=False;
       "variants": tokenizer.json edits the C++ must follow too (pre_tokenizer Split(" ",
       MergedWithPrevious) as transformers 5's GemmaTokenizer writes it; byte_fallback off, so unknown
-      characters become one fused <unk>), each with the ids of every prompt;
+      characters become one fused <unk>; <0xF0> removed, so 4-byte characters become <unk> while
+      other unknown ones still fall back to bytes), each with the ids of every prompt;
       "ltx2": the OFFICIAL LTXGemmaTokenizer(build_gemma_hf_tokenizer(assets), max_length, LEFT)
       .tokenize_with_weights(prompt) (strip, BOS, truncation, left padding, mask) at the pipeline's
       max_length 1024 and at short lengths, also with tokenizer_config.json variants (no pad_token: pad
@@ -68,6 +69,7 @@ PROMPTS = BPE_PROMPTS + [
     "literal meta \u2581 symbol \u2581\u2581 and a space\u2581 mix",
     "   \t padded with mixed white space \u3000\u00a0\n ",
     "rare: \u0e01\u0e32\u0e23 \u10d0\u10d1 \u13a0 \U00010348 \U0001D11E \u2603\ufe0f \U0001F1FA\U0001F1F8 \u0000nul",
+    "astral then bytes: \U0001F600\u2603\U0001F601\U0001F602\u0e01x\U0001F603",
     "a" * 300,
     "  double  spaces  everywhere  and   triple   ",
     LONG,
@@ -157,7 +159,8 @@ def main():
     for name, edit in [("split_merged_with_previous", lambda j: j.__setitem__(
                             "pre_tokenizer", {"type": "Split", "pattern": {"String": " "},
                                               "behavior": "MergedWithPrevious", "invert": False})),
-                       ("no_byte_fallback", lambda j: j["model"].__setitem__("byte_fallback", False))]:
+                       ("no_byte_fallback", lambda j: j["model"].__setitem__("byte_fallback", False)),
+                       ("no_byte_f0", lambda j: j["model"]["vocab"].pop("<0xF0>"))]:
         j = copy.deepcopy(base)
         edit(j)
         h = build_gemma_hf_tokenizer(official(json.dumps(j), config))
