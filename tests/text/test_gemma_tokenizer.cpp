@@ -242,3 +242,13 @@ TEST(GemmaTokenizer, ReadsAPackedTextEncoderFile) {
   expect_error([&] { text::GemmaTokenizer::load((kDir / "tokenizer.json").string()); }, "neither a directory");
   fs::remove_all(dir);
 }
+
+TEST(GemmaTokenizer, RandomStringsMatchTheOfficialTokenizer) {
+  int n = 0;
+  for (const auto& c : cases().at("random")) {
+    const std::string text = c.at("text");
+    EXPECT_EQ(tokenizer().encode(text), c.at("ids").get<std::vector<int64_t>>()) << printable(text);
+    ++n;
+  }
+  EXPECT_EQ(n, 300);
+}

@@ -19,7 +19,8 @@ tests/ltx2/test_prompt.cpp):
       "cases": per prompt, the OFFICIAL tokenizer the LTX-2 pipeline builds
       (ltx_core.text_encoders.gemma.gemma_assets.build_gemma_hf_tokenizer on those files:
       transformers' PreTrainedTokenizerFast over tokenizers' Tokenizer.from_buffer) called as
-      tokenizer(prompt)["input_ids"] and with add_special_tokens=False;
+      tokenizer(prompt)["input_ids"] and with add_special_tokens=False; "random": the ids of 300 random
+      strings of white space, U+2581, special-token fragments, added-token pieces, CJK, emoji, marks;
       "variants": tokenizer.json edits the C++ must follow too (pre_tokenizer Split(" ",
       MergedWithPrevious) as transformers 5's GemmaTokenizer writes it; byte_fallback off, so unknown
       characters become one fused <unk>; <0xF0> removed, so 4-byte characters become <unk> while
@@ -35,6 +36,7 @@ import copy
 import io
 import json
 import os
+import random
 import sys
 
 import sentencepiece as spm
@@ -153,6 +155,17 @@ def main():
     print(f"{len(PROMPTS)} prompts, longest {max(len(c['ids']) for c in cases)} ids; sentencepiece itself "
           f"differs on {differ_spm} (added tokens, merges by score)")
 
+    # Random strings mixing what the added-token split, the normalizer, byte fallback and the merges
+    # tell apart.
+    rng = random.Random(7)
+    pool = [" ", "  ", "\t", "\n", "\n\n", "\n\n\n", "\u2581", "\u3000", "<", ">", "bos", "<bos>", "<eos",
+            "<start_of_turn>", "_of_turn>", "red", " panda", "red panda", "re", "d pa", "nda", "the", " a", "ing",
+            "\u4e00", "\u955c", "\U0001F600", "\u0301", "e", "x", "1", "23", "\u00e9", "\u0000", "[multimodal]"]
+    random_cases = []
+    for _ in range(300):
+        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 14)))
+        random_cases.append({"text": text, "ids": hf(text)["input_ids"]})
+
     # tokenizer.json variants (path in the JSON, new value).
     base = json.loads(tok_json)
     variants = []
@@ -187,7 +200,7 @@ def main():
     out = {"generator": "tools/golden/gemma_tokenizer_fixture.py",
            "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__,
                         "sentencepiece": spm.__version__},
-           "prompts": PROMPTS, "cases": cases, "variants": variants, "ltx2": ltx}
+           "prompts": PROMPTS, "cases": cases, "random": random_cases, "variants": variants, "ltx2": ltx}
     path = os.path.join(DATA, "gemma3_bpe_cases.json")
     with open(path, "w", encoding="utf-8") as f:
         json.dump(out, f, ensure_ascii=True, separators=(",", ":"))
