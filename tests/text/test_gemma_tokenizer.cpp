@@ -139,6 +139,11 @@ TEST(GemmaTokenizer, VariantsMatchTheOfficialTokenizer) {
         j["model"]["byte_fallback"] = false;
       else if (name == "no_byte_f0")  // 4-byte characters -> <unk>, kept pending across byte tokens
         j["model"]["vocab"].erase("<0xF0>");
+      else if (name == "prepend_sequence")  // U+2581 in front of each span between raw added tokens
+        j["normalizer"] = {{"type", "Sequence"},
+                           {"normalizers",
+                            {{{"type", "Prepend"}, {"prepend", "\u2581"}},
+                             {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", "\u2581"}}}}};
       else
         FAIL() << "unknown variant " << name;
     });
@@ -146,7 +151,7 @@ TEST(GemmaTokenizer, VariantsMatchTheOfficialTokenizer) {
       EXPECT_EQ(t.encode(prompts[i]), v.at("ids")[i].get<std::vector<int64_t>>()) << name << " " << printable(prompts[i]);
     ++n;
   }
-  EXPECT_EQ(n, 3);
+  EXPECT_EQ(n, 4);
 }
 
 TEST(GemmaTokenizer, TruncationKeepsTheFirstTokensThenTheTemplate) {

@@ -24,7 +24,8 @@ tests/ltx2/test_prompt.cpp):
       "variants": tokenizer.json edits the C++ must follow too (pre_tokenizer Split(" ",
       MergedWithPrevious) as transformers 5's GemmaTokenizer writes it; byte_fallback off, so unknown
       characters become one fused <unk>; <0xF0> removed, so 4-byte characters become <unk> while
-      other unknown ones still fall back to bytes), each with the ids of every prompt;
+      other unknown ones still fall back to bytes; a Sequence of Prepend("\u2581") and the Replace, as
+      older SentencePiece conversions have it), each with the ids of every prompt;
       "ltx2": the OFFICIAL LTXGemmaTokenizer(build_gemma_hf_tokenizer(assets), max_length, LEFT)
       .tokenize_with_weights(prompt) (strip, BOS, truncation, left padding, mask) at the pipeline's
       max_length 1024 and at short lengths, also with tokenizer_config.json variants (no pad_token: pad
@@ -173,7 +174,10 @@ def main():
                             "pre_tokenizer", {"type": "Split", "pattern": {"String": " "},
                                               "behavior": "MergedWithPrevious", "invert": False})),
                        ("no_byte_fallback", lambda j: j["model"].__setitem__("byte_fallback", False)),
-                       ("no_byte_f0", lambda j: j["model"]["vocab"].pop("<0xF0>"))]:
+                       ("no_byte_f0", lambda j: j["model"]["vocab"].pop("<0xF0>")),
+                       ("prepend_sequence", lambda j: j.__setitem__("normalizer", {"type": "Sequence", "normalizers": [
+                           {"type": "Prepend", "prepend": "\u2581"},
+                           {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]}))]:
         j = copy.deepcopy(base)
         edit(j)
         h = build_gemma_hf_tokenizer(official(json.dumps(j), config))
