@@ -10,6 +10,7 @@
 #include "io/text_file.h"
 #include "text/bpe_merge.h"
 #include "text/text_clean.h"
+#include "text/tokenizer_json.h"
 #include "text/unicode_classes.h"
 
 namespace vidax::text {
@@ -74,40 +75,6 @@ size_t llama3_match(std::u32string_view t, size_t i) {
 
 std::string read_file(const std::string& path) { return io::read_text_file(path, "BPE tokenizer"); }
 
-std::string field_str(const json& j, const char* key) {
-  auto it = j.find(key);
-  return it == j.end() || it->is_null() ? std::string() : it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-// The post-processor's ids before and after $A (TemplateProcessing's "single"), through a Sequence
-// and ByteLevel (which adds nothing).
-void read_post_processor(const json& pp, const std::string& path, std::vector<int64_t>& prefix,
-                         std::vector<int64_t>& suffix) {
-  if (pp.is_null()) return;
-  const std::string type = field_str(pp, "type");
-  if (type == "ByteLevel") return;
-  if (type == "Sequence") {
-    for (const json& p : pp.at("processors")) read_post_processor(p, path, prefix, suffix);
-    return;
-  }
-  VIDAX_CHECK(type == "TemplateProcessing", path << ": post_processor type '" << type
-                                                 << "' is not supported (TemplateProcessing, ByteLevel, Sequence)");
-  bool seen_a = false;
-  for (const json& item : pp.at("single")) {
-    if (item.contains("Sequence")) {
-      VIDAX_CHECK(!seen_a && field_str(item["Sequence"], "id") == "A",
-                  path << ": post_processor single template must hold $A once: " << pp["single"].dump());
-      seen_a = true;
-      continue;
-    }
-    VIDAX_CHECK(item.contains("SpecialToken"), path << ": post_processor template item " << item.dump());
-    const std::string name = field_str(item["SpecialToken"], "id");
-    const json& special = pp.at("special_tokens").at(name);
-    for (const json& id : special.at("ids")) (seen_a ? suffix : prefix).push_back(id.get<int64_t>());
-  }
-  VIDAX_CHECK(seen_a, path << ": post_processor single template has no $A");
-}
-
 }  // namespace
 
 // GPT-2's bytes_to_unicode: printable bytes stand for themselves, the others for U+0100 onwards.
@@ -149,23 +116,23 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
     // Llama-3's pre-tokenizer: Split(its regex, Isolated) then ByteLevel without its own regex.
     const json& pre = j.at("pre_tokenizer");
     const auto is_llama3 = [&] {
-      if (field_str(pre, "type") != "Sequence" || pre.at("pretokenizers").size() != 2) return false;
+      if (json_field_str(pre, "type") != "Sequence" || pre.at("pretokenizers").size() != 2) return false;
       const json& split = pre["pretokenizers"][0];
       const json& bytes = pre["pretokenizers"][1];
-      return field_str(split, "type") == "Split" && split.contains("pattern") &&
-             field_str(split["pattern"], "Regex") == kLlama3SplitPattern && field_str(split, "behavior") == "Isolated" &&
-             !split.value("invert", false) && field_str(bytes, "type") == "ByteLevel" &&
+      return json_field_str(split, "type") == "Split" && split.contains("pattern") &&
+             json_field_str(split["pattern"], "Regex") == kLlama3SplitPattern && json_field_str(split, "behavior") == "Isolated" &&
+             !split.value("invert", false) && json_field_str(bytes, "type") == "ByteLevel" &&
              !bytes.value("add_prefix_space", false) && !bytes.value("use_regex", true);
     };
     VIDAX_CHECK(is_llama3(), path << ": pre_tokenizer " << pre.dump()
                                   << " is not supported (Llama-3's: Split on its regex, Isolated, then ByteLevel "
                                      "with add_prefix_space and use_regex false)");
     const json& model = j.at("model");
-    VIDAX_CHECK(field_str(model, "type") == "BPE", path << ": model type '" << field_str(model, "type")
+    VIDAX_CHECK(json_field_str(model, "type") == "BPE", path << ": model type '" << json_field_str(model, "type")
                                                         << "' (a BPE tokenizer.json expected)");
     VIDAX_CHECK(!model.contains("dropout") || model["dropout"].is_null(), path << ": BPE dropout is not supported");
     VIDAX_CHECK(!model.value("byte_fallback", false), path << ": byte_fallback is not supported (byte-level BPE)");
-    VIDAX_CHECK(field_str(model, "continuing_subword_prefix").empty() && field_str(model, "end_of_word_suffix").empty(),
+    VIDAX_CHECK(json_field_str(model, "continuing_subword_prefix").empty() && json_field_str(model, "end_of_word_suffix").empty(),
                 path << ": continuing_subword_prefix / end_of_word_suffix are not supported");
     t.ignore_merges_ = model.value("ignore_merges", false);
     for (const auto& [tok, id] : model.at("vocab").items()) t.vocab_.emplace(tok, id.get<int64_t>());
@@ -178,7 +145,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
         VIDAX_CHECK(m.is_array() && m.size() == 2, path << ": merge " << m.dump() << " is not a pair");
         key = m[0].get<std::string>() + " " + m[1].get<std::string>();
       }
-      t.merge_rank_.emplace(key, rank++);  // the first occurrence ranks
+      t.merge_rank_.insert_or_assign(key, rank++);  // a repeated pair: its last rank, as tokenizers
     }
     int64_t max_id = -1;
     for (const auto& [tok, id] : t.vocab_) max_id = std::max(max_id, id);
@@ -194,7 +161,7 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
     std::stable_sort(t.added_.begin(), t.added_.end(),
                      [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
     t.vocab_size_ = max_id + 1;
-    read_post_processor(j.contains("post_processor") ? j["post_processor"] : json(), path, t.prefix_, t.suffix_);
+    read_template_post_processor(j.contains("post_processor") ? j["post_processor"] : json(), path, t.prefix_, t.suffix_);
   } catch (const json::exception& e) {
     throw Error(msg() << path << ": unexpected tokenizer.json structure: " << e.what());
   }

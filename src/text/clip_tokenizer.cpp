@@ -130,7 +130,7 @@ ClipBpeTokenizer ClipBpeTokenizer::from_dir(const std::string& dir) {
     if (line.empty() || line.rfind("#version", 0) == 0) continue;
     VIDAX_CHECK(std::count(line.begin(), line.end(), ' ') == 1,
                 merges_path.string() << ": merge line '" << line << "' is not two symbols");
-    t.merge_rank_.emplace(line, rank++);
+    t.merge_rank_.insert_or_assign(line, rank++);  // a repeated pair: its last rank, as tokenizers
   }
   const auto id_of = [&](const std::string& name, const char* role) {
     auto it = t.vocab_.find(name);

@@ -145,3 +145,26 @@ TEST(ByteLevelBpe, PiecesMatchOnRandomStrings) {
   }
   EXPECT_EQ(n, 300);
 }
+
+// A merge listed twice keeps the rank of its last listing, as tokenizers' merge map does
+// (tests/text/data/bpe_repeated_merges.json, tools/golden/bpe_repeated_merges.py: 16 of the 42
+// prompts change). Bug: the first listing ranked.
+TEST(ByteLevelBpe, ARepeatedMergeTakesItsLastRank) {
+  std::ifstream f(kData / "bpe_repeated_merges.json");
+  const nlohmann::json want = nlohmann::json::parse(f);
+  const std::string path = edited_copy([&](nlohmann::json& j) {
+    nlohmann::json& merges = j["model"]["merges"];
+    const nlohmann::json copy = merges;
+    for (const auto& i : want.at("repeated")) merges.push_back(copy.at(i.get<size_t>()));
+  });
+  const text::ByteLevelBpeTokenizer t = text::ByteLevelBpeTokenizer::from_file(path, "<pad>");
+  fs::remove(path);
+  const std::vector<std::string> prompts = want.at("prompts");
+  int changed = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto ids = want.at("llama3_bpe")[i].get<std::vector<int64_t>>();
+    EXPECT_EQ(t.encode(prompts[i]), ids) << printable(prompts[i]);
+    changed += ids != tokenizer().encode(prompts[i]);
+  }
+  EXPECT_EQ(changed, 16);
+}

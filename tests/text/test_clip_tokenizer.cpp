@@ -141,3 +141,38 @@ TEST(ClipBpe, NfcMatchesTokenizersOnRandomStrings) {
   }
   EXPECT_EQ(n, 400);
 }
+
+// A merge line repeated at the end keeps its last rank, as transformers' CLIPTokenizer (tokenizers'
+// merge map) does (tests/text/data/bpe_repeated_merges.json, tools/golden/bpe_repeated_merges.py).
+// Bug: the first listing ranked.
+TEST(ClipBpe, ARepeatedMergeTakesItsLastRank) {
+  std::ifstream f(kData / "bpe_repeated_merges.json");
+  const nlohmann::json want = nlohmann::json::parse(f);
+  const fs::path dir = fs::temp_directory_path() / ("vidax_clip_rep_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(kData / "clip_bpe" / "vocab.json", dir / "vocab.json");
+  std::ifstream m(kData / "clip_bpe" / "merges.txt");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(m, line);) lines.push_back(line);
+  const size_t header = !lines.empty() && lines[0].rfind("#version", 0) == 0 ? 1 : 0;
+  std::vector<std::string> merges;
+  for (size_t i = header; i < lines.size(); ++i)
+    if (!lines[i].empty()) merges.push_back(lines[i]);
+  {
+    std::ofstream out(dir / "merges.txt");
+    for (size_t i = 0; i < header; ++i) out << lines[i] << "\n";
+    for (const std::string& s : merges) out << s << "\n";
+    for (const auto& i : want.at("repeated")) out << merges.at(i.get<size_t>()) << "\n";
+  }
+  const text::ClipBpeTokenizer t = text::ClipBpeTokenizer::from_dir(dir.string());
+  fs::remove_all(dir);
+  const std::vector<std::string> prompts = want.at("prompts");
+  int changed = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const auto ids = want.at("clip_bpe")[i].get<std::vector<int64_t>>();
+    EXPECT_EQ(t.encode(prompts[i]), ids) << nlohmann::json(prompts[i]).dump();
+    changed += ids != tokenizer().encode(prompts[i]);
+  }
+  EXPECT_EQ(changed, 16);
+}

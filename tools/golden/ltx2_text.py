@@ -26,6 +26,12 @@ __metadata__.kind and __metadata__.config ({"text_config": the Gemma3TextConfig 
                                    {"video", "audio"}: connector init args; params video_connector.* /
                                    audio_connector.*): also output.video_context, output.audio_context,
                                    output.context_mask
+  ltx2_text_gemma3_prompts.safetensors  the same path from prompt STRINGS: the official LTXGemmaTokenizer
+                                   (as base_encoder.build_gemma_tokenizer builds it, LEFT padding, but
+                                   max_length 21 instead of 1024) over the tiny Gemma-structured tokenizer
+                                   tests/text/data/gemma3_bpe (tools/golden/gemma_tokenizer_fixture.py),
+                                   vocabulary 1005; config.prompts / config.max_length / config.tokenizer
+                                   record the strings, input.* the official ids and mask
 
 The embeddings connectors (kind ltx2.text.connector): the OFFICIAL EmbeddingsProcessor.create_embeddings
 (embeddings_processor.py: the stable reorder of each row to [valid, pad], the video connector, the
@@ -41,7 +47,7 @@ __metadata__.config {"video": init args, "audio": init args | null}.
   ltx2_text_connector_plain.safetensors      video only: no registers (the additive pad mask), 2 x 8,
                                              interleaved rope, gated attention, ff without bias, max_pos [16]
 
-Usage: /work/venv-golden/bin/python tools/golden/ltx2_text.py [--out tests/golden/ltx2]
+Usage: /work/venv-golden/bin/python tools/golden/ltx2_text.py [--out tests/golden/ltx2] [--only FILE]
 """
 import argparse
 import json
@@ -58,6 +64,12 @@ from ltx_core.model.transformer.rope import LTXRopeType  # noqa: E402
 from ltx_core.text_encoders.gemma.embeddings_connector import Embeddings1DConnector  # noqa: E402
 from ltx_core.text_encoders.gemma.embeddings_processor import EmbeddingsProcessor, convert_to_additive_mask  # noqa: E402
 from ltx_core.text_encoders.gemma.feature_extractor import FeatureExtractorV1, FeatureExtractorV2  # noqa: E402
+from ltx_core.text_encoders.gemma.gemma_assets import GemmaAssets, build_gemma_hf_tokenizer  # noqa: E402
+from ltx_core.text_encoders.gemma.tokenizer import LTXGemmaTokenizer, PaddingSide  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GEMMA_TOKENIZER = "tests/text/data/gemma3_bpe"
+ONLY = None  # --only
 
 VISION = {"hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1, "num_attention_heads": 2,
           "image_size": 28, "patch_size": 14}
@@ -79,7 +91,20 @@ def left_padded(gen, vocab, length, pad):
     return ids, [0] * pad + [1] * (length - pad)
 
 
-def make(path, text_config, extractor, pads, length, seed, connectors=None):
+def fixture_tokenizer(max_length):
+    """The official LTXGemmaTokenizer over the fixture files, as build_gemma_tokenizer makes it."""
+    d = os.path.join(ROOT, GEMMA_TOKENIZER)
+    with open(os.path.join(d, "tokenizer.json"), "rb") as f:
+        tokenizer_json = f.read()
+    with open(os.path.join(d, "tokenizer_config.json"), "rb") as f:
+        sidecars = {"tokenizer_config.json": f.read()}
+    assets = GemmaAssets(source=d, config_dict={}, tokenizer_json=tokenizer_json, sidecars=sidecars, weight_paths=())
+    return LTXGemmaTokenizer(build_gemma_hf_tokenizer(assets), max_length, padding_side=PaddingSide.LEFT)
+
+
+def make(path, text_config, extractor, pads, length, seed, connectors=None, prompts=None):
+    if ONLY and os.path.basename(path) != ONLY:
+        return
     torch.manual_seed(seed)
     cfg = Gemma3Config(text_config=text_config, vision_config=VISION, mm_tokens_per_image=4)
     model = Gemma3ForConditionalGeneration(cfg).eval()
@@ -101,11 +126,19 @@ def make(path, text_config, extractor, pads, length, seed, connectors=None):
     fe.eval()
 
     gen = torch.Generator().manual_seed(seed + 100)
-    rows = [left_padded(gen, tc.vocab_size, length, p) for p in pads]
-    enc = LTXGemmaTextEncoder(model=model, tokenizer=FixedTokenizer(rows), dtype=torch.float32)
+    if prompts is None:
+        rows = [left_padded(gen, tc.vocab_size, length, p) for p in pads]
+        tokenizer, inputs = FixedTokenizer(rows), [str(i) for i in range(len(rows))]
+    else:  # the real tokenizer: encode() tokenizes the strings itself; rows recorded for input.*
+        tokenizer, inputs = fixture_tokenizer(length), prompts
+        rows = []
+        for p in prompts:
+            pairs = tokenizer.tokenize_with_weights(p)["gemma"]
+            rows.append(([int(t) for t, _ in pairs], [int(w) for _, w in pairs]))
+    enc = LTXGemmaTextEncoder(model=model, tokenizer=tokenizer, dtype=torch.float32)
     videos, audios = [], []
     with torch.no_grad():
-        for hidden_states, mask in enc.encode([str(i) for i in range(len(rows))]):
+        for hidden_states, mask in enc.encode(inputs):
             assert len(hidden_states) == n_states
             v, a = fe(hidden_states, mask, "left")
             videos.append(v)
@@ -119,7 +152,7 @@ def make(path, text_config, extractor, pads, length, seed, connectors=None):
                                    audio_connector=connector(connectors["audio"])).eval()
         parts = []
         with torch.no_grad():
-            for hidden_states, mask in enc.encode([str(i) for i in range(len(rows))]):
+            for hidden_states, mask in enc.encode(inputs):
                 parts.append(proc.process_hidden_states(hidden_states, mask, "left"))
         context = [torch.cat([p[i] for p in parts]) for i in range(3)]
 
@@ -141,6 +174,8 @@ def make(path, text_config, extractor, pads, length, seed, connectors=None):
     config = {"text_config": text_dict, "feature_extractor": extractor}
     if connectors:
         config["connectors"] = connectors
+    if prompts is not None:
+        config.update({"prompts": prompts, "max_length": length, "tokenizer": GEMMA_TOKENIZER})
     meta = {"kind": "ltx2.text.gemma3", "config": json.dumps(config), "generator": "tools/golden/ltx2_text.py",
             "torch": torch.__version__}
     save_file(tensors, path, metadata=meta)
@@ -162,6 +197,8 @@ def connector(args):
 
 
 def make_connector(path, video_args, audio_args, mask_rows, seed):
+    if ONLY and os.path.basename(path) != ONLY:
+        return
     torch.manual_seed(seed)
     proc = EmbeddingsProcessor(video_connector=connector(video_args),
                                audio_connector=connector(audio_args) if audio_args else None).eval()
@@ -191,8 +228,11 @@ def make_connector(path, video_args, audio_args, mask_rows, seed):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default="tests/golden/ltx2")
+    ap.add_argument("--only", help="write only this file (e.g. ltx2_text_gemma3_prompts.safetensors)")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    global ONLY
+    ONLY = args.only
     base = {"vocab_size": 64, "hidden_size": 32, "intermediate_size": 48, "num_attention_heads": 4,
             "num_key_value_heads": 2, "head_dim": 8, "query_pre_attn_scalar": 16, "rms_norm_eps": 1e-6,
             "max_position_embeddings": 64, "pad_token_id": 0}
@@ -218,6 +258,15 @@ def main():
     ctx_audio = {**ctx_video, "attention_head_dim": 10, "num_attention_heads": 2}
     make(os.path.join(args.out, "ltx2_text_gemma3_v2_context.safetensors"), v2_text, "v2", [0, 5], 9, 1,
          {"video": ctx_video, "audio": ctx_audio})
+    # From prompt strings: stripped, special-token text, a CJK / emoji prompt (byte fallback), one
+    # longer than max_length (truncated), an empty one (BOS only).
+    prompts = ["  A red panda climbing a bamboo tree in the snow \n",
+               "<start_of_turn>user\nA cat and a dog<end_of_turn>",
+               "\u955c\u5934\u6643\u52a8 emoji \U0001F600 red panda",
+               "An astronaut riding a horse across the surface of the moon, high detail, 4k, slow camera pan",
+               ""]
+    make(os.path.join(args.out, "ltx2_text_gemma3_prompts.safetensors"), {**v2_text, "vocab_size": 1005}, "v2",
+         None, 21, 4, {"video": ctx_video, "audio": ctx_audio}, prompts=prompts)
     video = {"attention_head_dim": 8, "num_attention_heads": 2, "num_layers": 2, "positional_embedding_theta": 10000.0,
              "positional_embedding_max_pos": [1], "num_learnable_registers": 4, "rope_type": "split",
              "double_precision_rope": True, "apply_gated_attention": False, "ff_bias": True}
