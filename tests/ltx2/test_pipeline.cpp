@@ -62,12 +62,12 @@ parity::Report expect_pipeline_rows(const char* name) {
 
 TEST(Ltx2PipelineGolden, CfgRunWithDecodersMatchesTheReference) {
   const parity::Report rep = expect_pipeline_rows("ltx2_pipeline_t2v.safetensors");
-  EXPECT_EQ(rep.compared, 2 + 2 + 3 + 2 * 4);  // latents, video + audio, sigmas + 2 noises, 2 steps x 4 taps
+  EXPECT_EQ(rep.compared, 2 + 2 + 3 + 2 * 6);  // latents, video + audio, sigmas + 2 noises, 2 steps x 6 taps
 }
 
 TEST(Ltx2PipelineGolden, StgModalityRescaleSkipStepMatchesTheReference) {
   const parity::Report rep = expect_pipeline_rows("ltx2_pipeline_t2v_guided.safetensors");
-  EXPECT_EQ(rep.compared, 2 + 3 + 3 * 4);  // latents only (no decoders in the config)
+  EXPECT_EQ(rep.compared, 2 + 3 + 3 * 6);  // latents only (no decoders in the config)
 }
 
 TEST(Ltx2Pipeline, SkipStepReusesTheDenoisedAudio) {

@@ -42,7 +42,8 @@ output.video_latent [1, 128, F', H/32, W/32] and output.audio_latent [1, 8, T, 1
 unpatchified states), output.video [F, H, W, 3] in [0, 1] (decode_video's chunks joined) and
 output.audio [2, samples] (Audio.waveform); inter.sigmas, inter.noise.video / inter.noise.audio (the
 initial patchified states), inter.step<i>.video / .audio (the patchified latents after step i) and
-inter.step<i>.video_denoised / .audio_denoised (the guided x0 of step i).
+inter.step<i>.video_denoised / .audio_denoised (the guided x0 of step i), inter.step<i>.video_cond /
+.audio_cond (the conditioned pass's x0 alone, DenoisedLatentResult.cond).
 
 Usage: /work/venv-golden/bin/python tools/golden/ltx2_pipeline_t2v.py [--out tests/golden/ltx2]
 """
@@ -160,6 +161,21 @@ class RecordingNoiser(GaussianNoiser):
         return out
 
 
+class RecordingDenoiser(FactoryGuidedDenoiser):
+    """FactoryGuidedDenoiser that keeps each step's conditioned pass (DenoisedLatentResult.cond)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.conds = {}
+
+    def __call__(self, transformer, video_state, audio_state, sigmas, step_index):
+        v, a = super().__call__(transformer, video_state, audio_state, sigmas, step_index)
+        if isinstance(v.cond, torch.Tensor):  # a step both guiders skip runs no pass
+            self.conds[f"inter.step{step_index}.video_cond"] = v.cond.detach().clone()
+            self.conds[f"inter.step{step_index}.audio_cond"] = a.cond.detach().clone()
+        return v, a
+
+
 def build_dit(seed, config):
     torch.manual_seed(seed)
     model = LTXModelConfigurator.from_metadata({"config": {"transformer": config}})
@@ -195,10 +211,10 @@ def run(req, dit, dit_config, decoders, contexts):
         params=MultiModalGuiderParams(**req["audio_guider_params"]), negative_context=a_context_n)
     stage = DiffusionStage(StandInBuilder(dit, dit_config), torch.float32, torch.device("cpu"))
     stepper = RecordingEuler()
+    denoiser = RecordingDenoiser(v_context=v_context_p, a_context=a_context_p,
+                                 video_guider_factory=video_guider_factory, audio_guider_factory=audio_guider_factory)
     video_state, audio_state = stage(
-        denoiser=FactoryGuidedDenoiser(v_context=v_context_p, a_context=a_context_p,
-                                       video_guider_factory=video_guider_factory,
-                                       audio_guider_factory=audio_guider_factory),
+        denoiser=denoiser,
         sigmas=sigmas, noiser=noiser, width=req["width"], height=req["height"], frames=req["num_frames"],
         fps=req["frame_rate"], video=ModalitySpec(context=v_context_p, conditionings=[]),
         audio=ModalitySpec(context=a_context_p), stepper=stepper, max_batch_size=1)
@@ -209,6 +225,7 @@ def run(req, dit, dit_config, decoders, contexts):
         stream = "video" if k % 2 == 0 else "audio"
         out[f"inter.step{i}.{stream}"] = latent
         out[f"inter.step{i}.{stream}_denoised"] = denoised
+    out.update(denoiser.conds)
     if decoders is not None:
         vae, audio_decoder, vocoder = decoders
         with torch.no_grad():

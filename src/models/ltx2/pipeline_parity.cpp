@@ -112,6 +112,8 @@ parity::Produced run_t2v(const parity::Golden& g, const parity::Options& opt) {
     out[p + "audio"] = lat.steps[i].audio;
     out[p + "video_denoised"] = lat.steps[i].video_denoised;
     out[p + "audio_denoised"] = lat.steps[i].audio_denoised;
+    if (lat.steps[i].video_cond.defined()) out[p + "video_cond"] = lat.steps[i].video_cond;
+    if (lat.steps[i].audio_cond.defined()) out[p + "audio_cond"] = lat.steps[i].audio_cond;
   }
   if (decode) {
     // decode_video(latent, None, generator): forward, then to_rgb: c f h w -> f h w c, (x + 1) * 0.5, clamp.

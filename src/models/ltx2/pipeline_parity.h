@@ -12,7 +12,7 @@
 //   -> output.video_latent [1, 128, F', h, w], output.audio_latent [1, 8, T, 16]; with the decoders
 //      output.video [F, H, W, 3] in [0, 1] (decode_video, with the pipeline's generator after the
 //      noise) and output.audio [2, samples] (Audio.waveform); inter.sigmas, inter.noise.{video,audio},
-//      inter.step<i>.{video,audio,video_denoised,audio_denoised} (patchified). fp32 only.
+//      inter.step<i>.{video,audio,video_denoised,audio_denoised,video_cond,audio_cond} (patchified). fp32 only.
 #pragma once
 
 namespace vidax::ltx2 {

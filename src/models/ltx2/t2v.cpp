@@ -140,7 +140,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   for (int64_t i = 0; i + 1 < static_cast<int64_t>(out.sigmas.size()); ++i) {
     const float sigma = out.sigmas[static_cast<size_t>(i)];
     const bool v_skip = vg.should_skip_step(i), a_skip = ag.should_skip_step(i);
-    Tensor dv = last_v, da = last_a;
+    Tensor dv = last_v, da = last_a, cond_v, cond_a;
     if (!(v_skip && a_skip)) {
       const std::vector<Pass> passes = guidance_passes(vg, ag);
       const int64_t n = static_cast<int64_t>(passes.size());
@@ -179,6 +179,8 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       const Tensor* m_a = pass_of(x0a, Pass::Modality, ma);
       if (!v_skip) dv = guide(vg, cv, u_v, p_v, m_v);
       if (!a_skip) da = guide(ag, ca, u_a, p_a, m_a);
+      cond_v = cv;
+      cond_a = ca;
     }
     VIDAX_CHECK(dv.defined() && da.defined(), "LTX-2 t2v: step " << i << " skipped before any denoised sample");
     last_v = dv;
@@ -186,7 +188,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
     // post_process_latent with denoise mask 1 keeps the denoised sample as it is.
     video = sched::ltx2_euler_step(video, dv, out.sigmas, i);
     audio = sched::ltx2_euler_step(audio, da, out.sigmas, i);
-    if (keep_steps) out.steps.push_back({video, audio, dv, da});
+    if (keep_steps) out.steps.push_back({video, audio, dv, da, cond_v, cond_a});
   }
   // unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.
   out.video = video.reshape({1, g.video_frames, g.video_height, g.video_width, kVideoChannels})

@@ -58,6 +58,7 @@ struct PromptContexts {
 
 struct DenoiseStep {  // after step i, patchified: [1, T, 128]
   Tensor video, audio, video_denoised, audio_denoised;
+  Tensor video_cond, audio_cond;  // the conditioned pass's x0 (undefined when both guiders skip the step)
 };
 
 struct T2VLatents {
