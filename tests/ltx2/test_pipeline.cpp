@@ -211,6 +211,19 @@ TEST(Ltx2Pipeline, BadRequestsNameTheNearestValidValues) {
   c = run.ctx;
   c.a_context_p = Tensor();
   expect_error([&] { vidax::ltx2::denoise_t2v(*run.dit, run.req, c, gen); }, "a_context_p");
+  c = run.ctx;
+  c.v_context_n = Tensor();  // the video guider's cfg 3 needs it
+  expect_error([&] { vidax::ltx2::denoise_t2v(*run.dit, run.req, c, gen); }, "negative video context");
+  // Without video CFG the positive video context stands in for the uncond pass the audio CFG runs.
+  vidax::ltx2::T2VRequest no_vcfg = run.req;
+  no_vcfg.video_guider.cfg_scale = 1.0;
+  vidax::ltx2::PromptContexts positive_as_negative = run.ctx;
+  positive_as_negative.v_context_n = run.ctx.v_context_p;
+  TorchGenerator g1(no_vcfg.seed), g2(no_vcfg.seed);
+  const vidax::ltx2::T2VLatents stand_in = vidax::ltx2::denoise_t2v(*run.dit, no_vcfg, positive_as_negative, g1);
+  const vidax::ltx2::T2VLatents missing = vidax::ltx2::denoise_t2v(*run.dit, no_vcfg, c, g2);
+  EXPECT_EQ(max_abs_diff(stand_in.video, missing.video), 0.0);
+  EXPECT_EQ(max_abs_diff(stand_in.audio, missing.audio), 0.0);
   vidax::ltx2::T2VRequest bad = run.req;
   bad.num_frames = 8;
   expect_error([&] { vidax::ltx2::denoise_t2v(*run.dit, bad, run.ctx, gen); }, "nearest valid: 1 or 9");

@@ -113,13 +113,27 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
                   << cfg.audio_out_channels << " audio channels");
   check_context(c.v_context_p, "v_context_p");
   check_context(c.a_context_p, "a_context_p");
-  check_context(c.v_context_n, "v_context_n");
-  check_context(c.a_context_n, "a_context_n");
-  // The passes' contexts are concatenated along the batch (torch.cat): same length and width.
-  VIDAX_CHECK(c.v_context_p.shape() == c.v_context_n.shape() && c.a_context_p.shape() == c.a_context_n.shape(),
-              "LTX-2 t2v: the positive and negative contexts must have the same shape (they are batched), found video "
-                  << c.v_context_p.str() << " / " << c.v_context_n.str() << ", audio " << c.a_context_p.str() << " / "
-                  << c.a_context_n.str());
+  // _guided_denoise: a guider with cfg != 1 needs its negative context; when only the other stream's
+  // guider runs the uncond pass, a missing negative context is replaced by the positive one.
+  const bool needs_neg = r.video_guider.do_unconditional() || r.audio_guider.do_unconditional();
+  VIDAX_CHECK(!r.video_guider.do_unconditional() || c.v_context_n.defined(),
+              "LTX-2 t2v: the video guider's cfg_scale " << r.video_guider.cfg_scale
+                                                         << " needs the negative video context (v_context_n)");
+  VIDAX_CHECK(!r.audio_guider.do_unconditional() || c.a_context_n.defined(),
+              "LTX-2 t2v: the audio guider's cfg_scale " << r.audio_guider.cfg_scale
+                                                         << " needs the negative audio context (a_context_n)");
+  const Tensor v_neg = c.v_context_n.defined() ? c.v_context_n : c.v_context_p;
+  const Tensor a_neg = c.a_context_n.defined() ? c.a_context_n : c.a_context_p;
+  if (needs_neg) {
+    check_context(v_neg, "v_context_n");
+    check_context(a_neg, "a_context_n");
+    // The passes' contexts are concatenated along the batch (torch.cat): same length and width.
+    VIDAX_CHECK(c.v_context_p.shape() == v_neg.shape() && c.a_context_p.shape() == a_neg.shape(),
+                "LTX-2 t2v: the positive and negative contexts must have the same shape (they are batched), found "
+                "video "
+                    << c.v_context_p.str() << " / " << v_neg.str() << ", audio " << c.a_context_p.str() << " / "
+                    << a_neg.str());
+  }
 
   T2VLatents out;
   sched::Ltx2ScheduleOptions so;
@@ -146,8 +160,8 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       const int64_t n = static_cast<int64_t>(passes.size());
       std::vector<Tensor> vctx, actx;
       for (Pass p : passes) {
-        vctx.push_back(p == Pass::Uncond ? c.v_context_n : c.v_context_p);
-        actx.push_back(p == Pass::Uncond ? c.a_context_n : c.a_context_p);
+        vctx.push_back(p == Pass::Uncond ? v_neg : c.v_context_p);
+        actx.push_back(p == Pass::Uncond ? a_neg : c.a_context_p);
       }
       const Tensor sig = Tensor::full({n}, sigma, DType::F32);
       Modality vm{repeat_batch(video, n), sig, sig, positions_tensor(vpos, n), ops::concat(vctx, 0)};

@@ -51,7 +51,8 @@ struct LatentGrid {
 LatentGrid latent_grid(const T2VRequest& r);
 
 // The prompt encoder's output, each [1, L, D] F32: the video / audio contexts of the positive
-// (_p) and negative (_n) prompt (the connectors' output; the pipeline passes no text mask).
+// (_p) and negative (_n) prompt (the connectors' output; the pipeline passes no text mask). A
+// negative context may be left undefined when its stream's guider has cfg_scale 1.
 struct PromptContexts {
   Tensor v_context_p, a_context_p, v_context_n, a_context_n;
 };
