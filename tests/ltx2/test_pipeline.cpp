@@ -3,11 +3,17 @@
 // (tools/golden/ltx2_pipeline_t2v.py): the CFG run with the decoders, the STG + modality + rescale +
 // skip_step run; controls (guidance scale, seed), the guidance passes, and bad requests.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <filesystem>
+#include <functional>
+
+#include "backend/ops.h"
 #include "ltx2_golden.h"
 #include "models/ltx2/dit.h"
 #include "models/ltx2/guidance.h"
 #include "models/ltx2/t2v.h"
+#include "models/ltx2/video_vae.h"
 
 namespace vidax::test::ltx2 {
 namespace {
@@ -60,6 +66,33 @@ parity::Report expect_pipeline_rows(const char* name) {
   return rep;
 }
 
+// A copy of a golden with its tensors and config edited, run through the kind (the copy removed).
+parity::Report run_edited(const char* name, const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
+  engine::register_builtins();
+  io::Checkpoint ck = io::Checkpoint::open(golden(name));
+  std::map<std::string, Tensor> t;
+  for (const auto& n : ck.names()) t[n] = ck.get(n);
+  auto meta = ck.metadata();
+  nlohmann::json config = nlohmann::json::parse(meta.at("config"));
+  edit(t, config);
+  meta["config"] = config.dump();
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("vidax_ltx2_pipeline_" + std::to_string(::getpid()) + ".safetensors")).string();
+  io::save_safetensors(path, t, meta);
+  struct Remove {
+    std::string p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{path};
+  return parity::run(path, parity::Options{});
+}
+
+parity::Comparison::Status row_status(const parity::Report& rep, const std::string& row) {
+  for (const auto& c : rep.rows)
+    if (c.name == row) return c.status;
+  ADD_FAILURE() << "no row " << row;
+  return parity::Comparison::Status::Fail;
+}
+
 TEST(Ltx2PipelineGolden, CfgRunWithDecodersMatchesTheReference) {
   const parity::Report rep = expect_pipeline_rows("ltx2_pipeline_t2v.safetensors");
   EXPECT_EQ(rep.compared, 2 + 2 + 3 + 2 * 6);  // latents, video + audio, sigmas + 2 noises, 2 steps x 6 taps
@@ -68,6 +101,80 @@ TEST(Ltx2PipelineGolden, CfgRunWithDecodersMatchesTheReference) {
 TEST(Ltx2PipelineGolden, StgModalityRescaleSkipStepMatchesTheReference) {
   const parity::Report rep = expect_pipeline_rows("ltx2_pipeline_t2v_guided.safetensors");
   EXPECT_EQ(rep.compared, 2 + 3 + 3 * 6);  // latents only (no decoders in the config)
+}
+
+TEST(Ltx2PipelineGolden, EachDecoderIsReadFromTheFile) {
+  using Status = parity::Comparison::Status;
+  // The audio decoder's one statistic (ch = 1) applies to every value: scaling it moves the waveform only.
+  parity::Report rep = run_edited("ltx2_pipeline_t2v.safetensors", [](auto& t, auto&) {
+    Tensor& s = t.at("audio_vae.per_channel_statistics.std-of-means");
+    s = ops::scale(s, 1.5);
+  });
+  EXPECT_EQ(row_status(rep, "output.audio"), Status::Fail);
+  EXPECT_EQ(row_status(rep, "output.video"), Status::Ok);
+  EXPECT_EQ(row_status(rep, "output.audio_latent"), Status::Ok);
+  // A video decoder parameter moves the video alone.
+  rep = run_edited("ltx2_pipeline_t2v.safetensors", [](auto& t, auto&) {
+    Tensor& b = t.at("vae.decoder.conv_out.conv.bias");
+    b = ops::add_scalar(b, 0.05);
+  });
+  EXPECT_EQ(row_status(rep, "output.video"), Status::Fail);
+  EXPECT_EQ(row_status(rep, "output.video_latent"), Status::Ok);
+  // The video guider's cfg from the config is the one that runs.
+  rep = run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["video_guider_params"]["cfg_scale"] = 2.0; });
+  EXPECT_EQ(row_status(rep, "output.video_latent"), Status::Fail);
+  EXPECT_EQ(row_status(rep, "inter.noise.video"), Status::Ok);
+}
+
+TEST(Ltx2PipelineGolden, TheVideoDecodeContinuesTheNoiseGenerator) {
+  // decode_video gets the generator the noiser drew the video, then the audio noise from: the
+  // conditioned decoder's draws follow those. From a fresh generator the video differs.
+  const GoldenParams g = load_golden("ltx2_pipeline_t2v.safetensors");
+  std::map<std::string, Tensor> p;
+  for (const auto& [n, t] : g.params) {
+    if (n.rfind("vae.decoder.", 0) == 0) p[n.substr(12)] = t;
+    else if (n.rfind("vae.per_channel_statistics.", 0) == 0) p[n.substr(4)] = t;
+  }
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(p), "vae");
+  const vidax::ltx2::VideoDecoder dec(vidax::ltx2::VideoVaeConfig::from_json(g.config.at("vae")), src);
+  src.expect_all_taken();
+  ASSERT_TRUE(dec.uses_noise());
+  const Tensor latent = g.file.get("output.video_latent");
+  auto decode = [&](TorchGenerator& gen) {
+    vidax::ltx2::DecoderConditioning cond;
+    cond.generator = &gen;
+    const Tensor v = dec.forward(latent, {}, cond).select(0, 0).permute({1, 2, 3, 0}).contiguous();
+    return ops::clamp(ops::scale(ops::add_scalar(v, 1.0), 0.5), 0.0, 1.0);
+  };
+  const uint64_t seed = g.config.at("seed").get<uint64_t>();
+  TorchGenerator continued(seed);
+  continued.randn(g.file.get("inter.noise.video").shape());
+  continued.randn(g.file.get("inter.noise.audio").shape());
+  EXPECT_LE(max_abs_diff(g.file.get("output.video"), decode(continued)), 1e-6);
+  TorchGenerator fresh(seed);
+  EXPECT_GT(max_abs_diff(g.file.get("output.video"), decode(fresh)), 1e-3);
+}
+
+TEST(Ltx2PipelineGolden, BadFilesAreErrors) {
+  expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["num_frames"] = 10; }); },
+               "nearest valid: 9 or 17");
+  expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["width"] = 80; }); },
+               "width 64 or 96");
+  expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c.erase("vocoder"); }); },
+               "all of \"vae\", \"audio_vae\" and \"vocoder\"");
+  expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["vocoder"].erase("stereo"); }); },
+               "stereo");
+  expect_error([] {
+    run_edited("ltx2_pipeline_t2v_guided.safetensors",
+               [](auto& t, auto&) { t["text_encoder.weight"] = Tensor::zeros({2}, DType::F32); });
+  }, "belongs to no part");
+  expect_error([] {
+    run_edited("ltx2_pipeline_t2v_guided.safetensors", [](auto& t, auto&) { t.erase("input.a_context_n"); });
+  }, "a_context_n");
+  expect_error([] {
+    run_edited("ltx2_pipeline_t2v_guided.safetensors",
+               [](auto& t, auto&) { t.erase("model.diffusion_model.proj_out.bias"); });
+  }, "proj_out.bias");
 }
 
 TEST(Ltx2Pipeline, SkipStepReusesTheDenoisedAudio) {
