@@ -58,16 +58,20 @@ parity::Report expect_pipeline_rows(const char* name) {
   for (const auto& c : rep.rows) {
     std::printf("  %s %-32s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), c.max_abs, c.rel_l2);
     EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    if (c.name.rfind("inter.noise", 0) == 0 || c.name == "inter.sigmas") EXPECT_EQ(c.max_abs, 0.0) << c.name;
-    else if (c.name == "output.video" || c.name == "output.audio") EXPECT_LE(c.max_abs, 1e-6) << c.name;
-    else EXPECT_LE(c.max_abs, 2e-5) << c.name;
+    if (c.name.rfind("inter.noise", 0) == 0 || c.name == "inter.sigmas")
+      EXPECT_EQ(c.max_abs, 0.0) << c.name;
+    else if (c.name == "output.video" || c.name == "output.audio")
+      EXPECT_LE(c.max_abs, 1e-6) << c.name;
+    else
+      EXPECT_LE(c.max_abs, 2e-5) << c.name;
   }
   EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
   return rep;
 }
 
 // A copy of a golden with its tensors and config edited, run through the kind (the copy removed).
-parity::Report run_edited(const char* name, const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
+parity::Report run_edited(const char* name,
+                          const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
   engine::register_builtins();
   io::Checkpoint ck = io::Checkpoint::open(golden(name));
   std::map<std::string, Tensor> t;
@@ -76,8 +80,9 @@ parity::Report run_edited(const char* name, const std::function<void(std::map<st
   nlohmann::json config = nlohmann::json::parse(meta.at("config"));
   edit(t, config);
   meta["config"] = config.dump();
-  const std::string path = (std::filesystem::temp_directory_path() /
-                            ("vidax_ltx2_pipeline_" + std::to_string(::getpid()) + ".safetensors")).string();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("vidax_ltx2_pipeline_" + std::to_string(::getpid()) + ".safetensors"))
+          .string();
   io::save_safetensors(path, t, meta);
   struct Remove {
     std::string p;
@@ -121,7 +126,8 @@ TEST(Ltx2PipelineGolden, EachDecoderIsReadFromTheFile) {
   EXPECT_EQ(row_status(rep, "output.video"), Status::Fail);
   EXPECT_EQ(row_status(rep, "output.video_latent"), Status::Ok);
   // The video guider's cfg from the config is the one that runs.
-  rep = run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["video_guider_params"]["cfg_scale"] = 2.0; });
+  rep =
+      run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["video_guider_params"]["cfg_scale"] = 2.0; });
   EXPECT_EQ(row_status(rep, "output.video_latent"), Status::Fail);
   EXPECT_EQ(row_status(rep, "inter.noise.video"), Status::Ok);
 }
@@ -132,8 +138,10 @@ TEST(Ltx2PipelineGolden, TheVideoDecodeContinuesTheNoiseGenerator) {
   const GoldenParams g = load_golden("ltx2_pipeline_t2v.safetensors");
   std::map<std::string, Tensor> p;
   for (const auto& [n, t] : g.params) {
-    if (n.rfind("vae.decoder.", 0) == 0) p[n.substr(12)] = t;
-    else if (n.rfind("vae.per_channel_statistics.", 0) == 0) p[n.substr(4)] = t;
+    if (n.rfind("vae.decoder.", 0) == 0)
+      p[n.substr(12)] = t;
+    else if (n.rfind("vae.per_channel_statistics.", 0) == 0)
+      p[n.substr(4)] = t;
   }
   nn::ParamSource src = nn::ParamSource::from_map(std::move(p), "vae");
   const vidax::ltx2::VideoDecoder dec(vidax::ltx2::VideoVaeConfig::from_json(g.config.at("vae")), src);
@@ -162,19 +170,24 @@ TEST(Ltx2PipelineGolden, BadFilesAreErrors) {
                "width 64 or 96");
   expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c.erase("vocoder"); }); },
                "all of \"vae\", \"audio_vae\" and \"vocoder\"");
-  expect_error([] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["vocoder"].erase("stereo"); }); },
-               "stereo");
-  expect_error([] {
-    run_edited("ltx2_pipeline_t2v_guided.safetensors",
-               [](auto& t, auto&) { t["text_encoder.weight"] = Tensor::zeros({2}, DType::F32); });
-  }, "belongs to no part");
-  expect_error([] {
-    run_edited("ltx2_pipeline_t2v_guided.safetensors", [](auto& t, auto&) { t.erase("input.a_context_n"); });
-  }, "a_context_n");
-  expect_error([] {
-    run_edited("ltx2_pipeline_t2v_guided.safetensors",
-               [](auto& t, auto&) { t.erase("model.diffusion_model.proj_out.bias"); });
-  }, "proj_out.bias");
+  expect_error(
+      [] { run_edited("ltx2_pipeline_t2v.safetensors", [](auto&, auto& c) { c["vocoder"].erase("stereo"); }); },
+      "stereo");
+  expect_error(
+      [] {
+        run_edited("ltx2_pipeline_t2v_guided.safetensors",
+                   [](auto& t, auto&) { t["text_encoder.weight"] = Tensor::zeros({2}, DType::F32); });
+      },
+      "belongs to no part");
+  expect_error(
+      [] { run_edited("ltx2_pipeline_t2v_guided.safetensors", [](auto& t, auto&) { t.erase("input.a_context_n"); }); },
+      "a_context_n");
+  expect_error(
+      [] {
+        run_edited("ltx2_pipeline_t2v_guided.safetensors",
+                   [](auto& t, auto&) { t.erase("model.diffusion_model.proj_out.bias"); });
+      },
+      "proj_out.bias");
 }
 
 TEST(Ltx2Pipeline, SkipStepReusesTheDenoisedAudio) {

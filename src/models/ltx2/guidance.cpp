@@ -33,14 +33,16 @@ float std_of(const Tensor& t) {
 }  // namespace
 
 GuiderParams GuiderParams::from_json(const nlohmann::json& j) {
-  VIDAX_CHECK(j.is_object(), "LTX-2 guider params: expected a JSON object (MultiModalGuiderParams), found " << j.dump());
-  static const std::vector<std::string> known{"cfg_scale",      "stg_scale",      "stg_blocks",
-                                              "rescale_scale",  "modality_scale", "skip_step"};
+  VIDAX_CHECK(j.is_object(),
+              "LTX-2 guider params: expected a JSON object (MultiModalGuiderParams), found " << j.dump());
+  static const std::vector<std::string> known{"cfg_scale",     "stg_scale",      "stg_blocks",
+                                              "rescale_scale", "modality_scale", "skip_step"};
   for (const auto& [key, v] : j.items())
     VIDAX_CHECK(std::find(known.begin(), known.end(), key) != known.end(),
-                "LTX-2 guider params: unknown field '" << key
-                                                       << "' (MultiModalGuiderParams: cfg_scale, stg_scale, stg_blocks, "
-                                                          "rescale_scale, modality_scale, skip_step)");
+                "LTX-2 guider params: unknown field '"
+                    << key
+                    << "' (MultiModalGuiderParams: cfg_scale, stg_scale, stg_blocks, "
+                       "rescale_scale, modality_scale, skip_step)");
   GuiderParams p;
   p.cfg_scale = translate::value_or(j, "cfg_scale", p.cfg_scale);
   p.stg_scale = translate::value_or(j, "stg_scale", p.stg_scale);
@@ -48,8 +50,10 @@ GuiderParams GuiderParams::from_json(const nlohmann::json& j) {
   p.modality_scale = translate::value_or(j, "modality_scale", p.modality_scale);
   p.skip_step = translate::value_or(j, "skip_step", p.skip_step);
   if (j.contains("stg_blocks")) {
-    if (j.at("stg_blocks").is_null()) p.stg_blocks = std::nullopt;
-    else p.stg_blocks = translate::strict_get<std::vector<int64_t>>(j.at("stg_blocks"), "stg_blocks");
+    if (j.at("stg_blocks").is_null())
+      p.stg_blocks = std::nullopt;
+    else
+      p.stg_blocks = translate::strict_get<std::vector<int64_t>>(j.at("stg_blocks"), "stg_blocks");
   }
   VIDAX_CHECK(p.skip_step >= 0, "LTX-2 guider params: skip_step must be >= 0, found " << p.skip_step);
   if (p.stg_blocks)
@@ -59,8 +63,10 @@ GuiderParams GuiderParams::from_json(const nlohmann::json& j) {
 }
 
 nlohmann::json GuiderParams::to_json() const {
-  nlohmann::json j{{"cfg_scale", cfg_scale},         {"stg_scale", stg_scale},
-                   {"rescale_scale", rescale_scale}, {"modality_scale", modality_scale},
+  nlohmann::json j{{"cfg_scale", cfg_scale},
+                   {"stg_scale", stg_scale},
+                   {"rescale_scale", rescale_scale},
+                   {"modality_scale", modality_scale},
                    {"skip_step", skip_step}};
   j["stg_blocks"] = stg_blocks ? nlohmann::json(*stg_blocks) : nlohmann::json(nullptr);
   return j;

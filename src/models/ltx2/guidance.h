@@ -36,8 +36,8 @@ struct GuiderParams {  // MultiModalGuiderParams, with its defaults
   // The dataclass's field names; absent fields keep the defaults, unknown ones are errors.
   static GuiderParams from_json(const nlohmann::json& j);
   nlohmann::json to_json() const;
-  bool do_unconditional() const;  // cfg_scale != 1
-  bool do_perturbed() const;      // stg_scale != 0
+  bool do_unconditional() const;      // cfg_scale != 1
+  bool do_perturbed() const;          // stg_scale != 0
   bool do_isolated_modality() const;  // modality_scale != 1
   bool should_skip_step(int64_t step) const;
   bool perturbs_block(int64_t block) const;  // STG on this block (stg_blocks, None = all)

@@ -29,9 +29,12 @@ std::map<std::string, Tensor> part(const parity::Golden& g, const std::string& o
   for (const std::string& n : g.file.names()) {
     if (translate::is_golden_io_key(n)) continue;
     std::string name;
-    if (n.rfind(prefix, 0) == 0) name = n.substr(prefix.size());
-    else if (!half.empty() && n.rfind(stats, 0) == 0) name = n.substr(owner.size());
-    else continue;
+    if (n.rfind(prefix, 0) == 0)
+      name = n.substr(prefix.size());
+    else if (!half.empty() && n.rfind(stats, 0) == 0)
+      name = n.substr(owner.size());
+    else
+      continue;
     used.insert(n);
     params.emplace(name, g.file.get(n));
   }
@@ -46,8 +49,9 @@ Tensor context(const parity::Golden& g, const std::string& name) {
 // VocoderConfigurator.from_metadata: a flat config (no "bwe") must say resblock "1" and stereo true;
 // "stereo" is the configurator's, not Vocoder's init argument.
 VocoderConfig vocoder_config(nlohmann::json j) {
-  VIDAX_CHECK(j.is_object() && !j.contains("bwe"),
-              kKind << ": the vocoder config must be the flat LTX-2 (2.0) one (the 2.3 bandwidth extension is not built)");
+  VIDAX_CHECK(
+      j.is_object() && !j.contains("bwe"),
+      kKind << ": the vocoder config must be the flat LTX-2 (2.0) one (the 2.3 bandwidth extension is not built)");
   VIDAX_CHECK(j.value("resblock", std::string()) == "1",
               kKind << ": the vocoder's resblock must be \"1\" (VocoderConfigurator's check), found " << j.dump());
   VIDAX_CHECK(j.contains("stereo") && j.at("stereo") == true,
@@ -82,8 +86,7 @@ parity::Produced run_t2v(const parity::Golden& g, const parity::Options& opt) {
     nn::ParamSource vsrc = nn::ParamSource::from_map(std::move(vp), g.path);
     vae.emplace(VideoVaeConfig::from_json(c.at("vae")), vsrc, "", DType::F32);
     vsrc.expect_all_taken();
-    nn::ParamSource asrc =
-        nn::ParamSource::from_map(part(g, "audio_vae.", "decoder.", used), g.path);
+    nn::ParamSource asrc = nn::ParamSource::from_map(part(g, "audio_vae.", "decoder.", used), g.path);
     audio_vae.emplace(AudioVaeConfig::from_json(c.at("audio_vae")), asrc);
     asrc.expect_all_taken();
     nn::ParamSource vocsrc = nn::ParamSource::from_map(part(g, "vocoder.", "", used), g.path);

@@ -15,9 +15,9 @@ namespace vidax::ltx2 {
 namespace {
 
 constexpr int64_t kVideoChannels = 128;  // VideoLatentShape.from_pixel_shape's latent_channels default
-constexpr int64_t kAudioChannels = 8, kAudioMelBins = 16;  // AudioLatentShape's defaults
+constexpr int64_t kAudioChannels = 8, kAudioMelBins = 16;         // AudioLatentShape's defaults
 constexpr double kAudioLatentsPerSecond = 16000.0 / 160.0 / 4.0;  // sample_rate / hop / downsample
-constexpr int64_t kTime = 8, kSpace = 32;  // VIDEO_SCALE_FACTORS
+constexpr int64_t kTime = 8, kSpace = 32;                         // VIDEO_SCALE_FACTORS
 
 // Positions as the DiT takes them, repeated for `batch` samples: [batch, n_axes, T, 2].
 Tensor positions_tensor(const Positions& p, int64_t batch) {
@@ -79,7 +79,8 @@ void check_t2v_request(const T2VRequest& r) {
   }
   VIDAX_CHECK(std::isfinite(r.frame_rate) && r.frame_rate > 0,
               "LTX-2 t2v: frame_rate must be a positive number, found " << r.frame_rate);
-  VIDAX_CHECK(r.num_inference_steps >= 1, "LTX-2 t2v: num_inference_steps must be >= 1, found " << r.num_inference_steps);
+  VIDAX_CHECK(r.num_inference_steps >= 1,
+              "LTX-2 t2v: num_inference_steps must be >= 1, found " << r.num_inference_steps);
 }
 
 LatentGrid latent_grid(const T2VRequest& r) {
@@ -168,8 +169,8 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       Modality am{repeat_batch(audio, n), sig, sig, positions_tensor(apos, n), ops::concat(actx, 0)};
       vm.enabled = !v_skip;
       am.enabled = !a_skip;
-      const bool perturbs = std::any_of(passes.begin(), passes.end(),
-                                        [](Pass p) { return p == Pass::Perturbed || p == Pass::Modality; });
+      const bool perturbs =
+          std::any_of(passes.begin(), passes.end(), [](Pass p) { return p == Pass::Perturbed || p == Pass::Modality; });
       const Tensor masks = perturbation_masks(passes, vg, ag, cfg.num_layers, 1);
       const DiTOutput y = model.forward(&vm, &am, perturbs ? &masks : nullptr);
       // X0Model: to_denoised(latent, velocity, timesteps = denoise mask (ones) * sigma).

@@ -71,7 +71,7 @@ struct T2VLatents {
 
 // The denoising of TI2VidOneStagePipeline.__call__ on an audio-video model whose streams take the
 // pipeline's fixed 128 latent channels. gen: torch.Generator().manual_seed(r.seed) (drawn from here).
-T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts,
-                       TorchGenerator& gen, bool keep_steps = false);
+T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts, TorchGenerator& gen,
+                       bool keep_steps = false);
 
 }  // namespace vidax::ltx2
