@@ -40,7 +40,8 @@ struct T2VRequest {  // __call__'s arguments
 };
 
 // assert_resolution (one stage: height and width multiples of 32) and the VAE's frame rule
-// (num_frames = 8k + 1), the frame rate and the step count: throws naming the nearest valid values.
+// (num_frames = 8k + 1; the reference only documents it and floors another count), the frame rate
+// and the step count: throws naming the nearest valid values.
 void check_t2v_request(const T2VRequest& r);
 
 struct LatentGrid {
