@@ -11,6 +11,7 @@
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
 #include "models/ltx2/dit_parity.h"
+#include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/text_connector.h"
 #include "models/ltx2/text_encoder.h"
 #include "models/ltx2/upsampler.h"
@@ -38,6 +39,7 @@ void register_builtin_kinds() {
     vidax::ltx2::register_audio_processor_parity_kind();  // ltx2.audio_processor
     vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
     vidax::ltx2::register_dit_parity_kinds();  // ltx2.dit (no ltx2 Family yet)
+    vidax::ltx2::register_pipeline_parity_kinds();  // ltx2.pipeline.t2v
     vidax::ltx2::register_video_vae_parity_kinds();  // ltx2.vae.decode, ltx2.vae.encode
     vidax::ltx2::register_text_parity_kinds();  // ltx2.text.gemma3
     vidax::ltx2::register_connector_parity_kind();  // ltx2.text.connector

@@ -13,10 +13,12 @@ constexpr int64_t kLatentDownsample = 4;  // LATENT_DOWNSAMPLE_FACTOR
 
 AudioDecoder::AudioDecoder(AudioVaeConfig cfg, nn::ParamSource& params, const std::string& prefix, DType compute)
     : cfg_(std::move(cfg)), compute_(compute) {
-  VIDAX_CHECK(cfg_.ch % cfg_.z_channels == 0, "LTX-2 audio VAE decoder: ch "
-                                                  << cfg_.ch << " is not a multiple of z_channels " << cfg_.z_channels
-                                                  << ": the per-channel statistics (ch of them) apply to the latent's "
-                                                     "z_channels x mel bins values per frame");
+  // The ch statistics multiply the patchified latent [B, T, z_channels * mel bins] (torch
+  // broadcasting): one per value, or a single one (ch = 1) for all of them.
+  VIDAX_CHECK(cfg_.ch == 1 || cfg_.ch % cfg_.z_channels == 0,
+              "LTX-2 audio VAE decoder: ch " << cfg_.ch << " is not a multiple of z_channels " << cfg_.z_channels
+                                             << ": the per-channel statistics (ch of them) apply to the latent's "
+                                                "z_channels x mel bins values per frame (or one to all, ch = 1)");
   const vae::Loader l{params, prefix, compute};
   const auto norm = cfg_.norm_type;
   const auto axis = cfg_.causality_axis;
@@ -58,8 +60,8 @@ int64_t AudioDecoder::target_frames(int64_t latent_frames) const {
 }
 
 Tensor AudioDecoder::forward(const Tensor& sample, const AudioVaeTap& tap) const {
-  VIDAX_CHECK(sample.dim() == 4 && sample.size(1) == cfg_.z_channels && sample.size(2) >= 1 &&
-                  sample.size(1) * sample.size(3) == cfg_.ch,
+  VIDAX_CHECK(sample.dim() == 4 && sample.size(1) == cfg_.z_channels && sample.size(2) >= 1 && sample.size(3) >= 1 &&
+                  (cfg_.ch == 1 || sample.size(1) * sample.size(3) == cfg_.ch),
               "LTX-2 audio VAE decoder: expected a latent [B, "
                   << cfg_.z_channels << ", frames, " << cfg_.ch / cfg_.z_channels << "], found " << sample.str());
   VIDAX_CHECK(dtype_is_float(sample.dtype()),
@@ -68,9 +70,10 @@ Tensor AudioDecoder::forward(const Tensor& sample, const AudioVaeTap& tap) const
     if (tap) tap(name, t);
   };
   const int64_t C = sample.size(1), T = sample.size(2), F = sample.size(3);
-  // patchify (b c t f -> b t (c f)), x * std + mean, unpatchify: one statistic per (c, f).
+  // patchify (b c t f -> b t (c f)), x * std + mean, unpatchify: one statistic per (c, f), or one for all.
   const Tensor x = sample.dtype() == compute_ ? sample : ops::cast(sample, compute_);
-  Tensor h = ops::add(ops::mul(x, stat_std_.reshape({1, C, 1, F})), stat_mean_.reshape({1, C, 1, F}));
+  const Shape stat_shape = cfg_.ch == 1 ? Shape{1, 1, 1, 1} : Shape{1, C, 1, F};
+  Tensor h = ops::add(ops::mul(x, stat_std_.reshape(stat_shape)), stat_mean_.reshape(stat_shape));
   h = conv_in_(h);
   emit("conv_in", h);
   h = mid_block_1_(h);

@@ -1,0 +1,22 @@
+// Kind ltx2.pipeline.t2v (docs/parity.md, docs/models/ltx2.md "Pipelines"): the one-stage
+// text-to-video+audio run of TI2VidOneStagePipeline.__call__ (images=[]) from the prompt contexts on,
+// against tools/golden/ltx2_pipeline_t2v.py.
+//   config: __call__'s height, width, num_frames, frame_rate, num_inference_steps, seed,
+//           video_guider_params / audio_guider_params (MultiModalGuiderParams fields); "transformer"
+//           (the DiT config, dit_config.h), and optionally "vae", "audio_vae", "vocoder" (the
+//           checkpoint's dicts: then the run decodes, as __call__ does, untiled)
+//   parameters: model.diffusion_model.* (the DiT), vae.decoder.* + vae.per_channel_statistics.*,
+//           audio_vae.decoder.* + audio_vae.per_channel_statistics.*, vocoder.* (the bundled
+//           checkpoint's prefixes), every one used
+//   input.v_context_p, input.a_context_p, input.v_context_n, input.a_context_n [1, L, D]
+//   -> output.video_latent [1, 128, F', h, w], output.audio_latent [1, 8, T, 16]; with the decoders
+//      output.video [F, H, W, 3] in [0, 1] (decode_video, with the pipeline's generator after the
+//      noise) and output.audio [2, samples] (Audio.waveform); inter.sigmas, inter.noise.{video,audio},
+//      inter.step<i>.{video,audio,video_denoised,audio_denoised,video_cond,audio_cond} (patchified). fp32 only.
+#pragma once
+
+namespace vidax::ltx2 {
+
+void register_pipeline_parity_kinds();
+
+}  // namespace vidax::ltx2
