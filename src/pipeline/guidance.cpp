@@ -63,7 +63,7 @@ std::unique_ptr<Guidance> make_guidance(GuidanceKind kind, const GuidanceOptions
   VIDAX_CHECK(kind == GuidanceKind::Embedded || o.cfg_scale == 1.0,
               "--cfg-scale " << o.cfg_scale << ": this model is guided by classifier-free guidance alone, whose scale "
                              << "is --guidance (--cfg-scale is the classifier-free scale of models with embedded "
-                             << "guidance, e.g. HunyuanVideo)");
+                             << "guidance)");
   if (kind == GuidanceKind::Embedded) return std::make_unique<Embedded>(o);
   return std::make_unique<ClassifierFree>(o);
 }
