@@ -112,7 +112,12 @@ std::unique_ptr<Communicator> make_mpi_world() {
   MPI_Initialized(&inited);
   if (!inited) {
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "Init_thread");
+    // SERIALIZED, not FUNNELED: `vidax serve`'s rank 0 talks to the other ranks from its worker
+    // thread (its main thread serves HTTP); one thread at a time makes the calls.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)  // a warning only: one-thread commands (generate) still run
+      std::fprintf(stderr, "vidax: warning: this MPI gives thread level %d, below MPI_THREAD_SERIALIZED, which "
+                           "`vidax serve --mesh` needs\n", provided);
     std::atexit(finalize_mpi);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
