@@ -195,7 +195,11 @@ bool finished(const json& v) {
 TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZero) {
   const fs::path dir = fresh_dir("mpi-serve");
   (void)reference_frame();  // before the server takes the cores
-  MpiServe s(dir, common_args(dir / "data"), {{}, {}});
+  const fs::path loras = dir / "loras";
+  write_demo_lora(loras / "style.safetensors");
+  std::vector<std::string> args = common_args(dir / "data");
+  args.insert(args.end(), {"--lora-dir", loras.string()});
+  MpiServe s(dir, args, {{}, {}});
   ASSERT_TRUE(s.wait_ready());
   httplib::Client c("127.0.0.1", s.port);
   c.set_read_timeout(60, 0);
@@ -209,9 +213,14 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
   EXPECT_EQ(mp4->body.substr(4, 4), "ftyp");
   EXPECT_EQ(thumbnail_diff(c, first, dir), 0.0) << "the cfg=2 job's first frame differs from vidax generate's";
 
-  // A long job, cancelled once both ranks are in its steps: both stop at the same step.
+  // A long job, cancelled once both ranks are in its steps: both stop at the same step. Behind it
+  // waits a job whose LoRA file goes away before it runs: it fails on both ranks alike.
   const std::string long_job = submit(c, small_job(1000));
   (void)wait_until(c, long_job, [](const json& j) { return j.value("progress", 0) >= 1 || finished(j); });
+  json with_lora = small_job(2);
+  with_lora["lora"] = json::array({{{"name", "style"}, {"scale", 1.0}}});
+  const std::string lora_job = submit(c, with_lora);
+  fs::remove(loras / "style.safetensors");
   auto d = c.Delete(("/v1/videos/" + long_job).c_str());
   ASSERT_TRUE(d);
   EXPECT_EQ(d->status, 202) << d->body;
@@ -220,6 +229,11 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
   const std::string message = v["error"]["message"];
   std::smatch step;
   ASSERT_TRUE(std::regex_search(message, step, std::regex(R"(denoising step ([0-9]+)/1000)"))) << message;
+  v = wait_until(c, lora_job, finished);
+  ASSERT_EQ(v["status"], "failed") << v.dump();
+  const std::string lora_message = v["error"]["message"];
+  EXPECT_NE(lora_message.find("style.safetensors"), std::string::npos) << lora_message;
+  EXPECT_EQ(lora_message.find("rank "), std::string::npos) << "both ranks failed alike: " << lora_message;
 
   // The next job runs on both ranks again, and gives the same frame.
   const std::string next = submit(c, small_job(2));
@@ -235,6 +249,7 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
             std::string::npos)
       << err;
   EXPECT_NE(err.find("rank 1: job " + next + ": done"), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 1: job " + lora_job + ": failed before its run: " + lora_message), std::string::npos) << err;
   EXPECT_NE(err.find("got SIGTERM; draining"), std::string::npos) << err;
   EXPECT_NE(err.find("rank 1: rank 0 said stop"), std::string::npos) << err;
 }
