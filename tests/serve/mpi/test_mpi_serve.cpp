@@ -143,15 +143,29 @@ const Tensor& reference_frame() {
   return t;
 }
 
-// The job's thumbnail against the reference: the largest difference in pixel levels (0 = equal).
-double thumbnail_diff(httplib::Client& c, const std::string& id, const fs::path& dir) {
+// A 56x40 PNG (written through the io layer): an image-to-video job's first frame.
+fs::path write_png(const fs::path& dir) {
+  io::RgbVideo v;
+  v.frames = 1;
+  v.height = 40;
+  v.width = 56;
+  v.rgb.resize(v.frame_bytes());
+  for (size_t i = 0; i < v.rgb.size(); ++i) v.rgb[i] = static_cast<uint8_t>((i * 13) % 256);
+  io::write_png_frames((dir / "image").string(), v, {});
+  return dir / "image" / "frame_00000.png";
+}
+
+// The job's thumbnail against `want` (default: the reference): the largest difference in pixel
+// levels (0 = equal).
+double thumbnail_diff(httplib::Client& c, const std::string& id, const fs::path& dir,
+                      const Tensor* want_frame = nullptr) {
   auto t = c.Get(("/v1/videos/" + id + "/content?variant=thumbnail").c_str());
   EXPECT_TRUE(t && t->status == 200) << (t ? t->body : "no answer");
   if (!t || t->status != 200) return 1e9;
   const fs::path p = dir / (id + ".png");
   std::ofstream(p, std::ios::binary) << t->body;
   const Tensor got = io::read_image(p.string(), "the thumbnail");
-  const Tensor& want = reference_frame();
+  const Tensor& want = want_frame ? *want_frame : reference_frame();
   EXPECT_EQ(got.shape(), want.shape());
   if (got.shape() != want.shape()) return 1e9;
   double d = 0;
@@ -307,4 +321,63 @@ TEST(MpiServe, SeveralRanksWithoutAMeshAreRefusedAtStart) {
   const std::string err = read_file(s.err);
   EXPECT_NE(err.find("launched with 2 ranks but no --mesh"), std::string::npos) << err;
   EXPECT_EQ(read_file(s.out).find("http://"), std::string::npos) << "a rank served without a mesh";
+}
+
+// Two models that do not fit --max-memory together, the I2V one unloaded at start: its job makes
+// both ranks unload the T2V model (rank 0's choice) and load it, and its image (decoded on rank 0,
+// sent to rank 1) gives the frame of a single-process `vidax generate --image`.
+TEST(MpiServe, AnImageToVideoJobUnderABudgetLoadsTheSameModelOnBothRanks) {
+  const fs::path dir = fresh_dir("mpi-serve-i2v");
+  const serve::ServedModel &t2v = demo_model(), &i2v = i2v_demo_model();
+  const double budget = std::max(t2v.weight_bytes(), i2v.weight_bytes()) * 1.05;
+  ASSERT_LT(budget, t2v.weight_bytes() + i2v.weight_bytes()) << "the two demos must not fit together for this test";
+  const fs::path png = write_png(dir);
+  Tensor want;
+  {
+    cli::ChildOptions env;
+    env.env = kMpiEnv;
+    const auto r = cli::run({"generate", "--weights", i2v.weights, "--prompt", "a red panda", "--image", png.string(),
+                             "--width", "48", "--height", "32", "--frames", "5", "--steps", "2", "--seed", "3",
+                             "--threads", "1", "-o", (dir / "ref").string()},
+                            env);
+    ASSERT_EQ(r.code, 0) << r.err;
+    want = io::read_image((dir / "ref" / "frame_00000.png").string(), "the reference's first frame");
+  }
+  const std::vector<std::string> args = {"serve",     "--weights", t2v.weights, "--weights",
+                                         i2v.weights, "--data",    (dir / "data").string(), "--port", "0",
+                                         "--mesh",    "cfg=2",     "--max-memory",
+                                         std::to_string(static_cast<int64_t>(budget))};
+  MpiServe s(dir, args, {{}, {}});
+  ASSERT_TRUE(s.wait_ready());
+  httplib::Client c("127.0.0.1", s.port);
+  c.set_read_timeout(60, 0);
+
+  json first = small_job(2);
+  first["model"] = t2v.name;
+  json v = wait_until(c, submit(c, first), finished);
+  ASSERT_EQ(v["status"], "completed") << v.dump();
+  EXPECT_EQ(thumbnail_diff(c, v["id"], dir), 0.0);
+
+  std::ifstream in(png, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  const httplib::MultipartFormDataItems form = {{"model", i2v.name, "", ""},  {"prompt", "a red panda", "", ""},
+                                                {"size", "48x32", "", ""},    {"frames", "5", "", ""},
+                                                {"steps", "2", "", ""},       {"seed", "3", "", ""},
+                                                {"input_reference", bytes, "cat.png", "image/png"}};
+  auto r = c.Post("/v1/videos", form);
+  ASSERT_TRUE(r && r->status == 200) << (r ? r->body : "no answer");
+  const std::string id = json::parse(r->body)["id"];
+  v = wait_until(c, id, finished);
+  ASSERT_EQ(v["status"], "completed") << v.dump();
+  EXPECT_EQ(v["result"]["size"], "32x32");
+  EXPECT_EQ(thumbnail_diff(c, id, dir, &want), 0.0) << "the image-to-video job differs from vidax generate --image";
+
+  ASSERT_EQ(kill(s.rank0_pid, SIGTERM), 0);
+  EXPECT_EQ(s.wait_exit(), 0) << read_file(s.err);
+  const std::string err = read_file(s.err);
+  EXPECT_NE(err.find("rank 1: unloading " + t2v.name + " (rank 0's choice, to make room for " + i2v.name + ")"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("rank 1: loaded " + i2v.name), std::string::npos) << err;
+  EXPECT_NE(err.find("rank 1: job " + id + ": done"), std::string::npos) << err;
 }
