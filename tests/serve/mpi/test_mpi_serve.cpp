@@ -270,7 +270,7 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
 
 // Rank 1's LoRA folder holds a broken file of the name rank 0's holds a good one of: the request
 // passes rank 0's checks, the job fails on rank 1 with its message, and the server goes on.
-// Then SIGTERM mid-job: the job goes back to the queue and both ranks exit 0.
+// Then SIGTERM mid-job: the job goes back to the queue and both ranks exit 0. On --mesh sp=2.
 TEST(MpiServe, AJobThatFailsOnOneRankFailsWithItsMessageAndTheServerGoesOn) {
   const fs::path dir = fresh_dir("mpi-serve-fail");
   (void)reference_frame();
@@ -278,7 +278,9 @@ TEST(MpiServe, AJobThatFailsOnOneRankFailsWithItsMessageAndTheServerGoesOn) {
   write_demo_lora(good / "style.safetensors");
   fs::create_directories(bad);
   std::ofstream(bad / "style.safetensors") << "not a safetensors file";
-  MpiServe s(dir, common_args(dir / "data"), {{"--lora-dir", good.string()}, {"--lora-dir", bad.string()}});
+  std::vector<std::string> args = common_args(dir / "data");
+  args.back() = "sp=2";  // the sequence split: the same frame too (Ulysses' exchange is exact here)
+  MpiServe s(dir, args, {{"--lora-dir", good.string()}, {"--lora-dir", bad.string()}});
   ASSERT_TRUE(s.wait_ready());
   httplib::Client c("127.0.0.1", s.port);
   c.set_read_timeout(60, 0);
