@@ -327,8 +327,16 @@ struct Server::Impl {
       bool cancel_agreed = false;
       if (mesh) {
         ev.on_step = [&, progress = ev.on_step](int done, int total, double secs) {
-          progress(done, total, secs);
-          cancel_agreed = mesh->agree_cancel(cancel_now());
+          // An error here (the job store's) must not skip the broadcast the others wait in: it
+          // stops every rank at this step, and fails the job once they agree.
+          std::string error;
+          try {
+            progress(done, total, secs);
+          } catch (const std::exception& e) {
+            error = std::string("recording the job's progress: ") + e.what();
+          }
+          cancel_agreed = mesh->agree_cancel(!error.empty() || cancel_now());
+          if (!error.empty()) throw Error(error);
         };
         ev.cancelled = [&] { return cancel_agreed; };
       } else {
