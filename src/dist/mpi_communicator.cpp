@@ -3,6 +3,9 @@
 #ifdef VIDAX_HAVE_MPI
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -75,6 +78,17 @@ class MpiCommunicator final : public Communicator {
   }
   void broadcast(void* buf, size_t n, DType dtype, int root) override {
     check(MPI_Bcast(buf, count(n * dtype_size(dtype)), MPI_BYTE, root, comm_), "Bcast");
+  }
+  void broadcast_patient(void* buf, size_t n, DType dtype, int root) override {
+    MPI_Request req;
+    check(MPI_Ibcast(buf, count(n * dtype_size(dtype)), MPI_BYTE, root, comm_, &req), "Ibcast");
+    // Open MPI's blocking calls poll without sleeping: an idle follower would keep a core busy.
+    int done = 0;
+    for (useconds_t pause = 50;; pause = std::min<useconds_t>(pause * 2, 10000)) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "Test");
+      if (done) return;
+      usleep(pause);
+    }
   }
   void barrier() override { check(MPI_Barrier(comm_), "Barrier"); }
   std::unique_ptr<Communicator> split(int color, int key) override {

@@ -1,5 +1,7 @@
 #include "serve/follower.h"
 
+#include <unistd.h>
+
 #include "serve/mesh_channel.h"
 #include "serve/model_residency.h"
 
@@ -76,6 +78,7 @@ Follower::~Follower() = default;
 
 void Follower::run() {
   Impl& s = *impl_;
+  s.log("waiting for rank 0's jobs (pid " + std::to_string(getpid()) + ")");
   while (const std::optional<MeshJob> job = s.mesh.receive()) s.run_job(*job);
   s.log("rank 0 said stop");
 }

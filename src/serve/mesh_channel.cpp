@@ -58,7 +58,7 @@ void MeshChannel::send_job(const MeshJob& job) {
   h.json_bytes = text.size();
   put_shape(job.image, h.image);
   put_shape(job.last_image, h.last_image);
-  world_.broadcast(&h, kHeaderWords, DType::U64, 0);
+  world_.broadcast_patient(&h, kHeaderWords, DType::U64, 0);
   broadcast_bytes(world_, const_cast<char*>(text.data()), text.size());
   send_image(world_, job.image);
   send_image(world_, job.last_image);
@@ -68,13 +68,13 @@ void MeshChannel::send_stop() {
   VIDAX_CHECK(rank() == 0, "only rank 0 stops the others (this is rank " << rank() << ")");
   Header h;
   h.kind = kStop;
-  world_.broadcast(&h, kHeaderWords, DType::U64, 0);
+  world_.broadcast_patient(&h, kHeaderWords, DType::U64, 0);
 }
 
 std::optional<MeshJob> MeshChannel::receive() {
   VIDAX_CHECK(rank() != 0, "rank 0 sends the jobs; it does not receive them");
   Header h;
-  world_.broadcast(&h, kHeaderWords, DType::U64, 0);
+  world_.broadcast_patient(&h, kHeaderWords, DType::U64, 0);  // the wait between jobs: no spinning
   if (h.kind == kStop) return std::nullopt;
   VIDAX_CHECK(h.kind == kJob, "rank " << rank() << ": unknown message " << h.kind << " from rank 0");
   std::string text(h.json_bytes, '\0');

@@ -122,6 +122,19 @@ struct MpiServe {
   }
 };
 
+// CPU seconds (user + system) a process has used so far (/proc/PID/stat, fields 14 and 15).
+double cpu_seconds(int pid) {
+  std::string stat = read_file("/proc/" + std::to_string(pid) + "/stat");
+  const size_t close = stat.rfind(')');
+  if (close == std::string::npos) return -1;
+  std::istringstream in(stat.substr(close + 2));
+  std::string f;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && in >> f; ++i)
+    if (i >= 14) ticks += std::stod(f);
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 std::vector<std::string> common_args(const fs::path& data) {
   return {"serve", "--weights", demo_weights_dir(), "--data", data.string(), "--port", "0", "--mesh", "cfg=2"};
 }
@@ -217,6 +230,17 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
   ASSERT_TRUE(s.wait_ready());
   httplib::Client c("127.0.0.1", s.port);
   c.set_read_timeout(60, 0);
+
+  // Idle, rank 1 waits for the next job asleep, not spinning in MPI (Communicator::broadcast_patient).
+  std::smatch follower;
+  const std::string started = read_file(s.err);
+  ASSERT_TRUE(std::regex_search(started, follower, std::regex(R"(rank 1: waiting for rank 0's jobs \(pid ([0-9]+)\))")))
+      << started;
+  const int rank1 = std::stoi(follower[1]);
+  const double cpu0 = cpu_seconds(rank1);
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  const double idle_cpu = cpu_seconds(rank1) - cpu0;
+  EXPECT_LT(idle_cpu, 0.3) << "rank 1 used " << idle_cpu << " CPU seconds in 2 s of waiting";
 
   const std::string first = submit(c, small_job(2));
   json v = wait_until(c, first, finished);
