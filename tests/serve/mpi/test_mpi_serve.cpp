@@ -3,7 +3,7 @@
 // process group); the test is the HTTP client. A job's first frame (the thumbnail, decoded) equals
 // a single-process `vidax generate` of the same request; a cancel stops both ranks at the same
 // step; a job that fails on one rank only fails with that rank's message and the next job runs;
-// SIGTERM on rank 0 drains and every rank exits 0. Built as test_serve_mpi, run by ctest only
+// SIGTERM on rank 0 drains and every rank exits 0; --job-timeout and an I2V job under --max-memory. Built as test_serve_mpi, run by ctest only
 // where mpirun is (label "serve;mpi").
 #include <fcntl.h>
 #include <signal.h>
@@ -409,4 +409,29 @@ TEST(MpiServe, AnImageToVideoJobUnderABudgetLoadsTheSameModelOnBothRanks) {
       << err;
   EXPECT_NE(err.find("rank 1: loaded " + i2v.name), std::string::npos) << err;
   EXPECT_NE(err.find("rank 1: job " + id + ": done"), std::string::npos) << err;
+}
+
+// --job-timeout: rank 0's decision at a step, sent as a cancel, stops both ranks there; the job
+// fails with job_timeout (1000 tiny steps take several seconds here).
+TEST(MpiServe, AJobPastItsTimeoutStopsOnBothRanks) {
+  const fs::path dir = fresh_dir("mpi-serve-timeout");
+  std::vector<std::string> args = common_args(dir / "data");
+  args.insert(args.end(), {"--job-timeout", "1"});
+  MpiServe s(dir, args, {{}, {}});
+  ASSERT_TRUE(s.wait_ready());
+  httplib::Client c("127.0.0.1", s.port);
+  c.set_read_timeout(60, 0);
+  const std::string id = submit(c, small_job(1000));
+  const json v = wait_until(c, id, finished);
+  ASSERT_EQ(v["status"], "failed") << v.dump();
+  EXPECT_EQ(v["error"]["code"], "job_timeout");
+  const std::string message = v["error"]["message"];
+  std::smatch step;
+  ASSERT_TRUE(std::regex_search(message, step, std::regex(R"(denoising step ([0-9]+)/1000)"))) << message;
+  ASSERT_EQ(kill(s.rank0_pid, SIGTERM), 0);
+  EXPECT_EQ(s.wait_exit(), 0) << read_file(s.err);
+  const std::string err = read_file(s.err);
+  EXPECT_NE(err.find("rank 1: job " + id + ": stopped (cancelled during denoising step " + step[1].str() + "/1000)"),
+            std::string::npos)
+      << err;
 }
