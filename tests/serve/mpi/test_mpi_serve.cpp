@@ -3,8 +3,8 @@
 // process group); the test is the HTTP client. A job's first frame (the thumbnail, decoded) equals
 // a single-process `vidax generate` of the same request; a cancel stops both ranks at the same
 // step; a job that fails on one rank only fails with that rank's message and the next job runs;
-// SIGTERM on rank 0 drains and every rank exits 0; --job-timeout and an I2V job under --max-memory. Built as test_serve_mpi, run by ctest only
-// where mpirun is (label "serve;mpi").
+// SIGTERM on rank 0 drains and every rank exits 0; --job-timeout; an I2V job under --max-memory.
+// Built as test_serve_mpi, run by ctest only where mpirun is (label "serve;mpi").
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
