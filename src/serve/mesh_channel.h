@@ -2,11 +2,14 @@
 // the other ranks, which only compute. Every exchange is a collective over the world, rooted at
 // rank 0, made by each rank at the same point of a job:
 //
+//   check_same           at start: the served models are the same list on every rank
 //   send_job / receive   before a job: its spec and the residency decision (or "stop")
-//   agree_errors         after the model is ready for the job, and after its generation
+//   run_agreed           the job's two phases (the model made ready, the generation), each
+//                        ending with agree_errors
 //   agree_cancel         once per denoising step (rank 0's cancel decision)
 //
 // Rank 0 makes the calls from its worker thread and the followers from their main thread.
+// The wait for the next job is Communicator::broadcast_patient on every rank (no spinning).
 #pragma once
 #include <functional>
 #include <nlohmann/json.hpp>
