@@ -3,6 +3,8 @@
 // database in --data, and answers until SIGINT or SIGTERM: then it stops taking
 // requests, the running job stops at its next step and goes back to the queue,
 // and the process exits 0. A second signal kills it at once.
+// Under mpirun with --mesh, rank 0 does all that and every other rank follows it
+// (serve::Follower): it computes each job with its part of the mesh, no HTTP.
 #include <cmath>
 #include <signal.h>
 #include <unistd.h>
@@ -16,7 +18,9 @@
 #include "commands.h"
 #include "core/error.h"
 #ifdef VIDAX_HAVE_SERVE
+#include "dist/mesh.h"
 #include "pipeline/memory_plan.h"
+#include "serve/follower.h"
 #include "serve/server.h"
 #endif
 
@@ -44,9 +48,11 @@ struct ServeArgs {
   double max_body_mb = 32;  // an input_reference image of a 720p video is a few MiB as PNG
   double job_timeout = 0;
   std::string max_memory;  // "" = every model loaded at start, for good
+  std::string mesh;        // under mpirun: the device mesh every job runs on
 };
 
-void note(const std::string& s) { std::fprintf(stderr, "vidax serve: %s\n", s.c_str()); }
+std::string g_rank_prefix;  // "rank N: " on the ranks other than 0 of an mpirun job
+void note(const std::string& s) { std::fprintf(stderr, "vidax serve: %s%s\n", g_rank_prefix.c_str(), s.c_str()); }
 
 // SIGINT/SIGTERM: the handler only writes the signal number to a pipe; a thread reads it and
 // drains the server (no locks or allocation in the handler). One-shot (SA_RESETHAND): a second
@@ -93,19 +99,41 @@ int run_serve(const ServeArgs& a) {
   opt.job_timeout_seconds = a.job_timeout;
   if (!a.max_memory.empty()) opt.memory_budget_bytes = pipeline::parse_memory_size(a.max_memory, "--max-memory");
   opt.log = note;
-  if (opt.host != "127.0.0.1" && opt.host != "localhost" && opt.host != "::1")
-    note("warning: listening on " + opt.host + ", reachable from other machines" +
-         (opt.api_key.empty() ? " without an API key (--api-key)" : ""));
 
-  install_stop_handlers();
+  // Under mpirun: rank 0 serves and every rank computes each job with its part of the mesh.
+  dist::Communicator& world = dist::world();
+  VIDAX_CHECK(world.size() == 1 || !a.mesh.empty(),
+              "launched with " << world.size() << " ranks but no --mesh (e.g. --mesh cfg=2 or sp=" << world.size()
+                               << "); without one every rank would serve on its own");
+  std::unique_ptr<dist::Mesh> mesh;
+  if (!a.mesh.empty()) mesh = std::make_unique<dist::Mesh>(world, dist::parse_mesh(a.mesh));
+  if (world.rank() != 0) g_rank_prefix = "rank " + std::to_string(world.rank()) + ": ";
+
   std::vector<serve::ServedModel> models;
   // Resolved here (weights checked, nothing loaded); the server loads what is to be resident.
   for (size_t i = 0; i < a.weights.size(); ++i)
     models.push_back(serve::load_served_model(a.weights[i], a.models.empty() ? "" : a.models[i], note,
-                                              translate::parse_lora_mode(a.lora_mode), /*load_now=*/false));
+                                              translate::parse_lora_mode(a.lora_mode), /*load_now=*/false, mesh.get()));
+  if (world.rank() != 0) {
+    // A follower stops when rank 0 says so, after its drain; mpirun sends a signal to every rank,
+    // so this one is ignored here (mpirun kills a rank that outlives its job).
+    signal(SIGINT, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
+    serve::Follower follower(opt, std::move(models), world);
+    follower.run();
+    return 0;
+  }
+  if (opt.host != "127.0.0.1" && opt.host != "localhost" && opt.host != "::1")
+    note("warning: listening on " + opt.host + ", reachable from other machines" +
+         (opt.api_key.empty() ? " without an API key (--api-key)" : ""));
+  install_stop_handlers();
+  if (world.size() > 1) opt.ranks = &world;
   serve::Server server(opt, std::move(models));
   const int port = server.bind();
   std::printf("vidax serve: http://%s:%d/\n", opt.host.c_str(), port);
+  if (world.size() > 1)
+    std::printf("vidax serve: rank 0 of %d (pid %d) serves; every rank computes on the mesh %s\n", world.size(),
+                static_cast<int>(getpid()), mesh->shape().str().c_str());
   std::fflush(stdout);
 
   std::thread waiter([&server] {
@@ -150,6 +178,9 @@ Command add_serve(CLI::App& app) {
                   "Memory the served models' weights may take together (e.g. 20G): the models that fit load at "
                   "start, another loads when a job needs it, the least recently used unloaded first (default: all "
                   "loaded at start)");
+  sub->add_option("--mesh", a->mesh,
+                  "Device mesh under mpirun, e.g. cfg=2 or sp=2: rank 0 serves HTTP, every rank computes each job "
+                  "(docs/serve.md, \"Under MPI\")");
   return {sub, [a]() -> int { return run_serve(*a); }};
 }
 

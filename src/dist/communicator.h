@@ -24,6 +24,10 @@ class Communicator {
   // in/out: size()*n elements; block j of `in` goes to rank j, block i of `out` came from rank i.
   virtual void all_to_all(const void* in, void* out, size_t n, DType dtype) = 0;
   virtual void broadcast(void* buf, size_t n, DType dtype, int root) = 0;
+  // As broadcast, for a call a rank may wait in for long (a `vidax serve` follower between jobs):
+  // it sleeps between looks instead of spinning on a core. Every rank of the call uses this one
+  // (under MPI it is a non-blocking broadcast, which does not match a blocking one).
+  virtual void broadcast_patient(void* buf, size_t n, DType dtype, int root) { broadcast(buf, n, dtype, root); }
   virtual void barrier() = 0;
   // Ranks with the same color form a new group, ordered by key.
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;

@@ -3,6 +3,9 @@
 #ifdef VIDAX_HAVE_MPI
 #include <mpi.h>
 
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <vector>
@@ -76,6 +79,17 @@ class MpiCommunicator final : public Communicator {
   void broadcast(void* buf, size_t n, DType dtype, int root) override {
     check(MPI_Bcast(buf, count(n * dtype_size(dtype)), MPI_BYTE, root, comm_), "Bcast");
   }
+  void broadcast_patient(void* buf, size_t n, DType dtype, int root) override {
+    MPI_Request req;
+    check(MPI_Ibcast(buf, count(n * dtype_size(dtype)), MPI_BYTE, root, comm_, &req), "Ibcast");
+    // Open MPI's blocking calls poll without sleeping: an idle follower would keep a core busy.
+    int done = 0;
+    for (useconds_t pause = 50;; pause = std::min<useconds_t>(pause * 2, 10000)) {
+      check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "Test");
+      if (done) return;
+      usleep(pause);
+    }
+  }
   void barrier() override { check(MPI_Barrier(comm_), "Barrier"); }
   std::unique_ptr<Communicator> split(int color, int key) override {
     MPI_Comm sub;
@@ -112,7 +126,12 @@ std::unique_ptr<Communicator> make_mpi_world() {
   MPI_Initialized(&inited);
   if (!inited) {
     int provided = 0;
-    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided), "Init_thread");
+    // SERIALIZED, not FUNNELED: `vidax serve`'s rank 0 talks to the other ranks from its worker
+    // thread (its main thread serves HTTP); one thread at a time makes the calls.
+    check(MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided), "Init_thread");
+    if (provided < MPI_THREAD_SERIALIZED)  // a warning only: one-thread commands (generate) still run
+      std::fprintf(stderr, "vidax: warning: this MPI gives thread level %d, below MPI_THREAD_SERIALIZED, which "
+                           "`vidax serve --mesh` needs\n", provided);
     std::atexit(finalize_mpi);
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

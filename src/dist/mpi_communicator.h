@@ -7,7 +7,7 @@
 namespace vidax::dist {
 
 #ifdef VIDAX_HAVE_MPI
-// Initializes MPI (thread level FUNNELED) and wraps MPI_COMM_WORLD; MPI is
+// Initializes MPI (thread level SERIALIZED: one thread at a time calls it) and wraps MPI_COMM_WORLD; MPI is
 // finalized at exit.
 std::unique_ptr<Communicator> make_mpi_world();
 #endif

@@ -16,6 +16,8 @@
 #include "pipeline/output.h"
 #include "serve/api_error.h"
 #include "serve/job_store.h"
+#include "serve/mesh_channel.h"
+#include "serve/model_residency.h"
 
 namespace vidax::serve {
 
@@ -138,36 +140,10 @@ struct Server::Impl {
   // --- residency (ServeOptions::memory_budget_bytes) ---
   uint64_t jobs_started = 0;  // the worker's job counter: a model's last_used
 
-  double resident_bytes() const {
-    double b = 0;
-    for (const auto& m : models)
-      if (m.resident()) b += m.weight_bytes();
-    return b;
-  }
-  static std::string gb(double b) {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.2f GB", b / 1e9);
-    return buf;
-  }
-  // The worker, before a job: `m` resident, the least recently used others unloaded until it fits.
-  std::shared_ptr<pipeline::LoadedModel> make_resident(const ServedModel& m) {
-    m.residence->last_used = ++jobs_started;
-    if (auto l = m.loaded()) return l;
-    while (opt.memory_budget_bytes > 0 && resident_bytes() + m.weight_bytes() > opt.memory_budget_bytes) {
-      const ServedModel* lru = nullptr;
-      for (const auto& o : models)
-        if (o.resident() && o.residence != m.residence && (!lru || o.residence->last_used < lru->residence->last_used))
-          lru = &o;
-      if (!lru) break;  // nothing left to unload (the start-up check keeps every model within the budget)
-      log("unloading " + lru->name + " (" + gb(lru->weight_bytes()) + ", the least recently used) to make room for " +
-          m.name + " (" + gb(m.weight_bytes()) + "; --max-memory " + gb(opt.memory_budget_bytes) + ")");
-      lru->unload();
-    }
-    log("loading " + m.name + " from " + m.weights);
-    auto l = m.load();
-    log("loaded " + m.name + " (" + l->precision + ")");
-    return l;
-  }
+  static std::string gb(double b) { return gb_text(b); }
+  // Under mpirun: the other ranks, which run every job with this one (null: alone).
+  std::unique_ptr<MeshChannel> mesh;
+  bool followers_stopped = false;
 
   const ServedModel* find_model(const std::string& name) const {
     for (const auto& m : models)
@@ -233,6 +209,20 @@ struct Server::Impl {
   // --- the worker ---
 
   void worker_loop() {
+    work();
+    stop_followers();
+  }
+
+  // Under mpirun, once no job follows: the other ranks' loops end. From the worker's thread (the
+  // one that talks to them while it runs), or from stop() when the worker never ran.
+  void stop_followers() {
+    if (!mesh || followers_stopped) return;
+    followers_stopped = true;
+    mesh->send_stop();
+    log("told the other " + std::to_string(mesh->size() - 1) + " rank(s) to stop");
+  }
+
+  void work() {
     while (!stopping) {
       std::optional<Job> job;
       {
@@ -270,14 +260,36 @@ struct Server::Impl {
       const VideoSpec spec = spec_from_json(job.spec);
       const ServedModel* m = find_model(spec.model);
       if (!m) throw Error("model " + spec.model + " is not served by this server (it was when the job was queued)");
-      const pipeline::Request req = to_pipeline_request(spec, m->variant().defaults);
-      const std::shared_ptr<pipeline::LoadedModel> loaded = make_resident(*m);  // held to the job's end
-      // This job's LoRAs, none included: each job sets its own, so none outlives its job.
-      const auto loras = lora_specs(spec, opt.lora_dir);
-      if (loaded->parts.use_loras)
-        loaded->parts.use_loras(loras);
-      else if (!loras.empty())
-        throw Error("model " + spec.model + " cannot switch LoRAs");
+      pipeline::Request req = to_pipeline_request(spec, m->variant().defaults);
+      // Residency: the least recently used models go until this one fits (--max-memory).
+      m->residence->last_used = ++jobs_started;
+      const std::vector<const ServedModel*> evict = lru_evictions(models, *m, opt.memory_budget_bytes);
+      if (mesh) {  // the other ranks run the job too: its spec, the decision and the decoded images
+        MeshJob mj;
+        mj.id = id;
+        mj.spec = spec_to_json(spec);
+        mj.spec["image"] = mj.spec["last_image"] = "";
+        for (const ServedModel* e : evict) mj.unload.push_back(e->name);
+        mj.image = req.image;
+        mj.last_image = req.last_image;
+        mesh->send_job(mj);
+      }
+      // From here on every rank runs the job: each phase's errors are agreed on before the next.
+      auto on_every_rank = [&](const std::function<void()>& f) {
+        if (mesh)
+          mesh->run_agreed(f);
+        else
+          f();
+      };
+      std::shared_ptr<pipeline::LoadedModel> loaded;  // held to the job's end
+      on_every_rank([&] {
+        for (const ServedModel* e : evict) {
+          log("unloading " + e->name + " (" + gb(e->weight_bytes()) + ", the least recently used) to make room for " +
+              m->name + " (" + gb(m->weight_bytes()) + "; --max-memory " + gb(opt.memory_budget_bytes) + ")");
+          e->unload();
+        }
+        loaded = ready_for_job(*m, spec, opt.lora_dir, opt.log);
+      });
       {
         std::lock_guard<std::mutex> lock(live_mu);
         live_id = id;
@@ -300,7 +312,7 @@ struct Server::Impl {
       };
       ev.warn = [&](const std::string& w) { log("job " + id + ": warning: " + w); };
       bool timed_out = false;
-      ev.cancelled = [&] {
+      auto cancel_now = [&] {
         if (stopping) return true;
         if (opt.job_timeout_seconds > 0 &&
             std::chrono::duration<double>(Clock::now() - t0).count() > opt.job_timeout_seconds) {
@@ -310,9 +322,29 @@ struct Server::Impl {
         std::lock_guard<std::mutex> lock(run_mu);
         return cancel_running;
       };
+      // Under mpirun the decision is made once per step, here, and sent to every rank, so all stop
+      // at the same step boundary; the run's other checks see the last decision.
+      bool cancel_agreed = false;
+      if (mesh) {
+        ev.on_step = [&, progress = ev.on_step](int done, int total, double secs) {
+          // An error here (the job store's) must not skip the broadcast the others wait in: it
+          // stops every rank at this step, and fails the job once they agree.
+          std::string error;
+          try {
+            progress(done, total, secs);
+          } catch (const std::exception& e) {
+            error = std::string("recording the job's progress: ") + e.what();
+          }
+          cancel_agreed = mesh->agree_cancel(!error.empty() || cancel_now());
+          if (!error.empty()) throw Error(error);
+        };
+        ev.cancelled = [&] { return cancel_agreed; };
+      } else {
+        ev.cancelled = cancel_now;
+      }
       pipeline::Result res;
       try {
-        res = pipeline::run_generation(loaded->parts, req, ev, true);
+        on_every_rank([&] { res = pipeline::run_generation(loaded->parts, req, ev, true); });  // decode: rank 0
       } catch (const pipeline::Cancelled& e) {
         if (!timed_out) throw;
         throw JobTimeout(msg() << "the job ran past --job-timeout " << opt.job_timeout_seconds << " s (" << e.what()
@@ -755,27 +787,15 @@ Server::Server(ServeOptions opt, std::vector<ServedModel> models) : impl_(std::m
                   "model " << s.models[i].name << " is given twice (" << s.models[k].weights << " and "
                            << s.models[i].weights << ")");
   // Resident at start: every model without a budget; with one, those that fit, in the order given.
-  const double budget = s.opt.memory_budget_bytes;
-  VIDAX_CHECK(budget >= 0, "--max-memory must not be negative (0: no budget)");
-  double held = 0;
-  for (const auto& m : s.models) {
-    if (budget > 0) {
-      VIDAX_CHECK(m.weight_bytes() <= budget, "model " << m.name << ": its weights (" << Impl::gb(m.weight_bytes())
-                                                       << ") exceed --max-memory " << Impl::gb(budget)
-                                                       << ": it could never be loaded");
-      if (held + m.weight_bytes() > budget) {
-        if (m.resident()) m.unload();
-        s.log("model " + m.name + " (" + Impl::gb(m.weight_bytes()) + ") stays unloaded until a job needs it (--max-memory " +
-              Impl::gb(budget) + ")");
-        continue;
-      }
-    }
-    if (!m.resident()) {
-      s.log("loading " + m.name + " from " + m.weights);
-      m.load();
-    }
-    held += m.weight_bytes();
+  // Under mpirun every rank makes the same choice (serve::Follower), and serves the same models.
+  if (s.opt.ranks && s.opt.ranks->size() > 1) {
+    s.mesh = std::make_unique<MeshChannel>(*s.opt.ranks);
+    VIDAX_CHECK(s.mesh->rank() == 0, "the server runs on rank 0 (this is rank " << s.mesh->rank() << ")");
+    std::string names;
+    for (const auto& m : s.models) names += (names.empty() ? "" : ",") + m.name;
+    s.mesh->check_same("the served models", names);
   }
+  load_at_start(s.models, s.opt.memory_budget_bytes, s.opt.log);
   std::error_code ec;
   s.videos_dir = fs::path(s.opt.data_dir) / "videos";
   fs::create_directories(s.videos_dir, ec);
@@ -835,6 +855,7 @@ void Server::stop() {
   s.http.stop();
   if (s.serve_thread.joinable()) s.serve_thread.join();
   if (s.worker.joinable()) s.worker.join();
+  s.stop_followers();  // when the worker never ran (it tells them itself when it did)
   s.log("stopped");
 }
 

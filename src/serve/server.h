@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/communicator.h"
 #include "serve/video_request.h"
 
 namespace vidax::serve {
@@ -31,6 +32,10 @@ struct ServeOptions {
   // the least recently used models until it fits. 0: every model loaded at start, for good.
   double memory_budget_bytes = 0;
   std::function<void(const std::string&)> log;  // one line per event (nullptr: quiet)
+  // Under mpirun (docs/serve.md, "Under MPI"): the world, this process being rank 0. Every job is
+  // then sent to the other ranks (their serve::Follower), which compute it with this one; its
+  // cancel, errors and the models loaded are agreed with them. Null or one rank: alone.
+  dist::Communicator* ranks = nullptr;
 };
 
 class Server {

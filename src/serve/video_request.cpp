@@ -145,13 +145,14 @@ bool ServedModel::switches_loras() const {
 
 ServedModel load_served_model(const std::string& weights, const std::string& model,
                               const std::function<void(const std::string&)>& on_stage, translate::LoraMode lora_mode,
-                              bool load_now) {
+                              bool load_now, const dist::Mesh* mesh) {
   const engine::Resolved r = engine::resolve(weights, model);
   pipeline::LoadOptions lo;
   lo.lora.mode = lora_mode;
   lo.weights_dir = weights;
   lo.model = r.variant.name;
   lo.on_stage = on_stage;
+  lo.mesh = mesh;
   lo.text_encoder = pipeline::Residency::Resident;  // every job encodes its prompts
   ServedModel m;
   m.weights = weights;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "dist/mesh.h"
 #include "pipeline/family.h"
 #include "pipeline/generate.h"
 
@@ -56,10 +57,12 @@ struct ServedModel {
 
 // engine::resolve + the family's loader, as `vidax generate` does, but resident (load_now) or
 // resolved only, to be loaded when a job needs it. lora_mode: how the per-job LoRAs reach the DiT
-// (--lora-mode, docs/lora.md).
+// (--lora-mode, docs/lora.md). mesh: under mpirun, this rank's part of the mesh (each load takes
+// that rank's share, as `vidax generate --mesh`); it must outlive the model.
 ServedModel load_served_model(const std::string& weights, const std::string& model,
                               const std::function<void(const std::string&)>& on_stage,
-                              translate::LoraMode lora_mode = translate::LoraMode::Auto, bool load_now = true);
+                              translate::LoraMode lora_mode = translate::LoraMode::Auto, bool load_now = true,
+                              const dist::Mesh* mesh = nullptr);
 
 // One LoRA of a request: a file inside the server's LoRA folder (--lora-dir) and its scale.
 struct LoraUse {
