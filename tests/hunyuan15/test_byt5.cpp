@@ -113,6 +113,19 @@ TEST(Hunyuan15Byt5, EncoderGoldenFp32) {
   EXPECT_LE(rep.rows[0].max_abs, 1e-5);
 }
 
+// bf16 compute (not a reference mode) against the fp32 reference: T5 has no 1/sqrt(d) scaling and
+// the tiny random weights give large scores; measured 1.6e-2 relative L2, held to 2e-2.
+TEST(Hunyuan15Byt5, Bf16IsWithinItsMeasuredBound) {
+  engine::register_builtins();
+  parity::Options opt;
+  opt.precision = "bf16";
+  opt.rtol = 2e-2;
+  const parity::Report rep = parity::run(kGolden, opt);
+  ASSERT_EQ(rep.rows.size(), 1u);
+  std::printf("  hy15_text_byt5 output bf16 max_abs=%.3g rel_l2=%.3g\n", rep.rows[0].max_abs, rep.rows[0].rel_l2);
+  EXPECT_TRUE(rep.ok());
+}
+
 // End to end from the prompt string: extraction, format, tokens, encoder; a prompt without quotes
 // gives the reference's zeros [1, L, 1472] and a zero mask.
 TEST(Hunyuan15Byt5, PromptsEndToEnd) {
