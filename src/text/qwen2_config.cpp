@@ -145,9 +145,12 @@ translate::KeyMap qwen25_vl_text_keymap(const std::string& layout) {
   } else if (layout == "qwen2.5-vl-v5") {
     m.rules.push_back(translate::key_rule("{name*}", "model.language_model.{name}"));
     m.ignored = {"lm_head.weight", "model.visual.{x*}"};
+  } else if (layout == "qwen2.5-vl-model") {
+    m.rules.push_back(translate::key_rule("{name*}", "language_model.{name}"));
+    m.ignored = {"visual.{x*}"};
   } else {
     throw Error(msg() << "qwen2.5-vl-text-encoder: unknown layout '" << layout
-                      << "' (transformers, qwen2.5-vl, qwen2.5-vl-v5)");
+                      << "' (transformers, qwen2.5-vl, qwen2.5-vl-v5, qwen2.5-vl-model)");
   }
   return m;
 }
@@ -158,7 +161,9 @@ class Qwen25VLTextComponent : public translate::Component {
  public:
   std::string name() const override { return "qwen2.5-vl-text-encoder"; }
   std::string family() const override { return "qwen2.5-vl"; }
-  std::vector<std::string> layouts() const override { return {"transformers", "qwen2.5-vl", "qwen2.5-vl-v5"}; }
+  std::vector<std::string> layouts() const override {
+    return {"transformers", "qwen2.5-vl", "qwen2.5-vl-v5", "qwen2.5-vl-model"};
+  }
   translate::Json default_config() const override { return Qwen25VLTextConfig::qwen25_vl_7b().to_json(); }
   std::optional<translate::Json> read_config(const translate::Json& j) const override {
     // A config.json, its text_config, or a hunyuan1.5.text.qwen golden's text_encoder_config.

@@ -19,8 +19,11 @@
 //                   TextEncoder.model);
 //   "qwen2.5-vl":   Qwen2_5_VLForConditionalGeneration as published on the Hub (model.*, the
 //                   vision tower visual.* and lm_head.weight ignored by name);
-//   "qwen2.5-vl-v5": the same saved by transformers 5 (model.language_model.*, model.visual.* and
-//                   lm_head.weight ignored).
+//                   transformers 5's save_pretrained writes these names too;
+//   "qwen2.5-vl-v5": transformers 5's in-memory Qwen2_5_VLForConditionalGeneration.state_dict()
+//                   (model.language_model.*; model.visual.* and lm_head.weight ignored);
+//   "qwen2.5-vl-model": Qwen2_5_VLModel.state_dict() (what TextEncoder's AutoModel loads before
+//                   taking .language_model: language_model.*, visual.* ignored).
 #pragma once
 #include <cstdint>
 #include <vector>

@@ -119,6 +119,36 @@ TEST(Hunyuan15TextQwen, LayoutsAreDetected) {
   EXPECT_EQ(text::Qwen25VLTextConfig::from_json(pub.cfg.to_json()), pub.cfg);
 }
 
+// The in-memory state dicts of transformers 5 (Qwen2_5_VLForConditionalGeneration: model.language_model.*;
+// Qwen2_5_VLModel: language_model.*) are detected and give the same parameters.
+TEST(Hunyuan15TextQwen, InMemoryLayoutsLoadTheSameParameters) {
+  const Qwen q = load_qwen("hy15_text_qwen.safetensors");
+  for (const auto& [prefix, layout] : std::vector<std::pair<std::string, std::string>>{
+           {"model.language_model.", "qwen2.5-vl-v5"}, {"language_model.", "qwen2.5-vl-model"}}) {
+    translate::MemorySource src("renamed");
+    for (const auto& [name, t] : q.params) src.add(prefix + name, t);
+    src.add(prefix == "language_model." ? "visual.merger.ln_q.weight" : "model.visual.merger.ln_q.weight",
+            Tensor::zeros({4}, DType::F32));
+    const translate::Match m = translate::match(src, text::qwen25_vl_text_component(), q.cfg.to_json());
+    EXPECT_EQ(m.layout, layout);
+    EXPECT_EQ(m.plan.ignored_keys.size(), 1u);
+    const auto params = translate::load(src, text::qwen25_vl_text_component(), q.cfg.to_json());
+    EXPECT_EQ(test::diff(q.file.get("output"), encode(q, params).hidden_state).max_abs,
+              test::diff(q.file.get("output"), encode(q, q.params).hidden_state).max_abs);
+  }
+  // data_type "video" crops with prompt_template_video's crop_start when the args hold one.
+  nlohmann::json cfg = q.config;
+  cfg["prompt_template_video"] = {{"name", "li-dit-encode-video-json"}, {"crop_start", 100}};
+  EXPECT_EQ(hunyuan15::encode_options(cfg).crop_start, 100);
+  cfg["data_type"] = "image";
+  EXPECT_EQ(hunyuan15::encode_options(cfg).crop_start, 136);
+  cfg["data_type"] = "video";
+  cfg["prompt_template"] = nullptr;  // TextEncoder.encode crops only with a prompt_template (use_template)
+  EXPECT_EQ(hunyuan15::encode_options(cfg).crop_start, 0);
+  cfg["data_type"] = "audio";
+  expect_error([&] { hunyuan15::encode_options(cfg); }, "data_type 'audio'");
+}
+
 // Controls: each must move the output beyond the bound.
 TEST(Hunyuan15TextQwen, PerturbedInputsFail) {
   const Qwen q = load_qwen("hy15_text_qwen.safetensors");

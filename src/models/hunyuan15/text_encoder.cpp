@@ -75,7 +75,18 @@ text::TokenizedBatch text2tokens(const text::ByteLevelBpeTokenizer& tokenizer, c
 hunyuan::LlmEncodeOptions encode_options(const json& j) {
   VIDAX_CHECK(j.is_object(), "HunyuanVideo 1.5 text encoder: expected an object of TextEncoder args, found " << j.dump());
   json args = j;
-  // The 1.5 template names a conversation ({name, crop_start}); encode_llm needs its crop_start.
+  // TextEncoder.encode crops with prompt_template_video's crop_start for data_type "video" (when the
+  // args hold one), else prompt_template's; encode's default data_type is "image".
+  const std::string data_type = value_or<std::string>(j, "data_type", "image");
+  VIDAX_CHECK(data_type == "image" || data_type == "video",
+              "HunyuanVideo 1.5 text encoder: data_type '" << data_type << "' (image, video)");
+  // The crop is gated on prompt_template (use_template): without one nothing is cropped.
+  const bool use_template = j.contains("prompt_template") && !j["prompt_template"].is_null();
+  if (use_template && data_type == "video" && j.contains("prompt_template_video") &&
+      !j["prompt_template_video"].is_null())
+    args["prompt_template"] = j["prompt_template_video"];
+  // The 1.5 template names a conversation ({name, crop_start}, or the official {template,
+  // crop_start}); encode_llm needs its crop_start.
   if (auto it = args.find("prompt_template"); it != args.end() && !it->is_null()) {
     VIDAX_CHECK(it->is_object() && it->contains("crop_start"),
                 "HunyuanVideo 1.5 text encoder: prompt_template must be {name, crop_start}, found " << it->dump());

@@ -52,8 +52,10 @@ text::TokenizedBatch text2tokens(const text::ByteLevelBpeTokenizer& tokenizer, c
                                  const ChatTemplate& tmpl, int64_t text_len, int64_t crop_start);
 
 // The TextEncoder args of a hunyuan1.5.text.qwen golden's config (max_length = text_len,
-// hidden_state_skip_layer, apply_final_norm, use_attention_mask, prompt_template {name,
-// crop_start}) as hunyuan::encode_llm takes them; the pipeline's: skip 2, no final norm, mask on.
+// hidden_state_skip_layer, apply_final_norm, use_attention_mask, prompt_template {name or
+// template, crop_start}, optional prompt_template_video (used when data_type is "video", as
+// TextEncoder.encode does), data_type (default "image")) as hunyuan::encode_llm takes them; the
+// pipeline's: skip 2, no final norm, mask on.
 hunyuan::LlmEncodeOptions encode_options(const nlohmann::json& j);
 
 // Registers `hunyuan1.5.text.qwen` (engine::register_builtin_kinds calls it).
