@@ -2,7 +2,8 @@
 // __metadata__.config {byt5_max_length, text_encoder_config (the T5Stack's T5Config), added_tokens};
 // parameters under T5Stack's names (layout t5-stack) or the other T5 layouts, strictly;
 // input.input_ids, input.attention_mask [1, L] -> output [1, L, d_model] (byt5_model(ids,
-// attention_mask=mask.float())[0]).
+// attention_mask=mask.float())[0]); output.attention_mask, when the file has one, is the mask the
+// pipeline returns beside the states (the tokenizer's, unchanged).
 #include "models/hunyuan15/text_byt5.h"
 
 #include <algorithm>
@@ -109,6 +110,8 @@ parity::Produced run_byt5(const parity::Golden& g, const parity::Options& opt) {
                                                   << " outside the vocabulary [0, " << cfg.vocab << ")");
   parity::Produced out;
   out["output"] = enc.forward(ids, g.input("attention_mask")).to(DType::F32);
+  // _process_single_byt5_prompt returns the tokenizer's mask with the states (byt5_mask = text_mask).
+  if (g.has("output.attention_mask")) out["output.attention_mask"] = g.input("attention_mask");
   return out;
 }
 
