@@ -220,6 +220,28 @@ TEST(Hunyuan15TextQwen, PromptsToHiddenStatesMatchTheOfficialEncoder) {
   }
 }
 
+// M-RoPE on text positions is Llama's RoPE: transformers' Qwen2_5_VLRotaryEmbedding of the 7B
+// (head_dim 128, mrope_section [16, 24, 24], theta 1e6; tests/hunyuan15/data/qwen_mrope_text.safetensors,
+// tools/golden/hunyuan15_text.py) at positions up to the pipeline's 1107 equals cos / sin of
+// position * inv_freq(), both halves (rotate-half), as LlamaTextEncoder computes them.
+TEST(Hunyuan15TextQwen, MropeOnTextPositionsIsLlamaRope) {
+  const io::Checkpoint f = io::Checkpoint::open(
+      (fs::path(VIDAX_TEST_DATA_DIR) / "hunyuan15" / "data" / "qwen_mrope_text.safetensors").string());
+  const std::vector<float> inv = text::Qwen25VLTextConfig::qwen25_vl_7b().llama.inv_freq();
+  ASSERT_EQ(inv.size(), 64u);
+  const std::vector<double> pos = f.get("positions").to_f64_vector(), cos = f.get("cos").to_f64_vector(),
+                            sin = f.get("sin").to_f64_vector();
+  ASSERT_EQ(cos.size(), pos.size() * 128);
+  double worst = 0;
+  for (size_t p = 0; p < pos.size(); ++p)
+    for (size_t i = 0; i < 128; ++i) {
+      const float angle = static_cast<float>(pos[p]) * inv[i % 64];
+      worst = std::max({worst, std::abs(std::cos(angle) - cos[p * 128 + i]), std::abs(std::sin(angle) - sin[p * 128 + i])});
+    }
+  std::printf("  M-RoPE text tables vs Llama RoPE: max abs %.3g\n", worst);
+  EXPECT_LE(worst, 1e-6);
+}
+
 // Qwen2.5-VL-7B-Instruct's language model without its head: 7,070,619,136 parameters.
 TEST(Hunyuan15TextQwen, PublishedParameterCount) {
   const text::Qwen25VLTextConfig c = text::Qwen25VLTextConfig::qwen25_vl_7b();

@@ -25,6 +25,12 @@ Writes (tests/golden/hunyuan15/)
       hidden_state_skip_layer 1 with apply_final_norm true, text_len 14; the config written flat
       as the Hub's config.json is (text fields at the top, rope_scaling {"type": "mrope"})
 
+  tests/hunyuan15/data/qwen_mrope_text.safetensors  transformers' Qwen2_5_VLRotaryEmbedding of the
+      7B's text config (head_dim 128, mrope_section [16, 24, 24], rope_theta 1e6) on text positions
+      (the same position in all three grids, as the text model makes them): cos / sin [P, 128] at
+      positions 0, 1, 2, 3, 100, 555, 1107 (the pipeline's longest: text_len 1000 + crop_start 108),
+      and positions; what the engine's Llama RoPE (inv_freq, rotate-half) must equal
+
 Tensors: input.input_ids [B, L] (I64), input.attention_mask [B, L] (I64): what text2tokens made
 from the prompts in __metadata__.prompts (L = text_len + crop_start); output =
 TextEncoderModelOutput.hidden_state [B, text_len, hidden] (hidden_states[-(skip + 1)], cropped),
@@ -147,8 +153,25 @@ def run(te, name, config, template_name, skip, final_norm, text_len, seed, layou
     save(name, tensors, config_out, PROMPTS, text_len)
 
 
+def mrope_tables():
+    cfg = transformers.Qwen2_5_VLConfig(text_config=dict(hidden_size=3584, num_attention_heads=28,
+                                                         num_key_value_heads=4, rope_parameters=dict(
+                                                             rope_type="default", rope_theta=1000000.0,
+                                                             mrope_section=[16, 24, 24]))).text_config
+    rope = transformers.models.qwen2_5_vl.modeling_qwen2_5_vl.Qwen2_5_VLRotaryEmbedding(cfg)
+    pos = torch.tensor([0, 1, 2, 3, 100, 555, 1107], dtype=torch.int64)
+    x = torch.zeros(1, len(pos), 128)
+    cos, sin = rope(x, pos.view(1, 1, -1).expand(3, 1, -1))
+    path = os.path.join(ROOT, "tests", "hunyuan15", "data", "qwen_mrope_text.safetensors")
+    save_file({"positions": pos, "cos": cos[0].contiguous(), "sin": sin[0].contiguous()}, path,
+              metadata={"generator": "tools/golden/hunyuan15_text.py", "transformers": transformers.__version__,
+                        "reference": "transformers Qwen2_5_VLRotaryEmbedding (text positions)"})
+    print(f"wrote {path} ({os.path.getsize(path)} bytes)")
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
+    mrope_tables()
     te = hunyuan_reference.load("hyvideo.models.text_encoders")
     run(te, "hy15_text_qwen.safetensors", dict(text_config=TEXT, vision_config=dict(VISION, out_hidden_size=32)),
         "li-dit-encode-video-json", 2, False, 20, 11, "transformers")
