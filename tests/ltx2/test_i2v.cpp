@@ -13,6 +13,7 @@
 #include "ltx2_golden.h"
 #include "models/ltx2/conditioning.h"
 #include "models/ltx2/t2v.h"
+#include "models/ltx2/video_vae.h"
 
 namespace vidax::test::ltx2 {
 namespace {
@@ -206,6 +207,75 @@ TEST(Ltx2I2V, PreprocessResizesAndCropsTheCentre) {
   EXPECT_FLOAT_EQ(v[0], 10.0f / 127.5f - 1.0f);  // channel 0, row 0, column 1
   EXPECT_FLOAT_EQ(v[1], 20.0f / 127.5f - 1.0f);
   EXPECT_FLOAT_EQ(v[4 + 2], 111.0f / 127.5f - 1.0f);  // channel 1, row 1, column 1
+}
+
+TEST(Ltx2I2V, TheKindEncodesPicturesWithTheFilesEncoder) {
+  // The pipeline kind's encoder path (vae.encoder.* in the file, no input.image_latent.<i>) is the
+  // latent path fed VideoEncoder(preprocess(picture)): a 128-channel encoder (patch 4, three 2x
+  // spatial steps) with seeded weights, its outputs run through denoise_t2v directly, written as the
+  // expected rows of an edited keyframes file. (The encoder itself is checked against the reference
+  // by ltx2.conditioning.image and ltx2.vae.encode.)
+  nlohmann::json vae = {{"_class_name", "CausalVideoAutoencoder"}, {"dims", 3}, {"in_channels", 3},
+                              {"latent_channels", 128}, {"patch_size", 4}, {"norm_layer", "pixel_norm"},
+                              {"latent_log_var", "uniform"}, {"encoder_spatial_padding_mode", "zeros"},
+                              {"encoder_blocks", nlohmann::json::array()}};
+  for (int b = 0; b < 3; ++b) vae["encoder_blocks"].push_back(nlohmann::json::array({"compress_space", 1}));
+  TorchGenerator wgen(5);
+  std::map<std::string, Tensor> enc_params;
+  auto conv = [&](const std::string& name, int64_t out, int64_t in) {
+    enc_params[name + ".conv.weight"] = ops::scale(wgen.randn({out, in, 3, 3, 3}), 0.05);
+    enc_params[name + ".conv.bias"] = ops::scale(wgen.randn({out}), 0.1);
+  };
+  conv("conv_in", 128, 48);
+  for (int b = 0; b < 3; ++b) conv("down_blocks." + std::to_string(b), 128, 128);
+  conv("conv_out", 129, 128);
+  enc_params["per_channel_statistics.mean-of-means"] = ops::scale(wgen.randn({128}), 0.5);
+  enc_params["per_channel_statistics.std-of-means"] = ops::add_scalar(ops::scale(wgen.randn({128}), 0.1), 1.0);
+  nn::ParamSource esrc = nn::ParamSource::from_map(enc_params, "test encoder");
+  const vidax::ltx2::VideoEncoder enc(vidax::ltx2::VideoVaeConfig::from_json(vae), esrc, "", DType::F32);
+  esrc.expect_all_taken();
+
+  const char* name = "ltx2_pipeline_i2v_keyframes.safetensors";
+  const GoldenParams g = load_golden(name);
+  std::map<std::string, Tensor> dit_params;
+  for (const auto& [n, t] : g.params) dit_params[n.substr(std::string("model.diffusion_model.").size())] = t;
+  nn::ParamSource dsrc = nn::ParamSource::from_map(std::move(dit_params), name);
+  const vidax::ltx2::LTXModel dit(vidax::ltx2::DiTConfig::from_json(g.config.at("transformer")), dsrc, DType::F32);
+  const vidax::ltx2::T2VRequest r = vidax::ltx2::T2VRequest::from_json(g.config);
+  const vidax::ltx2::PromptContexts ctx{g.file.get("input.v_context_p"), g.file.get("input.a_context_p"),
+                                        g.file.get("input.v_context_n"), g.file.get("input.a_context_n")};
+  std::vector<ImageConditioning> images;
+  for (size_t i = 0; i < g.config.at("images").size(); ++i) {
+    const auto& spec = g.config.at("images")[i];
+    const Tensor px = vidax::ltx2::preprocess_image(g.file.get("input.image." + std::to_string(i)), r.height, r.width);
+    images.push_back({enc.forward(px), spec.at("frame_idx").get<int64_t>(), spec.at("strength").get<double>()});
+  }
+  TorchGenerator gen(r.seed);
+  const vidax::ltx2::T2VLatents want = vidax::ltx2::denoise_t2v(dit, r, ctx, gen, false, images);
+  EXPECT_GT(max_abs_diff(g.file.get("output.video_latent"), want.video), 1e-3);  // other latents, other result
+
+  auto with_encoder = [&](double bias_shift) {
+    return run_edited(name, [&](auto& t, auto& c) {
+      for (auto it = t.begin(); it != t.end();)
+        it = (it->first.rfind("inter.", 0) == 0 || it->first.rfind("input.image_latent.", 0) == 0) ? t.erase(it) : ++it;
+      for (const auto& [n, p] : enc_params)
+        t[n.rfind("per_channel_statistics.", 0) == 0 ? "vae." + n : "vae.encoder." + n] = p;
+      t["vae.encoder.conv_out.conv.bias"] = ops::add_scalar(enc_params.at("conv_out.conv.bias"), bias_shift);
+      t["output.video_latent"] = want.video;
+      t["output.audio_latent"] = want.audio;
+      for (size_t i = 0; i < images.size(); ++i) t["inter.image_latent." + std::to_string(i)] = images[i].latent;
+      c["vae"] = vae;
+    });
+  };
+  parity::Report rep = with_encoder(0.0);
+  for (const auto& c : rep.rows) {
+    EXPECT_EQ(c.status, Status::Ok) << c.name << " " << c.note;
+    EXPECT_EQ(c.max_abs, 0.0) << c.name;
+  }
+  EXPECT_EQ(rep.compared, 2 + 3);
+  rep = with_encoder(0.2);  // the file's encoder is the one that runs
+  EXPECT_EQ(row_status(rep, "inter.image_latent.0"), Status::Fail);
+  EXPECT_EQ(row_status(rep, "output.video_latent"), Status::Fail);
 }
 
 TEST(Ltx2I2V, BadInputIsRefused) {

@@ -106,7 +106,15 @@ parity::Produced run_pipeline(const parity::Golden& g, const parity::Options& op
   const nlohmann::json& c = g.config;
   VIDAX_CHECK(c.contains("transformer"), g.path << ": " << kKind << " config needs \"transformer\" (the DiT config)");
   const T2VRequest r = T2VRequest::from_json(c);
-  const bool decode = c.contains("vae") || c.contains("audio_vae") || c.contains("vocoder");
+  auto has_params = [&g](const std::string& prefix) {
+    for (const std::string& n : g.file.names())
+      if (n.rfind(prefix, 0) == 0) return true;
+    return false;
+  };
+  // i2v: a file may carry the video encoder alone (vae.encoder.*, the "vae" config), then no decode.
+  const bool encoder_only = i2v && c.contains("vae") && !has_params("vae.decoder.") && !c.contains("audio_vae") &&
+                            !c.contains("vocoder");
+  const bool decode = !encoder_only && (c.contains("vae") || c.contains("audio_vae") || c.contains("vocoder"));
   VIDAX_CHECK(!decode || (c.contains("vae") && c.contains("audio_vae") && c.contains("vocoder")),
               g.path << ": " << kKind << " decodes with all of \"vae\", \"audio_vae\" and \"vocoder\" or none of them");
 
@@ -130,6 +138,17 @@ parity::Produced run_pipeline(const parity::Golden& g, const parity::Options& op
     vocoder.emplace(vocoder_config(c.at("vocoder"), kKind), vocsrc);
     vocsrc.expect_all_taken();
   }
+  // i2v: the video encoder (ImageConditioner's VideoEncoder: vae.encoder.*, the statistics shared
+  // with the decoder) when the file has one.
+  std::optional<VideoEncoder> encoder;
+  if (i2v && has_params("vae.encoder.")) {
+    VIDAX_CHECK(c.contains("vae"), g.path << ": " << kKind << " has vae.encoder.* but no \"vae\" config");
+    std::map<std::string, Tensor> ep = part(g, "vae.", "encoder.", used);
+    for (auto it = ep.begin(); it != ep.end();) it = is_unused_checkpoint_buffer(it->first) ? ep.erase(it) : ++it;
+    nn::ParamSource esrc = nn::ParamSource::from_map(std::move(ep), g.path);
+    encoder.emplace(VideoVaeConfig::from_json(c.at("vae")), esrc, "", DType::F32);
+    esrc.expect_all_taken();
+  }
   for (const std::string& n : g.file.names())
     VIDAX_CHECK(translate::is_golden_io_key(n) || used.count(n),
                 g.path << ": parameter '" << n << "' belongs to no part of " << kKind
@@ -139,7 +158,8 @@ parity::Produced run_pipeline(const parity::Golden& g, const parity::Options& op
                            context(g, "v_context_n", kKind), context(g, "a_context_n", kKind)};
   parity::Produced out;
   // combined_image_conditionings: each image's encoded latent given (input.image_latent.<i>: the
-  // golden's stand-in encoder); its picture (input.image.<i>), when given, preprocessed as a tap.
+  // golden's stand-in encoder), or its picture (input.image.<i>, preprocessed: a tap either way)
+  // encoded by the file's video encoder.
   std::vector<ImageConditioning> images;
   if (i2v) {
     const std::vector<ImageSpec> specs = image_specs(g, kKind);
@@ -153,10 +173,15 @@ parity::Produced run_pipeline(const parity::Golden& g, const parity::Options& op
       ImageConditioning ic;
       ic.frame_idx = specs[i].frame_idx;
       ic.strength = specs[i].strength;
-      VIDAX_CHECK(g.has("input.image_latent." + id),
-                  g.path << ": " << kKind << " image " << i << " needs input.image_latent." << i
-                         << " (the encoded image; the encoder's own check is ltx2.conditioning.image)");
-      ic.latent = g.input("image_latent." + id).to(DType::F32);
+      if (g.has("input.image_latent." + id)) {
+        ic.latent = g.input("image_latent." + id).to(DType::F32);
+      } else {
+        VIDAX_CHECK(image.defined() && encoder,
+                    g.path << ": " << kKind << " image " << i << " needs input.image_latent." << i
+                           << " (the encoded image), or input.image." << i << " and the video encoder (vae.encoder.*)");
+        ic.latent = encoder->forward(image);
+        out["inter.image_latent." + id] = ic.latent;
+      }
       images.push_back(std::move(ic));
     }
   }
