@@ -92,6 +92,20 @@ TEST(Ltx2I2VGolden, KeyframesMatchTheReference) {
   EXPECT_EQ(rep.compared, 2 + 3 + 3 + 3 + 2 * 6);
 }
 
+TEST(Ltx2I2VGolden, KeyframeMarkerMatchesTheReference) {
+  // (d) a DiT with use_keyframes_abs_pos_embedding: the marker on the first latent frame's tokens
+  // (not on the appended keyframe's) adds the embedding there.
+  const parity::Report rep = expect_i2v_rows("ltx2_pipeline_i2v_marker.safetensors");
+  EXPECT_EQ(rep.compared, 2 + 3 + 3 + 2 + 2 * 6);
+  // The embedding is read and applied: moved, the latents fail, the state does not.
+  const parity::Report moved = run_edited("ltx2_pipeline_i2v_marker.safetensors", [](auto& t, auto&) {
+    Tensor& e = t.at("model.diffusion_model.keyframes_abs_pos_embedding");
+    e = ops::add_scalar(e, 0.5);
+  });
+  EXPECT_EQ(row_status(moved, "output.video_latent"), Status::Fail);
+  EXPECT_EQ(row_status(moved, "inter.state.clean_latent"), Status::Ok);
+}
+
 TEST(Ltx2I2VGolden, RealEncoderConditioningMatchesTheReference) {
   // The encoder's latents as the ltx2.vae.encode kind's bound (1e-5); the state exact.
   engine::register_builtins();

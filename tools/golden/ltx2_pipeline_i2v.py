@@ -23,6 +23,10 @@ transformer builder, the recorders): imported from there, not copied.
   ltx2_pipeline_i2v_keyframes.safetensors  (c) frame 0 (strength 1) plus keyframes at frame 8 (1.0) and
                                            frame 13 (0.5; the reference takes any index), 17 frames,
                                            CFG, 1 block, 2 steps, latents only
+  ltx2_pipeline_i2v_marker.safetensors     (d) a DiT with use_keyframes_abs_pos_embedding (the keyframes
+                                           marker: the first latent frame's tokens marked, appended ones
+                                           not), frame 0 (1.0) plus a keyframe at frame 8 (0.8), 9 frames,
+                                           CFG, 1 block, 2 steps, latents only
   ltx2_conditioning_image.safetensors      the conditioning alone with a REAL (tiny, 4 latent channels)
                                            VideoEncoder: images of other sizes than the video (resize +
                                            centre crop), frame 0 strength 0.8 and frame 16 strength 1,
@@ -211,8 +215,8 @@ def run_i2v(req, dit, dit_config, decoders, contexts, images, encoder):
     return out
 
 
-def make_pipeline(path, req, seed, with_decoders, num_layers, image_specs, picture_sizes):
-    dit_config = dict(t2v.DIT, num_layers=num_layers)
+def make_pipeline(path, req, seed, with_decoders, num_layers, image_specs, picture_sizes, dit_extra=None):
+    dit_config = dict(t2v.DIT, num_layers=num_layers, **(dit_extra or {}))
     dit = t2v.build_dit(seed, dit_config)
     decoders = t2v.build_decoders(seed + 1) if with_decoders else None
     g = torch.Generator().manual_seed(seed + 2)
@@ -315,6 +319,9 @@ def main():
     make_pipeline(out("ltx2_pipeline_i2v_keyframes.safetensors"), keyframes, 5, False, 1,
                   [dict(frame_idx=0, strength=1.0), dict(frame_idx=8, strength=1.0), dict(frame_idx=13, strength=0.5)],
                   [(36, 60), (32, 64), (20, 70)])
+    make_pipeline(out("ltx2_pipeline_i2v_marker.safetensors"), dict(cfg_only, seed=13), 9, False, 1,
+                  [dict(frame_idx=0, strength=1.0), dict(frame_idx=8, strength=0.8)], [(32, 64), (48, 64)],
+                  dit_extra=dict(use_keyframes_abs_pos_embedding=True))
     make_conditioning(out("ltx2_conditioning_image.safetensors"), 21)
 
 

@@ -71,7 +71,7 @@ struct ImageSpec {
 };
 std::vector<ImageSpec> image_specs(const parity::Golden& g, const char* kKind) {
   const nlohmann::json& c = g.config;
-  VIDAX_CHECK(c.contains("images") && c.at("images").is_array() && !c.at("images").empty(),
+  VIDAX_CHECK(c.contains("images") && c.at("images").is_array(),
               g.path << ": " << kKind << " config needs \"images\": [{\"frame_idx\", \"strength\"}, ...]");
   std::vector<ImageSpec> specs;
   for (const nlohmann::json& j : c.at("images")) {

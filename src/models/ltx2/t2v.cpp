@@ -154,7 +154,9 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   out.sigmas = sched::ltx2_sigmas(so);
   // GaussianNoiser: lerp(zeros, noise, 1) then lerp(clean = zeros, ., mask = 1) is the noise itself.
   const int64_t tv = g.video_tokens(), ta = g.audio_frames;
-  const bool conditioned = !images.empty();
+  // The state path (conditioning.h) with images, or for a DiT with the keyframe embedding: the
+  // reference always marks the first latent frame's tokens (VideoLatentTools._first_frame_keyframes_mask).
+  const bool conditioned = !images.empty() || cfg.use_keyframes_abs_pos_embedding;
   if (conditioned) out.video_state = conditioned_video_state(video_target(r), images);
   const VideoLatentState& vs = out.video_state;
   Tensor video = gen.randn({1, conditioned ? vs.tokens() : tv, kVideoChannels});
@@ -189,7 +191,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       // modality_from_latent_state: timesteps = denoise_mask * sigma (all ones without images).
       Modality vm{repeat_batch(video, n), sig, conditioned ? timesteps_from_mask(vs.denoise_mask, sigma, n) : sig,
                   positions_tensor(vpos, n), ops::concat(vctx, 0)};
-      if (conditioned && cfg.use_keyframes_abs_pos_embedding) vm.keyframes_mask = repeat_batch(vs.keyframes_mask, n);
+      if (cfg.use_keyframes_abs_pos_embedding) vm.keyframes_mask = repeat_batch(vs.keyframes_mask, n);
       Modality am{repeat_batch(audio, n), sig, sig, positions_tensor(apos, n), ops::concat(actx, 0)};
       vm.enabled = !v_skip;
       am.enabled = !a_skip;
