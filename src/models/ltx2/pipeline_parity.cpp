@@ -84,6 +84,18 @@ std::vector<ImageSpec> image_specs(const parity::Golden& g, const char* kKind) {
   return specs;
 }
 
+// LatentState.positions as the reference holds them: [1, n_axes, T, 2] ([start, end) last).
+Tensor positions_of(const Positions& p) {
+  std::vector<float> v;
+  v.reserve(static_cast<size_t>(p.n_axes * p.tokens * 2));
+  for (int64_t a = 0; a < p.n_axes; ++a)
+    for (int64_t t = 0; t < p.tokens; ++t) {
+      v.push_back(p.start[static_cast<size_t>(a * p.tokens + t)]);
+      v.push_back(p.end[static_cast<size_t>(a * p.tokens + t)]);
+    }
+  return Tensor::from_f32(v, {1, p.n_axes, p.tokens, 2});
+}
+
 // input.image.<i> as the kinds take it: the decoded picture [h, w, 3] (preprocessed here) or the
 // already preprocessed [1, 3, 1, height, width].
 Tensor pixels(const parity::Golden& g, size_t i, int64_t height, int64_t width, const char* kKind) {
@@ -191,13 +203,7 @@ parity::Produced run_pipeline(const parity::Golden& g, const parity::Options& op
     const VideoLatentState& s = lat.video_state;
     out["inter.state.clean_latent"] = s.clean_latent;
     out["inter.state.denoise_mask"] = s.denoise_mask;
-    std::vector<float> pos;  // [1, 3, T, 2]
-    for (int64_t a = 0; a < 3; ++a)
-      for (int64_t t = 0; t < s.tokens(); ++t) {
-        pos.push_back(s.positions.start[static_cast<size_t>(a * s.tokens() + t)]);
-        pos.push_back(s.positions.end[static_cast<size_t>(a * s.tokens() + t)]);
-      }
-    out["inter.state.positions"] = Tensor::from_f32(pos, {1, 3, s.tokens(), 2});
+    out["inter.state.positions"] = positions_of(s.positions);
   }
 
   out["output.video_latent"] = lat.video;
@@ -270,13 +276,7 @@ parity::Produced run_image_conditioning(const parity::Golden& g, const parity::O
   out["output.state.latent"] = s.latent;
   out["output.state.clean_latent"] = s.clean_latent;
   out["output.state.denoise_mask"] = s.denoise_mask;
-  std::vector<float> pos;
-  for (int64_t a = 0; a < 3; ++a)
-    for (int64_t k = 0; k < s.tokens(); ++k) {
-      pos.push_back(s.positions.start[static_cast<size_t>(a * s.tokens() + k)]);
-      pos.push_back(s.positions.end[static_cast<size_t>(a * s.tokens() + k)]);
-    }
-  out["output.state.positions"] = Tensor::from_f32(pos, {1, 3, s.tokens(), 2});
+  out["output.state.positions"] = positions_of(s.positions);
   return out;
 }
 
