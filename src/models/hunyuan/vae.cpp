@@ -8,6 +8,7 @@
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "models/hunyuan/vae_blocks.h"
 
 namespace vidax::hunyuan {
 
@@ -28,21 +29,7 @@ struct Loader {
 
 std::string idx(const std::string& prefix, int64_t i) { return prefix + "." + std::to_string(i); }
 
-// CausalConv3d: F.pad(x, (kw/2, kw/2, kh/2, kh/2, kt-1, 0), mode="replicate"), then Conv3d without
-// padding. Parameters under <prefix>.conv.
-struct CausalConv {
-  Tensor w, b;
-  std::array<int64_t, 3> stride{1, 1, 1};
-  static CausalConv load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, int64_t k,
-                         std::array<int64_t, 3> stride = {1, 1, 1}) {
-    return {l.get(prefix + ".conv.weight", {out, in, k, k, k}), l.get(prefix + ".conv.bias", {out}), stride};
-  }
-  Tensor operator()(const Tensor& x) const {
-    const int64_t k = w.size(2);
-    Tensor padded = k == 1 ? x : ops::pad(x, {k / 2, k / 2, k / 2, k / 2, k - 1, 0}, ops::PadMode::Replicate);
-    return ops::conv3d(padded, w, b, stride, {0, 0, 0});
-  }
-};
+using vae_blocks::CausalConv;  // vae_blocks.h (the 1.5 VAE's too)
 
 struct GroupNorm {
   Tensor w, b;
@@ -103,11 +90,7 @@ struct MidAttention {
     Tensor q = ops::linear(tokens, q_w, q_b).unsqueeze(2);  // [B, N, 1 head, C]
     Tensor k = ops::linear(tokens, k_w, k_b).unsqueeze(2);
     Tensor v = ops::linear(tokens, v_w, v_b).unsqueeze(2);
-    std::vector<Tensor> frames;
-    for (int64_t f = 0; f < T; ++f)
-      frames.push_back(ops::attention(q.slice(1, f * hw, (f + 1) * hw), k.slice(1, 0, (f + 1) * hw),
-                                      v.slice(1, 0, (f + 1) * hw)));  // scale 1/sqrt(C)
-    Tensor o = frames.size() == 1 ? frames[0] : ops::concat(frames, 1);
+    Tensor o = vae_blocks::frame_causal_attention(q, k, v, T, hw);
     o = ops::linear(o.reshape({B, T * hw, C}), o_w, o_b);
     return ops::add(o.reshape({B, T, H, W, C}).permute({0, 4, 1, 2, 3}), x);
   }
