@@ -128,10 +128,11 @@ TEST(Hunyuan15VAEGolden, DiffusersLayoutMatchesTheReferenceFp32) {
   expect_golden("hy15_vae_diffusers_decode.safetensors", "fp32", 1e-5, 1e-5, 1);
 }
 // bf16 (the official pipeline runs fp16 autocast; bf16 is this engine's half precision) against the
-// fp32 reference: measured rel L2 <= 1.3e-2 (max_abs <= 0.08 on outputs of std 0.6-1.8).
+// fp32 reference, every activation rounded to bf16: measured output rel L2 1.3e-2 (decode, max_abs
+// 0.12) and 2.1e-2 (encode), the worst tensor inter.encoder.conv_out at 2.9e-2: bound 4e-2, 0.25.
 TEST(Hunyuan15VAEGolden, Bf16IsWithinItsBound) {
-  expect_golden("hy15_vae_decode.safetensors", "bf16", 2e-2, 0.2, 12);
-  expect_golden("hy15_vae_encode.safetensors", "bf16", 2e-2, 0.2, 14);
+  expect_golden("hy15_vae_decode.safetensors", "bf16", 4e-2, 0.25, 12);
+  expect_golden("hy15_vae_encode.safetensors", "bf16", 4e-2, 0.25, 14);
 }
 
 // Tiling changes the result (the golden above then pins the reference's tiles, truncations and
@@ -183,18 +184,29 @@ TEST(Hunyuan15VAEGolden, PipelineScalingWrapsTheRawForward) {
   const Tensor want = ops::clamp(ops::add_scalar(ops::scale(raw, 0.5), 0.5), 0.0, 1.0);
   const Tensor video = d.decode_scaled(ops::scale(dec.file.get("input.z"), 1.03682));
   EXPECT_LE(test::diff(want, video).max_abs, 1e-5);
-  const std::vector<float> v = video.to_f32_vector();
-  EXPECT_EQ(*std::min_element(v.begin(), v.end()), 0.0f);  // the clamp bites on this random VAE
+  EXPECT_GT(test::diff(raw, video).max_abs, 0.1);  // the mapping is really applied
+  // The clamp: with conv_out's bias moved to +-1.5 the raw video leaves [-1, 1] on both sides; the
+  // pipeline's stays in [0, 1], equal to the clamped raw one.
+  auto params = dec.params;
+  params["decoder.conv_out.conv.bias"] = Tensor::from_f32({1.5f, -1.5f, 0.0f}, {3});
+  const h15::HunyuanVideo15VAE biased = build(dec, params, kDecoder);
+  const Tensor z = ops::scale(dec.file.get("input.z"), 1.03682);
+  const Tensor out = biased.decode_scaled(z, {});
+  const std::vector<float> v = out.to_f32_vector();
+  EXPECT_EQ(*std::min_element(v.begin(), v.end()), 0.0f);
   EXPECT_EQ(*std::max_element(v.begin(), v.end()), 1.0f);
+  EXPECT_LE(test::diff(ops::clamp(ops::add_scalar(ops::scale(biased.decode(dec.file.get("input.z")), 0.5), 0.5), 0.0, 1.0),
+                       out).max_abs,
+            1e-5);
   // A shift moves the decoded latent: decode_scaled(z) with shift s = the unshifted one of z + s * f.
   Loaded shifted = dec_golden();
   shifted.cfg.shift_factor = 0.25;
   const h15::HunyuanVideo15VAE ds = build(shifted, shifted.params, kDecoder);
-  const Tensor z = dec.file.get("input.z");
-  const Tensor a = ds.decode_scaled(z, {});
-  const Tensor b = d.decode_scaled(ops::add_scalar(z, 0.25 * 1.03682), {});
+  const Tensor zs = dec.file.get("input.z");
+  const Tensor a = ds.decode_scaled(zs, {});
+  const Tensor b = d.decode_scaled(ops::add_scalar(zs, 0.25 * 1.03682), {});
   EXPECT_LE(test::diff(b, a).max_abs, 1e-4);
-  EXPECT_GT(test::diff(d.decode_scaled(z, {}), a).max_abs, 1e-3);
+  EXPECT_GT(test::diff(d.decode_scaled(zs, {}), a).max_abs, 1e-3);
 }
 
 // The controls: a perturbed parameter of the attention, of a temporal upsampler, of a downsampler,
@@ -312,7 +324,7 @@ TEST(Hunyuan15VAEConfig, OfficialAndDiffusersConfigsRead) {
   bad(R"({"ffactor_temporal": 32})", "exceeds ffactor_spatial");
   bad(R"({"block_out_channels": [128, 256, 512, 1024]})", "4 levels");
   bad(R"({"latent_channels": 24})", "2 * latent_channels");
-  bad(R"({"block_out_channels": [128, 256, 512, 1020, 1024]})", "encoder level 2");
+  bad(R"({"block_out_channels": [128, 256, 512, 1020, 1024]})", "1024 -> 1020 channels");
   bad(R"({"layers_per_block": 2.5})", "layers_per_block");
   bad(R"({"norm_num_groups": 32})", "norm_num_groups");
   bad(R"({"_class_name": "AutoencoderKLCausal3D"})", "AutoencoderKLCausal3D");
