@@ -126,6 +126,7 @@ TEST(Hunyuan15VAEGolden, TiledEncodeMatchesTheReferenceFp32) {
 // diffusers' AutoencoderKLHunyuanVideo15, its names and its config (through the "diffusers" table).
 TEST(Hunyuan15VAEGolden, DiffusersLayoutMatchesTheReferenceFp32) {
   expect_golden("hy15_vae_diffusers_decode.safetensors", "fp32", 1e-5, 1e-5, 1);
+  expect_golden("hy15_vae_diffusers_encode.safetensors", "fp32", 1e-5, 1e-5, 3);
 }
 // bf16 (the official pipeline runs fp16 autocast; bf16 is this engine's half precision) against the
 // fp32 reference, every activation rounded to bf16: measured output rel L2 1.3e-2 (decode, max_abs
@@ -349,4 +350,23 @@ TEST(Hunyuan15VAEBadInput, SizesThatBreakTheVAERulesNameTheNearestValidOnes) {
   EXPECT_NE(e.find("8 channels"), std::string::npos) << e;
   EXPECT_NE(error_of([&] { d.encode_scaled(Tensor::zeros({1, 3, 9, 32, 32}, DType::F32)); }).find("encoder was not loaded"),
             std::string::npos);
+}
+
+// The same control through the kind: a golden file whose weight or input is perturbed FAILS `vidax parity`.
+TEST(Hunyuan15VAEControls, APerturbedGoldenFailsTheKind) {
+  engine::register_builtins();
+  for (const auto& [file, victim] : {std::pair{"hy15_vae_decode.safetensors", "decoder.up.1.upsample.conv.conv.weight"},
+                                     std::pair{"hy15_vae_encode.safetensors", "input.x"}}) {
+    const io::Checkpoint src = io::Checkpoint::open(golden(file));
+    std::map<std::string, Tensor> tensors;
+    for (const std::string& n : src.names()) tensors[n] = src.get(n);
+    std::vector<float> v = tensors.at(victim).to_f32_vector();
+    v[v.size() / 2] += 0.25f;
+    tensors[victim] = Tensor::from_f32(v, tensors.at(victim).shape());
+    const std::string path = (fs::temp_directory_path() / "vidax_hy15_vae_perturbed.safetensors").string();
+    io::save_safetensors(path, tensors, src.metadata());
+    const parity::Report rep = parity::run(path, parity::Options{});
+    EXPECT_FALSE(rep.ok()) << file << " with " << victim << " perturbed passed";
+    fs::remove(path);
+  }
 }

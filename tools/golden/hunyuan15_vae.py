@@ -18,8 +18,8 @@ tests/golden/hunyuan15/:
   hy15_vae_tiled_decode.safetensors  TILED, spatial tiling as the pipeline sets it
   hy15_vae_tiled_encode.safetensors  (set_tile_sample_min_size(32, 0.5); __metadata__.tiling etc.)
   hy15_vae_diffusers_decode.safetensors   diffusers' AutoencoderKLHunyuanVideo15 (its state_dict
-                                          names and config) with the decode file's weights renamed;
-                                          its output equals the official one (checked here)
+  hy15_vae_diffusers_encode.safetensors   names and config) with the decode / encode files' weights
+                                          renamed; its outputs equal the official ones (checked here)
 and the published structure's key lists (names and shapes, meta tensors):
 tests/hunyuan/data/hy15_vae_keys.json (official) and hy15_vae_diffusers_keys.json (diffusers).
 
@@ -172,7 +172,7 @@ def pair(mod, out, name, cfg, seed, z_shape, x_shape):
     save(os.path.join(out, f"{name}_encode.safetensors"),
          {**half(sd, "encoder."), "input.x": x, "output": post.mode(), "output.mean": post.mean,
           "output.logvar": post.logvar, **inter}, "hunyuan1.5.vae.encode", cfg)
-    return vae, z, video
+    return vae, z, video, x, post.mode()
 
 
 def tiled(mod, out):
@@ -225,7 +225,7 @@ def to_diffusers(name):
     return name
 
 
-def diffusers_case(out, official, z, expected):
+def diffusers_case(out, official, z, expected, x, expected_latent):
     from diffusers import AutoencoderKLHunyuanVideo15
     cfg = dict(in_channels=CONFIG["in_channels"], out_channels=CONFIG["out_channels"],
                latent_channels=CONFIG["latent_channels"], block_out_channels=CONFIG["block_out_channels"],
@@ -235,16 +235,25 @@ def diffusers_case(out, official, z, expected):
                upsample_match_channel=CONFIG["upsample_match_channel"], scaling_factor=CONFIG["scaling_factor"])
     dvae = AutoencoderKLHunyuanVideo15(**cfg).eval().requires_grad_(False)
     sd = {to_diffusers(k): v for k, v in official.state_dict().items()}
-    missing, unexpected = dvae.load_state_dict(sd, strict=True), None
+    dvae.load_state_dict(sd, strict=True)
     with torch.no_grad():
         video = dvae.decode(z).sample
     d = (video - expected).abs().max().item()
     print(f"diffusers decode: max |diffusers - official| {d:.3g}")
     assert d < 1e-5, d
+    with torch.no_grad():
+        post = dvae.encode(x).latent_dist
+    d = (post.mode() - expected_latent).abs().max().item()
+    print(f"diffusers encode: max |diffusers - official| {d:.3g}")
+    assert d < 1e-5, d
     dsd = dvae.state_dict()
+    dcfg = {"_class_name": "AutoencoderKLHunyuanVideo15", **cfg}
     save(os.path.join(out, "hy15_vae_diffusers_decode.safetensors"),
-         {**half(dsd, "decoder."), "input.z": z, "output": video}, "hunyuan1.5.vae.decode",
-         {"_class_name": "AutoencoderKLHunyuanVideo15", **cfg}, reference=DIFFUSERS_REFERENCE)
+         {**half(dsd, "decoder."), "input.z": z, "output": video}, "hunyuan1.5.vae.decode", dcfg,
+         reference=DIFFUSERS_REFERENCE)
+    save(os.path.join(out, "hy15_vae_diffusers_encode.safetensors"),
+         {**half(dsd, "encoder."), "input.x": x, "output": post.mode(), "output.mean": post.mean,
+          "output.logvar": post.logvar}, "hunyuan1.5.vae.encode", dcfg, reference=DIFFUSERS_REFERENCE)
 
 
 def key_lists(mod, data):
@@ -268,10 +277,10 @@ def main():
     torch.set_num_threads(2)
     mod = import_vae()
     key_lists(mod, os.path.join(ROOT, "tests", "hunyuan", "data"))
-    vae, z, video = pair(mod, out, "hy15_vae", CONFIG, 51, (1, 4, 3, 2, 2), (1, 3, 9, 32, 32))
+    vae, z, video, x, latent = pair(mod, out, "hy15_vae", CONFIG, 51, (1, 4, 3, 2, 2), (1, 3, 9, 32, 32))
     pair(mod, out, "hy15_vae_nomatch", MATCH_OFF, 71, (1, 4, 1, 2, 2), (1, 3, 1, 32, 32))
     tiled(mod, out)
-    diffusers_case(out, vae, z, video)
+    diffusers_case(out, vae, z, video, x, latent)
 
 
 if __name__ == "__main__":

@@ -118,8 +118,15 @@ class VaeComponent : public translate::Component {
   }
   ParamSpec params(const Json& cfg) const override { return vae_params(VAEConfig::from_json(cfg), parts_of(part_)); }
   KeyMap keymap(const std::string& layout, const Json&) const override { return vae_keymap(layout); }
+  // The published network (the tile sizes and the scaling are no part of it).
   std::string variant(const Json& cfg) const override {
-    return VAEConfig::from_json(cfg) == VAEConfig{} ? "16x4-32c" : "custom";
+    VAEConfig c = VAEConfig::from_json(cfg);
+    const VAEConfig d;
+    c.sample_size = d.sample_size;
+    c.sample_tsize = d.sample_tsize;
+    c.scaling_factor = d.scaling_factor;
+    c.shift_factor = d.shift_factor;
+    return c == d ? "16x4-32c" : "custom";
   }
 
  private:
