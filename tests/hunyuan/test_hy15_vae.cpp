@@ -329,6 +329,8 @@ TEST(Hunyuan15VAEConfig, OfficialAndDiffusersConfigsRead) {
   bad(R"({"layers_per_block": 2.5})", "layers_per_block");
   bad(R"({"norm_num_groups": 32})", "norm_num_groups");
   bad(R"({"_class_name": "AutoencoderKLCausal3D"})", "AutoencoderKLCausal3D");
+  bad(R"({"use_quant_conv": true})", "unknown field 'use_quant_conv'");
+  bad(R"({"sample_size": 0})", "sample_size must be >= 1");
 }
 
 TEST(Hunyuan15VAEBadInput, SizesThatBreakTheVAERulesNameTheNearestValidOnes) {
