@@ -16,20 +16,12 @@ namespace {
 
 constexpr double kEps = 1e-6;  // every GroupNorm of the VAE (resnet_eps, conv_norm_out, attention)
 
-// Takes parameters by official name and casts them to the compute dtype (explicitly: the
-// reference runs the VAE in the dtype it is loaded in).
-struct Loader {
-  nn::ParamSource& src;
-  DType compute;
-  Tensor get(const std::string& name, const Shape& shape) const {
-    Tensor t = src.take(name, shape);
-    return t.dtype() == compute || t.device() == Device::Meta ? t : ops::cast(t, compute);
-  }
-};
+using vae_blocks::Loader;
 
 std::string idx(const std::string& prefix, int64_t i) { return prefix + "." + std::to_string(i); }
 
 using vae_blocks::CausalConv;  // vae_blocks.h (the 1.5 VAE's too)
+using vae_blocks::nearest;
 
 struct GroupNorm {
   Tensor w, b;
@@ -266,21 +258,6 @@ std::vector<std::pair<std::string, Shape>> HunyuanVAE::parameter_shapes(const VA
   HunyuanVAE probe(config, src, parts, DType::F32);
   return out;
 }
-
-namespace {
-
-// The valid values nearest v among offset + step k (k >= 0, value >= 1): "lo or hi", or v itself.
-std::string nearest(int64_t v, int64_t step, int64_t offset) {
-  const int64_t first = offset >= 1 ? offset : step;
-  const int64_t lo = v < first ? 0 : first + (v - first) / step * step, hi = v < first ? first : lo + step;
-  std::ostringstream s;
-  if (lo == v) return std::to_string(v);
-  if (lo >= first) s << lo << " or ";
-  s << hi;
-  return s.str();
-}
-
-}  // namespace
 
 void HunyuanVAE::check_video(const Shape& s) const {
   VIDAX_CHECK(s.size() == 5, "HunyuanVideo VAE: the video must be [B, C, F, H, W], found " << shape_str(s));

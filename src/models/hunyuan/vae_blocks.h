@@ -1,26 +1,50 @@
 // What the HunyuanVideo VAEs share (1.0's AutoencoderKLCausal3D, vae.cpp / vae_tiling.cpp, and 1.5's
-// AutoencoderKLConv3D, src/models/hunyuan15/vae.cpp): the replicate-padded causal Conv3d and the
-// reference's spatial tiling (blend_v / blend_h over row-major tiles, cropped). Internal to the two
+// AutoencoderKLConv3D, src/models/hunyuan15/vae.cpp): the parameter loader, the size errors' nearest
+// valid values, the replicate-padded causal Conv3d, the frame-causal attention and the reference's
+// spatial tiling (blend_v / blend_h over row-major tiles, cropped). Internal to the two
 // families' VAEs.
 #pragma once
 #include <algorithm>
 #include <array>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "nn/params.h"
 
 namespace vidax::hunyuan::vae_blocks {
+
+// Takes parameters by official name and casts them to the compute dtype (explicitly: the references
+// run the VAE in the dtype it is loaded in).
+struct Loader {
+  nn::ParamSource& src;
+  DType compute;
+  Tensor get(const std::string& name, const Shape& shape) const {
+    Tensor t = src.take(name, shape);
+    return t.dtype() == compute || t.device() == Device::Meta ? t : ops::cast(t, compute);
+  }
+};
+
+// The valid values nearest v among offset + step k (k >= 0, value >= 1): "lo or hi", or v itself
+// (what a size error names: "5 or 9" frames, "32 or 48" pixels).
+inline std::string nearest(int64_t v, int64_t step, int64_t offset) {
+  const int64_t first = offset >= 1 ? offset : step;
+  const int64_t lo = v < first ? 0 : first + (v - first) / step * step, hi = v < first ? first : lo + step;
+  std::ostringstream s;
+  if (lo == v) return std::to_string(v);
+  if (lo >= first) s << lo << " or ";
+  s << hi;
+  return s.str();
+}
 
 // CausalConv3d: F.pad(x, (kw/2, kw/2, kh/2, kh/2, kt-1, 0), mode="replicate"), then Conv3d without
 // padding. Parameters under <prefix>.conv (both VAEs' state_dict names).
 struct CausalConv {
   Tensor w, b;
   std::array<int64_t, 3> stride{1, 1, 1};
-  // l.get(name, shape): the parameter by official name, in the compute dtype.
-  template <class Loader>
-  static CausalConv load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, int64_t k,
+    static CausalConv load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, int64_t k,
                          std::array<int64_t, 3> stride = {1, 1, 1}) {
     return {l.get(prefix + ".conv.weight", {out, in, k, k, k}), l.get(prefix + ".conv.bias", {out}), stride};
   }
