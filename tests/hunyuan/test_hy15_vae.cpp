@@ -247,6 +247,7 @@ TEST(Hunyuan15VAEKeys, TheSpecIsThePublishedStateDictInBothLayouts) {
   std::map<std::string, Shape> ours;
   for (const auto& p : h15::vae_params(h15::VAEConfig{}).params) ours[p.name] = p.shape;
   EXPECT_EQ(ours, official);
+  EXPECT_EQ(h15::vae_params(h15::VAEConfig{}).parameter_count(), 1260634115);  // both modules' count
   for (const auto& [layout, file] : {std::pair{"original", "hy15_vae_keys.json"}, std::pair{"diffusers", "hy15_vae_diffusers_keys.json"}}) {
     const auto keys = key_list(file);
     const translate::MemorySource src = shapes_only(keys);
