@@ -8,6 +8,7 @@
 
 #include "engine/families.h"
 #include "models/hunyuan15/dit_parity.h"
+#include "models/hunyuan15/vae_parity.h"
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
 #include "models/ltx2/dit_parity.h"
@@ -35,6 +36,7 @@ void register_builtin_kinds() {
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.text.*, hunyuan.pipeline.t2v
     vidax::hunyuan15::register_dit_parity_kinds();  // hunyuan1.5.dit (no HunyuanVideo 1.5 Family yet)
+    vidax::hunyuan15::register_vae_parity_kinds();  // hunyuan1.5.vae.decode, hunyuan1.5.vae.encode
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
     vidax::ltx2::register_audio_processor_parity_kind();  // ltx2.audio_processor
     vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
