@@ -10,6 +10,7 @@
 #include "models/hunyuan15/dit_parity.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/text_encoder.h"
+#include "models/hunyuan15/vae_parity.h"
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
 #include "models/ltx2/dit_parity.h"
@@ -38,6 +39,7 @@ void register_builtin_kinds() {
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.text.*, hunyuan.pipeline.t2v
     vidax::hunyuan15::register_dit_parity_kinds();  // hunyuan1.5.dit (no HunyuanVideo 1.5 Family yet)
+    vidax::hunyuan15::register_vae_parity_kinds();  // hunyuan1.5.vae.decode, hunyuan1.5.vae.encode
     vidax::hunyuan15::register_text_parity_kinds();  // hunyuan1.5.text.qwen
     vidax::hunyuan15::register_byt5_parity_kind();   // hunyuan1.5.text.byt5
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
