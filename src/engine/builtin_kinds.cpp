@@ -10,6 +10,7 @@
 #include "models/hunyuan15/dit_parity.h"
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/dit_parity.h"
 #include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/text_connector.h"
@@ -55,6 +56,9 @@ void register_builtin_components() {
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
     translate::register_component(text::llama_component());
     translate::register_component(text::clip_text_component());
+    // LTX-2's components (models/ltx2/checkpoint_keys.h) until the ltx2 Family lists them (a second
+    // registration of the same component is a no-op).
+    translate::register_component(ltx2::dit_component());
   });
 }
 

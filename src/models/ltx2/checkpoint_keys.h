@@ -1,0 +1,43 @@
+// The LTX-2 checkpoints as the translator sees them (translate/component.h): the DiT (ltx-core's
+// LTXModel, Lightricks/LTX-2 400fd31) with
+//  - its config: the checkpoint metadata's `config.transformer` dict (given bare or as the whole
+//    metadata config {"transformer": {...}, "vae": ...}) as DiTConfig::from_json reads it, or a
+//    diffusers LTX2VideoTransformer3DModel config.json;
+//  - the engine's parameters (the official names, LTXModel's own: recorded by building the model on
+//    Meta tensors, so the list cannot drift from what the model takes);
+//  - one key map per layout:
+//      "original"   the official module names, bare (ltx-trainer's full checkpoints, golden files);
+//      "comfyui"    the same under `model.diffusion_model.`: the official single file (ltx-core's
+//                   LTXV_MODEL_COMFY_RENAMING_MAP strips it) and ComfyUI's split transformer files;
+//                   the single file's text connectors (`model.diffusion_model.*_embeddings_connector.`)
+//                   are the text side's, not the DiT's;
+//      "diffusers"  LTX2VideoTransformer3DModel's names (diffusers 0.42.1 transformer_ltx2.py; the
+//                   renames of its convert_ltx2_transformer_to_diffusers, plus 2.3's prompt AdaLN,
+//                   prompt_adaln_single -> prompt_adaln, which that converter leaves out).
+// LoRAs (docs/lora.md): ltx-trainer saves PEFT's lora_A / lora_B under `diffusion_model.` + the
+// original module names, without alpha (ltx-core applies W += strength * B @ A): the generic reader's
+// "comfyui" format through the "original" layout, factor 1 when no alpha is stored.
+// Checked against the diffusers model's own state_dict names (tests/translate/data/ltx2_dit_*.txt,
+// tools/golden/ltx2_keylists.py).
+#pragma once
+#include "models/ltx2/dit_config.h"
+#include "translate/component.h"
+
+namespace vidax::ltx2 {
+
+// DiTConfig as its canonical JSON: the metadata `transformer` dict (with the fixed values the
+// official configurators check) plus "model_type"; DiTConfig::from_json reads it back to the same config.
+translate::Json dit_config_json(const DiTConfig& c);
+// The published LTX-2 19B transformer (ltx-2-19b-dev / -distilled): audio + video, 48 blocks,
+// video 32 x 128, audio 32 x 64, the caption projection inside the transformer (Gemma 3's 3840).
+DiTConfig dit_config_19b();
+// A diffusers LTX2VideoTransformer3DModel config.json (its class name, else its own field names).
+bool is_diffusers_dit_config(const translate::Json& j);
+DiTConfig dit_config_from_diffusers(const translate::Json& j);
+
+translate::ParamSpec dit_params(const DiTConfig& c);
+translate::KeyMap dit_keymap(const std::string& layout);
+
+const translate::Component& dit_component();  // "ltx2-dit"
+
+}  // namespace vidax::ltx2
