@@ -16,6 +16,7 @@
 #include "io/checkpoint.h"
 #include "models/ltx2/checkpoint_keys.h"
 #include "parity/parity.h"
+#include "translate/inspect.h"
 #include "translate/lora.h"
 
 using namespace vidax;
@@ -244,4 +245,29 @@ TEST(Ltx2LoraCli, InspectNamesTheFamilyLayoutAndCoverageOfCheckpoints) {
     EXPECT_EQ(code, 0) << json;
     EXPECT_NE(json.find("\"family\": \"ltx2\""), std::string::npos) << json;
   }
+}
+
+TEST(Ltx2LoraCli, ConvertTheDiffusersLayoutToTheEngineNames) {
+  const fs::path out = fs::temp_directory_path() / ("ltx2_converted_" + std::to_string(::getpid()) + ".safetensors");
+  int code = -1;
+  std::string log = run_cli("convert " + (kLtx2 / "ltx2_dit_av23_diffusers.safetensors").string() + " " + out.string() +
+                                " --layout engine",
+                            &code);
+  ASSERT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("engine names of ltx2-dit"), std::string::npos) << log;
+  // The official names and values: every parameter equals the official golden's.
+  auto converted = io::Checkpoint::open(out.string());
+  auto official = io::Checkpoint::open((kLtx2 / "ltx2_dit_av23.safetensors").string());
+  size_t params = 0;
+  for (const auto& n : official.names()) {
+    if (is_golden_io_key(n)) continue;
+    ++params;
+    ASSERT_TRUE(converted.contains(n)) << n;
+    EXPECT_EQ(converted.get(n).to_f32_vector(), official.get(n).to_f32_vector()) << n;
+  }
+  EXPECT_EQ(params, 226u);
+  log = run_cli("inspect " + out.string(), &code);
+  EXPECT_EQ(code, 0) << log;
+  EXPECT_NE(log.find("layout original"), std::string::npos) << log;
+  fs::remove(out);
 }

@@ -175,7 +175,7 @@ KeyMap dit_keymap(const std::string& layout) {
   if (layout == "comfyui")
     return translate::with_key_prefix(translate::original_identity(), "model.diffusion_model.", "comfyui");
   if (layout == "diffusers") {
-    KeyMap m{"diffusers", {}};
+    KeyMap m{"diffusers", {}, {}};
     translate::add_nested(m.rules, "", "", kDiffusers);
     return m;
   }
@@ -267,17 +267,28 @@ class DitComponent : public translate::Component {
     c.caption_channels = c.caption_projection ? (caption > 0 ? caption : c.caption_channels) : 0;
     return dit_config_json(c);
   }
-  ParamSpec params(const Json& cfg) const override { return dit_params(DiTConfig::from_json(cfg)); }
+  ParamSpec params(const Json& cfg) const override {
+    // Detection asks for the default (19B) spec for every file it looks at: built once.
+    static const Json dflt = default_config();
+    if (cfg == dflt) return published();
+    return dit_params(DiTConfig::from_json(cfg));
+  }
   KeyMap keymap(const std::string& layout, const Json&) const override { return dit_keymap(layout); }
   std::string variant(const Json& cfg) const override {
     // What the shapes decide: the parameter set (names and shapes) of the published model.
-    const ParamSpec got = dit_params(DiTConfig::from_json(cfg));
-    static const ParamSpec published = dit_params(dit_config_19b());
-    if (got.params.size() != published.params.size()) return "custom";
+    const ParamSpec got = params(cfg);
+    const ParamSpec& ref = published();
+    if (got.params.size() != ref.params.size()) return "custom";
     for (size_t i = 0; i < got.params.size(); ++i)
-      if (got.params[i].name != published.params[i].name || got.params[i].shape != published.params[i].shape)
+      if (got.params[i].name != ref.params[i].name || got.params[i].shape != ref.params[i].shape)
         return "custom";
     return "19b";
+  }
+
+ private:
+  static const ParamSpec& published() {
+    static const ParamSpec spec = dit_params(dit_config_19b());
+    return spec;
   }
 };
 
