@@ -271,3 +271,32 @@ TEST(Ltx2LoraCli, ConvertTheDiffusersLayoutToTheEngineNames) {
   EXPECT_NE(log.find("layout original"), std::string::npos) << log;
   fs::remove(out);
 }
+
+TEST(Ltx2Lora, DiffusersAndKohyaNamesReachTheSameParameters) {
+  const Json cfg = tiny_config();
+  // diffusers' module names (LTX2VideoTransformer3DModel): proj_in is patchify_proj, time_embed.linear
+  // is adaln_single.linear; the attention names are shared.
+  MemorySource diff("diffusers_lora.safetensors");
+  diff.add("transformer.proj_in.lora_A.weight", DType::F32, {2, 16});
+  diff.add("transformer.proj_in.lora_B.weight", DType::F32, {32, 2});
+  diff.add("transformer.time_embed.linear.lora_A.weight", DType::F32, {2, 32});
+  diff.add("transformer.time_embed.linear.lora_B.weight", DType::F32, {9 * 32, 2});
+  diff.add("transformer.transformer_blocks.1.audio_to_video_attn.to_q.lora_A.weight", DType::F32, {2, 32});
+  diff.add("transformer.transformer_blocks.1.audio_to_video_attn.to_q.lora_B.weight", DType::F32, {16, 2});
+  const LoraPlan d = plan_lora(diff, ltx2::dit_component(), cfg);
+  EXPECT_EQ(d.format, "diffusers");
+  EXPECT_TRUE(d.unmatched.empty() && d.problems.empty());
+  std::set<std::string> dp;
+  for (const auto& t : d.targets) dp.insert(t.param);
+  EXPECT_EQ(dp, (std::set<std::string>{"patchify_proj.weight", "adaln_single.linear.weight",
+                                       "transformer_blocks.1.audio_to_video_attn.to_q.weight"}));
+  // kohya: the underscore form of the official module names.
+  MemorySource kohya("kohya_lora.safetensors");
+  kohya.add("lora_unet_transformer_blocks_0_video_to_audio_attn_to_out_0.lora_down.weight", DType::F32, {2, 16});
+  kohya.add("lora_unet_transformer_blocks_0_video_to_audio_attn_to_out_0.lora_up.weight", DType::F32, {16, 2});
+  kohya.add("lora_unet_transformer_blocks_0_video_to_audio_attn_to_out_0.alpha", Tensor::from_f32({3.0f}, Shape{}));
+  const LoraPlan k = plan_lora(kohya, ltx2::dit_component(), cfg);
+  ASSERT_EQ(k.targets.size(), 1u) << (k.problems.empty() ? "" : k.problems.front());
+  EXPECT_EQ(k.targets[0].param, "transformer_blocks.0.video_to_audio_attn.to_out.0.weight");
+  EXPECT_DOUBLE_EQ(k.targets[0].factor(), 1.5);  // alpha 3 / rank 2
+}
