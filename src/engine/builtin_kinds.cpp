@@ -59,6 +59,9 @@ void register_builtin_components() {
     // LTX-2's components (models/ltx2/checkpoint_keys.h) until the ltx2 Family lists them (a second
     // registration of the same component is a no-op).
     translate::register_component(ltx2::dit_component());
+    translate::register_component(ltx2::video_vae_component());
+    translate::register_component(ltx2::video_vae_encoder_component());
+    translate::register_component(ltx2::video_vae_decoder_component());
   });
 }
 

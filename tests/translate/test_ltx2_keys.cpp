@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 
 #include "core/error.h"
@@ -277,4 +278,103 @@ TEST(Ltx2Layouts, ASwappedPairOfDiffusersTensorsFailsTheGolden) {
   opt.precision = "fp32";
   EXPECT_FALSE(parity::run(path, opt).ok());
   std::filesystem::remove(path);
+}
+
+// ---- the video VAE (tests/ltx2/data/video_vae_keys.json: the official VideoEncoder / VideoDecoder
+// state dicts of the published structure, tools/golden/ltx2_video_vae.py) ------------------------
+
+namespace {
+
+struct VaeLists {
+  Json config;
+  std::map<std::string, Shape> encoder, decoder;
+};
+VaeLists vae_lists() {
+  std::ifstream f(std::string(VIDAX_TEST_DATA_DIR) + "/ltx2/data/video_vae_keys.json");
+  const Json j = Json::parse(f);
+  VaeLists l;
+  l.config = j.at("config");
+  for (const auto& [k, v] : j.at("encoder").items()) l.encoder[k] = v.get<Shape>();
+  for (const auto& [k, v] : j.at("decoder").items()) l.decoder[k] = v.get<Shape>();
+  return l;
+}
+// The halves as files store them: bare (golden files), the ComfyUI split file (encoder. / decoder.,
+// statistics bare), the official single file (vae.encoder. / vae.decoder. / vae.per_channel_statistics.).
+void add_half(MemorySource& src, const std::map<std::string, Shape>& half, const std::string& root,
+              const std::string& half_prefix) {
+  for (const auto& [k, s] : half) {
+    const std::string name = k.rfind("per_channel_statistics.", 0) == 0 ? root + k : root + half_prefix + k;
+    if (!src.find(name)) src.add(name, DType::BF16, s);
+  }
+}
+
+}  // namespace
+
+TEST(Ltx2VideoVae, EveryFileShapeIsDetectedAndCoveredExactly) {
+  for (const translate::Component* c :
+       {&ltx2::video_vae_component(), &ltx2::video_vae_encoder_component(), &ltx2::video_vae_decoder_component()})
+    register_component(*c);
+  const VaeLists l = vae_lists();
+  struct FileCase {
+    std::string what, component, layout;
+    std::function<void(MemorySource&)> fill;
+    size_t tensors;
+  };
+  const std::vector<FileCase> cases = {
+      {"decoder golden", "ltx2-video-vae-decoder", "original", [&](MemorySource& s) { add_half(s, l.decoder, "", ""); }, 92},
+      {"encoder golden", "ltx2-video-vae-encoder", "original", [&](MemorySource& s) { add_half(s, l.encoder, "", ""); }, 94},
+      {"ComfyUI split VAE", "ltx2-video-vae", "original",
+       [&](MemorySource& s) { add_half(s, l.encoder, "", "encoder."), add_half(s, l.decoder, "", "decoder."); }, 184},
+      {"single-file VAE", "ltx2-video-vae", "checkpoint",
+       [&](MemorySource& s) { add_half(s, l.encoder, "vae.", "encoder."), add_half(s, l.decoder, "vae.", "decoder."); }, 184},
+      {"single-file decoder", "ltx2-video-vae-decoder", "checkpoint",
+       [&](MemorySource& s) { add_half(s, l.decoder, "vae.", "decoder."); }, 92},
+      {"split decoder", "ltx2-video-vae-decoder", "split", [&](MemorySource& s) { add_half(s, l.decoder, "", "decoder."); }, 92},
+  };
+  for (const auto& c : cases) {
+    MemorySource src(c.what);
+    c.fill(src);
+    ASSERT_EQ(src.names().size(), c.tensors) << c.what;
+    auto d = detect(src);
+    ASSERT_TRUE(d) << c.what;
+    EXPECT_EQ(d->comp->name(), c.component) << c.what;
+    EXPECT_EQ(d->layout, c.layout) << c.what;
+    Match m = match(src, *d->comp, l.config, d->layout);
+    EXPECT_TRUE(m.plan.complete()) << c.what << ":\n" << m.plan.problems();
+    EXPECT_EQ(m.spec.params.size(), c.tensors) << c.what;
+    EXPECT_EQ(d->comp->variant(m.config), "ltx-2") << c.what;
+    // The checkpoint's buffers no module has are ignored by name; any other extra key is unused.
+    const std::string root = c.layout == "checkpoint" ? "vae." : "";
+    src.add(root + "per_channel_statistics.channel", DType::F32, {128});
+    src.add(root + "per_channel_statistics.mean-of-stds", DType::F32, {128});
+    m = match(src, *d->comp, l.config, d->layout);
+    EXPECT_TRUE(m.plan.complete()) << c.what << ":\n" << m.plan.problems();
+    EXPECT_EQ(m.plan.ignored_keys.size(), 2u) << c.what;
+    src.add(root + "per_channel_statistics.bogus", DType::F32, {128});
+    m = match(src, *d->comp, l.config, d->layout);
+    EXPECT_EQ(m.plan.unused_keys, std::vector<std::string>{root + "per_channel_statistics.bogus"}) << c.what;
+  }
+}
+
+TEST(Ltx2VideoVae, TheGoldenFilesAreTheirHalvesWithTheirOwnConfig) {
+  for (const translate::Component* c :
+       {&ltx2::video_vae_component(), &ltx2::video_vae_encoder_component(), &ltx2::video_vae_decoder_component()})
+    register_component(*c);
+  for (const auto& [file, comp] : std::vector<std::pair<std::string, std::string>>{
+           {"ltx2_vae_decode.safetensors", "ltx2-video-vae-decoder"},
+           {"ltx2_vae_encode.safetensors", "ltx2-video-vae-encoder"},
+           {"ltx2_vae_decode_variants.safetensors", "ltx2-video-vae-decoder"},
+           {"ltx2_vae_encode_variants.safetensors", "ltx2-video-vae-encoder"}}) {
+    const InspectReport r = inspect(golden_path(file));
+    ASSERT_EQ(r.units.size(), 1u) << file;
+    ASSERT_NE(r.units[0].comp, nullptr) << file;
+    EXPECT_EQ(r.units[0].comp->name(), comp) << file;
+    EXPECT_EQ(r.units[0].match.config_origin, "metadata") << file;
+    EXPECT_TRUE(r.units[0].complete()) << file << ":\n" << r.units[0].match.plan.problems();
+  }
+  // A config of another part is not the VAE's; a bad block kind is an error naming it.
+  EXPECT_FALSE(ltx2::video_vae_component().read_config(Json{{"transformer", Json::object()}}));
+  Json bad = ltx2::video_vae_published_config();
+  bad["decoder_blocks"][0][0] = "res_z";
+  EXPECT_THROW(ltx2::video_vae_component().read_config(bad), Error);
 }

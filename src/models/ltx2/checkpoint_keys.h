@@ -21,6 +21,7 @@
 // tools/golden/ltx2_keylists.py).
 #pragma once
 #include "models/ltx2/dit_config.h"
+#include "models/ltx2/video_vae_config.h"
 #include "translate/component.h"
 
 namespace vidax::ltx2 {
@@ -39,5 +40,23 @@ translate::ParamSpec dit_params(const DiTConfig& c);
 translate::KeyMap dit_keymap(const std::string& layout);
 
 const translate::Component& dit_component();  // "ltx2-dit"
+
+// The video VAE (ltx_core VideoEncoder / ConvVideoDecoder, video_vae.h), as ltx-core's loader splits
+// it: each half by its own names (VAE_ENCODER_COMFY_KEYS_FILTER / VAE_DECODER_COMFY_KEYS_FILTER) with
+// the shared per_channel_statistics, and the whole file. Config: the metadata's `vae` dict (bare or as
+// {"vae": {...}}); without one, the published LTX-2 VAE's (the shapes are not read back into a
+// config). The checkpoint buffers no module has (per_channel_statistics.channel, .mean-of-stds,
+// .mean-of-stds_over_std-of-means) are ignored by name, as the reference's non-strict load leaves them.
+//  halves ("ltx2-video-vae-encoder" / "-decoder"), engine names = the half's own (conv_in.conv.weight,
+//    per_channel_statistics.mean-of-means): layouts "original" (bare: the golden files), "split"
+//    (`encoder.` / `decoder.` + names, per_channel_statistics.* bare: ComfyUI's split VAE file),
+//    "checkpoint" (`vae.encoder.` / `vae.decoder.`, `vae.per_channel_statistics.`: the single file);
+//  whole ("ltx2-video-vae"), engine names encoder.* / decoder.* / per_channel_statistics.*: layouts
+//    "original" (the split file) and "checkpoint" (`vae.` + them).
+translate::Json video_vae_published_config();  // the published LTX-2 `vae` dict
+translate::ParamSpec video_vae_params(const VideoVaeConfig& c, const std::string& part);  // encoder | decoder | whole
+const translate::Component& video_vae_component();          // "ltx2-video-vae"
+const translate::Component& video_vae_encoder_component();  // "ltx2-video-vae-encoder"
+const translate::Component& video_vae_decoder_component();  // "ltx2-video-vae-decoder"
 
 }  // namespace vidax::ltx2
