@@ -62,6 +62,11 @@ void register_builtin_components() {
     translate::register_component(ltx2::video_vae_component());
     translate::register_component(ltx2::video_vae_encoder_component());
     translate::register_component(ltx2::video_vae_decoder_component());
+    translate::register_component(ltx2::audio_vae_component());
+    translate::register_component(ltx2::audio_vae_encoder_component());
+    translate::register_component(ltx2::audio_vae_decoder_component());
+    translate::register_component(ltx2::vocoder_component());
+    translate::register_component(ltx2::vocoder_bwe_component());
   });
 }
 

@@ -378,3 +378,92 @@ TEST(Ltx2VideoVae, TheGoldenFilesAreTheirHalvesWithTheirOwnConfig) {
   bad["decoder_blocks"][0][0] = "res_z";
   EXPECT_THROW(ltx2::video_vae_component().read_config(bad), Error);
 }
+
+// ---- the audio VAE and the vocoder (tests/translate/data/ltx2_audio_keys.json: the official
+// AudioEncoder / AudioDecoder / Vocoder state dicts at the configurators' defaults,
+// tools/golden/ltx2_audio_keylists.py) --------------------------------------------------------------
+
+namespace {
+
+void register_audio() {
+  for (const translate::Component* c : {&ltx2::audio_vae_component(), &ltx2::audio_vae_encoder_component(),
+                                        &ltx2::audio_vae_decoder_component(), &ltx2::vocoder_component(),
+                                        &ltx2::vocoder_bwe_component()})
+    register_component(*c);
+}
+std::map<std::string, Shape> audio_list(const std::string& part) {
+  std::ifstream f(data_path("ltx2_audio_keys.json"));
+  const Json j = Json::parse(f);
+  std::map<std::string, Shape> out;
+  for (const auto& [k, v] : j.at(part).items()) out[k] = v.get<Shape>();
+  return out;
+}
+
+}  // namespace
+
+TEST(Ltx2AudioParts, EveryFileShapeIsDetectedAndCoveredExactly) {
+  register_audio();
+  const auto enc = audio_list("audio_vae_encoder"), dec = audio_list("audio_vae_decoder"), voc = audio_list("vocoder");
+  struct FileCase {
+    std::string what, component, layout;
+    std::function<void(MemorySource&)> fill;
+    size_t tensors;
+  };
+  auto half = [](MemorySource& s, const std::map<std::string, Shape>& h, const std::string& root, const std::string& pre) {
+    add_half(s, h, root, pre);
+  };
+  const std::vector<FileCase> cases = {
+      {"audio decoder golden", "ltx2-audio-vae-decoder", "original", [&](MemorySource& s) { half(s, dec, "", ""); }, 66},
+      {"audio encoder golden", "ltx2-audio-vae-encoder", "original", [&](MemorySource& s) { half(s, enc, "", ""); }, 54},
+      {"single-file audio decoder", "ltx2-audio-vae-decoder", "checkpoint",
+       [&](MemorySource& s) { half(s, dec, "audio_vae.", "decoder."); }, 66},
+      {"single-file audio VAE", "ltx2-audio-vae", "checkpoint",
+       [&](MemorySource& s) { half(s, enc, "audio_vae.", "encoder."), half(s, dec, "audio_vae.", "decoder."); }, 118},
+      {"vocoder golden", "ltx2-vocoder", "original",
+       [&](MemorySource& s) { for (const auto& [k, sh] : voc) s.add(k, DType::BF16, sh); }, 194},
+      {"single-file vocoder", "ltx2-vocoder", "checkpoint",
+       [&](MemorySource& s) { for (const auto& [k, sh] : voc) s.add("vocoder." + k, DType::BF16, sh); }, 194},
+  };
+  for (const auto& c : cases) {
+    MemorySource src(c.what);
+    c.fill(src);
+    ASSERT_EQ(src.names().size(), c.tensors) << c.what;
+    auto d = detect(src);
+    ASSERT_TRUE(d) << c.what;
+    EXPECT_EQ(d->comp->name(), c.component) << c.what;
+    EXPECT_EQ(d->layout, c.layout) << c.what;
+    const Match m = match(src, *d->comp);  // the defaults: the reference's own
+    EXPECT_TRUE(m.plan.complete()) << c.what << ":\n" << m.plan.problems();
+    EXPECT_EQ(m.spec.params.size(), c.tensors) << c.what;
+    EXPECT_EQ(d->comp->variant(m.config), "ltx-2") << c.what;
+  }
+}
+
+TEST(Ltx2AudioParts, TheGoldenFilesAreTheirPartsWithTheirOwnConfig) {
+  register_audio();
+  for (const auto& [file, comp] : std::vector<std::pair<std::string, std::string>>{
+           {"ltx2_audio_vae_decode.safetensors", "ltx2-audio-vae-decoder"},
+           {"ltx2_audio_vae_encode.safetensors", "ltx2-audio-vae-encoder"},
+           {"ltx2_audio_vae_decode_variants.safetensors", "ltx2-audio-vae-decoder"},
+           {"ltx2_vocoder_tiny.safetensors", "ltx2-vocoder"},
+           {"ltx2_vocoder_amp_snake.safetensors", "ltx2-vocoder"},
+           {"ltx2_vocoder_bwe.safetensors", "ltx2-vocoder-bwe"},
+           {"ltx2_vocoder_bwe_b2.safetensors", "ltx2-vocoder-bwe"}}) {
+    const InspectReport r = inspect(golden_path(file));
+    ASSERT_EQ(r.units.size(), 1u) << file;
+    ASSERT_NE(r.units[0].comp, nullptr) << file;
+    EXPECT_EQ(r.units[0].comp->name(), comp) << file;
+    EXPECT_EQ(r.units[0].match.config_origin, "metadata") << file;
+    EXPECT_TRUE(r.units[0].complete()) << file << ":\n" << r.units[0].match.plan.problems();
+    EXPECT_EQ(r.units[0].comp->variant(r.units[0].match.config), "custom") << file;  // tiny configs
+  }
+  // Each part reads only its own section of a whole metadata config.
+  const Json meta{{"transformer", read_header("ltx2_dit_tiny23.original.txt").config["transformer"]},
+                  {"vocoder", {{"upsample_rates", {2, 3}}, {"upsample_kernel_sizes", {4, 7}}, {"resblock", "1"}}},
+                  {"audio_vae", {{"model", {{"params", {{"ddconfig", {{"ch", 8}}}}}}}}}};
+  EXPECT_EQ(ltx2::vocoder_component().read_config(meta)->at("upsample_rates"), Json({2, 3}));
+  EXPECT_EQ(ltx2::audio_vae_component().read_config(meta)->at("model").at("params").at("ddconfig").at("ch"), 8);
+  EXPECT_TRUE(ltx2::dit_component().read_config(meta));
+  EXPECT_FALSE(ltx2::vocoder_component().read_config(Json{{"transformer", Json::object()}}));
+  EXPECT_FALSE(ltx2::audio_vae_component().read_config(meta["transformer"]));
+}

@@ -59,4 +59,21 @@ const translate::Component& video_vae_component();          // "ltx2-video-vae"
 const translate::Component& video_vae_encoder_component();  // "ltx2-video-vae-encoder"
 const translate::Component& video_vae_decoder_component();  // "ltx2-video-vae-decoder"
 
+// The audio VAE (ltx_core AudioEncoder / AudioDecoder, audio_vae.h), split the same way
+// (AUDIO_VAE_{ENCODER,DECODER}_COMFY_KEYS_FILTER): halves "ltx2-audio-vae-encoder" / "-decoder" by
+// their own names with the shared per_channel_statistics, layouts "original" (bare: the golden files)
+// and "checkpoint" (`audio_vae.encoder.` / `audio_vae.decoder.`, `audio_vae.per_channel_statistics.`:
+// the single file and the split audio VAE file alike); whole "ltx2-audio-vae" (encoder.* / decoder.* /
+// per_channel_statistics.*), layouts "original" and "checkpoint" (`audio_vae.` + them). Config: the
+// metadata's `audio_vae` dict (AudioVaeConfig::from_json), else the configurators' defaults.
+const translate::Component& audio_vae_component();          // "ltx2-audio-vae"
+const translate::Component& audio_vae_encoder_component();  // "ltx2-audio-vae-encoder"
+const translate::Component& audio_vae_decoder_component();  // "ltx2-audio-vae-decoder"
+// The vocoder: "ltx2-vocoder" (LTX-2's HiFi-GAN Vocoder) and "ltx2-vocoder-bwe" (LTX-2.3's
+// VocoderWithBWE, whose config holds "bwe"), engine names the official ones, layouts "original" (bare)
+// and "checkpoint" (`vocoder.`, which ltx-core's _strip_vocoder_prefix removes once). Config: the
+// metadata's `vocoder` dict.
+const translate::Component& vocoder_component();      // "ltx2-vocoder"
+const translate::Component& vocoder_bwe_component();  // "ltx2-vocoder-bwe"
+
 }  // namespace vidax::ltx2
