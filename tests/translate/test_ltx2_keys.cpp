@@ -467,3 +467,46 @@ TEST(Ltx2AudioParts, TheGoldenFilesAreTheirPartsWithTheirOwnConfig) {
   EXPECT_FALSE(ltx2::vocoder_component().read_config(Json{{"transformer", Json::object()}}));
   EXPECT_FALSE(ltx2::audio_vae_component().read_config(meta["transformer"]));
 }
+
+// ---- one file holding several components -------------------------------------------------------
+
+TEST(Ltx2SingleFile, InspectSplitsTheBundledCheckpointIntoItsParts) {
+  // ltx2_pipeline_t2v holds its parts as the official single file does: model.diffusion_model.*,
+  // vae.decoder.* + vae.per_channel_statistics.*, audio_vae.decoder.* + audio_vae.per_channel_statistics.*,
+  // vocoder.*, and the whole pipeline config (each part's section) in its metadata.
+  engine::register_builtin_components();
+  const InspectReport r = inspect(golden_path("ltx2_pipeline_t2v.safetensors"));
+  std::map<std::string, const Unit*> by;
+  for (const auto& u : r.units) {
+    ASSERT_NE(u.comp, nullptr) << u.label;
+    by[u.comp->name()] = &u;
+  }
+  const std::map<std::string, std::pair<std::string, size_t>> want{
+      {"ltx2-dit", {"comfyui", 118}},
+      {"ltx2-video-vae-decoder", {"checkpoint", 29}},
+      {"ltx2-audio-vae-decoder", {"checkpoint", 42}},
+      {"ltx2-vocoder", {"checkpoint", 32}}};
+  ASSERT_EQ(by.size(), want.size());
+  for (const auto& [name, lt] : want) {
+    ASSERT_TRUE(by.count(name)) << name;
+    const Unit& u = *by[name];
+    EXPECT_EQ(u.match.layout, lt.first) << name;
+    EXPECT_EQ(u.tensors, lt.second) << name;
+    EXPECT_EQ(u.match.config_origin, "metadata") << name;
+    EXPECT_TRUE(u.complete()) << name << ":\n" << u.match.plan.problems();
+  }
+  EXPECT_TRUE(r.complete());
+  EXPECT_EQ(r.to_json()["family"], "ltx2");
+  // A key no component takes stays with the first part, unused by name: the file is not complete.
+  auto file = io::Checkpoint::open(golden_path("ltx2_pipeline_t2v.safetensors"));
+  std::map<std::string, Tensor> t;
+  for (const auto& n : file.names()) t[n] = file.get(n);
+  t["text_embedding_projection.aggregate_embed.weight"] = Tensor::from_f32(std::vector<float>(6, 0.5f), {2, 3});
+  const std::string path = (std::filesystem::temp_directory_path() / "ltx2_single_extra.safetensors").string();
+  io::save_safetensors(path, t, file.metadata());
+  const InspectReport x = inspect(path);
+  std::filesystem::remove(path);
+  EXPECT_FALSE(x.complete());
+  const Json j = x.to_json();
+  EXPECT_EQ(j["unmatched_keys"], Json::array({"text_embedding_projection.aggregate_embed.weight"})) << j.dump();
+}

@@ -131,8 +131,16 @@ std::optional<Json> vocoder_dict(const Json& j, int depth = 0) {
   return std::nullopt;
 }
 
-Json vocoder_canonical(const Json& d) {
-  return VocoderBweConfig::is_bwe(d) ? VocoderBweConfig::from_json(d).to_json() : VocoderConfig::from_json(d).to_json();
+// The canonical spelling: VocoderBweConfig's, or Vocoder's init args. A checkpoint's flat `vocoder` dict
+// also carries "stereo", which VocoderConfigurator checks is true (it is no init arg).
+Json vocoder_canonical(Json d) {
+  if (VocoderBweConfig::is_bwe(d)) return VocoderBweConfig::from_json(d).to_json();
+  if (d.contains("stereo")) {
+    VIDAX_CHECK(d["stereo"] == true, "LTX-2 vocoder config: stereo is " << d["stereo"].dump()
+                                                                        << ", expected true (VocoderConfigurator's check)");
+    d.erase("stereo");
+  }
+  return VocoderConfig::from_json(d).to_json();
 }
 
 ParamSpec vocoder_params(const Json& cfg) {

@@ -46,6 +46,8 @@ ParamSpec video_vae_params(const VideoVaeConfig& c, const std::string& part) {
         for (const char* half : {"encoder.", "decoder."})
           if (part == "whole" && n.rfind(half + stats, 0) == 0) n = n.substr(std::string(half).size());
         if (seen.insert(n).second) s.add(n, shape);
+        // A conditioned decoder reads its timestep_scale_multiplier (a scalar) on the host.
+        if (shape.empty()) return Tensor::from_f32({1.0f}, shape);
         return Tensor::empty(shape, DType::F32, Device::Meta);
       },
       "shapes");
