@@ -13,6 +13,7 @@
 #include "models/hunyuan15/vae_parity.h"
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/dit_parity.h"
 #include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/text_connector.h"
@@ -63,6 +64,17 @@ void register_builtin_components() {
     translate::register_component(text::llama_component());
     translate::register_component(text::qwen25_vl_text_component());
     translate::register_component(text::clip_text_component());
+    // LTX-2's components (models/ltx2/checkpoint_keys.h) until the ltx2 Family lists them (a second
+    // registration of the same component is a no-op).
+    translate::register_component(ltx2::dit_component());
+    translate::register_component(ltx2::video_vae_component());
+    translate::register_component(ltx2::video_vae_encoder_component());
+    translate::register_component(ltx2::video_vae_decoder_component());
+    translate::register_component(ltx2::audio_vae_component());
+    translate::register_component(ltx2::audio_vae_encoder_component());
+    translate::register_component(ltx2::audio_vae_decoder_component());
+    translate::register_component(ltx2::vocoder_component());
+    translate::register_component(ltx2::vocoder_bwe_component());
   });
 }
 
