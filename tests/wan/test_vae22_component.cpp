@@ -149,3 +149,29 @@ TEST(Wan22VaeComponent, ThePartCheckUsesTheVaeTheFileIs) {
     EXPECT_NE(std::string(e.what()).find("it looks like a Wan 2.2 VAE"), std::string::npos) << e.what();
   }
 }
+
+// The coverage can fail: the tiny VAE without one tensor, or with one foreign tensor more, is
+// still told as the Wan 2.2 VAE but reported incomplete, naming the tensor.
+TEST(Wan22VaeComponent, AMissingOrForeignTensorIsIncomplete) {
+  engine::register_builtins();
+  const io::Checkpoint ck = io::Checkpoint::open(kTiny);
+  const fs::path dir = vidax::test::scratch_dir("wan22_vae_incomplete");
+  struct Edit {
+    std::string file, drop, add, needle;
+  };
+  for (const Edit& e : {Edit{"missing.safetensors", "decoder.head.2.bias", "", "decoder.head.2.bias"},
+                        Edit{"foreign.safetensors", "", "decoder.mystery.weight", "decoder.mystery.weight"}}) {
+    std::map<std::string, Tensor> t;
+    for (const auto& n : ck.names())
+      if (n != e.drop) t.emplace(n, ck.get(n));
+    if (!e.add.empty()) t.emplace(e.add, Tensor::zeros({2, 2}, DType::F32));
+    const std::string path = (dir / e.file).string();
+    io::save_safetensors(path, t);
+    const translate::InspectReport r = translate::inspect(path);
+    EXPECT_FALSE(r.ok()) << r.to_text();
+    const nlohmann::json j = r.to_json();
+    EXPECT_EQ(j.at("components")[0].at("component"), "wan2.2-vae") << e.file;
+    EXPECT_NE(r.to_text().find(e.needle), std::string::npos) << r.to_text();
+    EXPECT_NE(r.to_text().find("FAIL: incomplete coverage"), std::string::npos) << r.to_text();
+  }
+}
