@@ -88,7 +88,7 @@ namespace {
 DiTConfig from_diffusers(const Json& j) {
   // HunyuanVideoTransformer3DModel.__init__ defaults; `out_channels or in_channels`.
   DiTConfig c;
-  read_diffusers_fields(j, c, {24, 128, 20, 2, 4096}, "HunyuanVideo DiT config");
+  read_diffusers_fields(j, c, {.heads = 24, .head_dim = 128, .layers = 20, .patch = 2, .text_embed_dim = 4096}, "HunyuanVideo DiT config");
   c.in_channels = value_or<int64_t>(j, "in_channels", 16);
   // Absent: the default 16; null (or 0): in_channels.
   c.out_channels = has(j, "out_channels") && j["out_channels"].is_null() ? c.in_channels

@@ -21,7 +21,7 @@ constexpr const char* kOwnFields[] = {"glyph_byT5_v2", "vision_projection", "use
 DiTConfig from_diffusers(const Json& j) {
   // HunyuanVideo15Transformer3DModel.__init__ defaults; `out_channels or in_channels`.
   DiTConfig c;
-  hunyuan::read_diffusers_fields(j, c, {16, 128, 54, 1, 3584}, kWho);
+  hunyuan::read_diffusers_fields(j, c, {.heads = 16, .head_dim = 128, .layers = 54, .patch = 1, .text_embed_dim = 3584}, kWho);
   c.in_channels = value_or<int64_t>(j, "in_channels", 65);  // the embedded channels: no concat rule applies
   c.concat_condition = false;
   c.out_channels = value_or<int64_t>(j, "out_channels", 32);
