@@ -175,3 +175,24 @@ TEST(Wan22VaeComponent, AMissingOrForeignTensorIsIncomplete) {
     EXPECT_NE(r.to_text().find("FAIL: incomplete coverage"), std::string::npos) << r.to_text();
   }
 }
+
+// The encode kind's golden holds the encoder half (the decode golden the whole state dict, as
+// Wan2.2_VAE.pth), a decoder-only file the other half: the half components cover them exactly
+// (the encode golden was read as a Wan 2.1 VAE encoder, with a shape mismatch).
+TEST(Wan22VaeComponent, TheHalvesCoverAHalfFile) {
+  engine::register_builtins();
+  std::map<std::string, Tensor> decoder;
+  const io::Checkpoint ck = io::Checkpoint::open(kTiny);
+  for (const auto& n : ck.names())
+    if (n.rfind("decoder.", 0) == 0 || n.rfind("conv2.", 0) == 0) decoder.emplace(n, ck.get(n));
+  const std::string decoder_file = (vidax::test::scratch_dir("wan22_vae_halves") / "decoder.safetensors").string();
+  io::save_safetensors(decoder_file, decoder);
+  for (const auto& [file, comp] :
+       {std::pair<std::string, std::string>{kData + "/golden/wan22_vae_encode.safetensors", "wan2.2-vae-encoder"},
+        {kData + "/golden/wan22_vae_decode.safetensors", "wan2.2-vae"},
+        {decoder_file, "wan2.2-vae-decoder"}}) {
+    const translate::InspectReport r = translate::inspect(file);
+    EXPECT_TRUE(r.ok()) << r.to_text();
+    EXPECT_EQ(r.to_json().at("components")[0].at("component"), comp) << r.to_text();
+  }
+}

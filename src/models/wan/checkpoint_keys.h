@@ -81,5 +81,7 @@ const Component& vae_decoder_component();  // "wan2.1-vae-decoder": conv2.* and 
 // "wan2.2-vae": the Wan 2.2 VAE (vae22_component.cpp; its parameters are Wan22VAE::parameter_shapes,
 // its diffusers names vae22_keymap's), original (= ComfyUI) and diffusers layouts.
 const Component& vae22_component();
+const Component& vae22_encoder_component();  // "wan2.2-vae-encoder": encoder.* and conv1.* only
+const Component& vae22_decoder_component();  // "wan2.2-vae-decoder": decoder.* and conv2.* only
 
 }  // namespace vidax::translate::wan

@@ -20,9 +20,13 @@ using vidax::wan::Wan22VAEConfig;
 constexpr size_t kMaxLevels = 4;
 constexpr int64_t kMaxResBlocks = 16;
 
+// The whole VAE, or one half (the golden files of encode / decode hold one, as Wan 2.1's halves).
 class Vae22Component : public Component {
  public:
-  std::string name() const override { return "wan2.2-vae"; }
+  explicit Vae22Component(Wan22VAE::Parts parts) : parts_(parts) {}
+  std::string name() const override {
+    return parts_.encoder && parts_.decoder ? "wan2.2-vae" : parts_.encoder ? "wan2.2-vae-encoder" : "wan2.2-vae-decoder";
+  }
   std::string family() const override { return "wan2.2"; }
   // ComfyUI's repackaged wan2.2_vae.safetensors has Wan2.2_VAE.pth's names: "original".
   std::vector<std::string> layouts() const override { return {"original", "diffusers"}; }
@@ -87,7 +91,7 @@ class Vae22Component : public Component {
   }
   ParamSpec params(const Json& cfg) const override {
     ParamSpec s;
-    for (auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(cfg))) s.add(name, shape);
+    for (auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(cfg), parts_)) s.add(name, shape);
     return s;
   }
   KeyMap keymap(const std::string& layout, const Json& cfg) const override {
@@ -97,12 +101,23 @@ class Vae22Component : public Component {
   std::string variant(const Json& cfg) const override {
     return Wan22VAEConfig::from_json(cfg).to_json() == Wan22VAEConfig{}.to_json() ? "wan2.2-vae" : "custom";
   }
+
+ private:
+  Wan22VAE::Parts parts_;
 };
 
 }  // namespace
 
 const Component& vae22_component() {
-  static const Vae22Component c;
+  static const Vae22Component c(Wan22VAE::Parts{/*encoder=*/true, /*decoder=*/true});
+  return c;
+}
+const Component& vae22_encoder_component() {
+  static const Vae22Component c(Wan22VAE::Parts{/*encoder=*/true, /*decoder=*/false});
+  return c;
+}
+const Component& vae22_decoder_component() {
+  static const Vae22Component c(Wan22VAE::Parts{/*encoder=*/false, /*decoder=*/true});
   return c;
 }
 
