@@ -4,30 +4,20 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
+#include "hunyuan/dit_test_support.h"
 #include "models/hunyuan/checkpoint_keys.h"
 #include "models/hunyuan/dit.h"
-#include "nn/params.h"
-#include "translate/source.h"
 #include "translate/translate.h"
 
 using namespace vidax;
+using test::hunyuan_dit::shapes_only;
 
 namespace {
 
 std::map<std::string, Shape> key_list(const std::string& layout) {
-  std::ifstream f(std::filesystem::path(VIDAX_TEST_DATA_DIR) / "hunyuan" / "data" / ("dit_keys_" + layout + ".json"));
-  const auto j = nlohmann::json::parse(f);
-  std::map<std::string, Shape> out;
-  for (const auto& [k, v] : j.items()) out[k] = v.get<Shape>();
-  return out;
-}
-
-translate::MemorySource shapes_only(const std::map<std::string, Shape>& keys) {
-  translate::MemorySource src("key list");
-  for (const auto& [k, s] : keys) src.add(k, DType::BF16, s);
-  return src;
+  return test::hunyuan_dit::key_list(std::filesystem::path(VIDAX_TEST_DATA_DIR) / "hunyuan" / "data" /
+                                     ("dit_keys_" + layout + ".json"));
 }
 
 }  // namespace
@@ -68,15 +58,5 @@ TEST(HunyuanKeys, ShapesTellTheVariant) {
 // no memory; what a random-weight bench of the 13B step builds on).
 TEST(HunyuanKeys, TheModelTakesExactlyTheSpecAtThePublishedSize) {
   const hunyuan::DiTConfig cfg = hunyuan::DiTConfig::t2v_720p();
-  std::map<std::string, Shape> taken;
-  nn::ParamSource params = nn::ParamSource::generated(
-      [&taken](const std::string& name, const Shape& shape) {
-        taken[name] = shape;
-        return Tensor::empty(shape, DType::BF16, Device::Meta);
-      },
-      "meta");
-  const hunyuan::HunyuanDiT model(cfg, params, DType::BF16);
-  std::map<std::string, Shape> spec;
-  for (const auto& p : hunyuan::dit_params(cfg).params) spec[p.name] = p.shape;
-  EXPECT_EQ(taken, spec);
+  test::hunyuan_dit::expect_model_takes_exactly<hunyuan::HunyuanDiT>(cfg, hunyuan::dit_params(cfg));
 }

@@ -4,6 +4,7 @@
 // (tests/hunyuan/data/vae_keys.json, written by the same script from the official module);
 // controls that must fail; bad input.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -325,13 +326,16 @@ TEST(HunyuanVAEBadInput, SizesThatBreakTheVAERulesNameTheNearestValidOnes) {
 TEST(HunyuanVAEBadInput, EncodeInputIsXOrItsVideoAlias) {
   engine::register_builtins();
   const io::Checkpoint file = io::Checkpoint::open(golden("hunyuan_vae_encode.safetensors"));
+  std::vector<std::string> written;
   auto write = [&](const char* dst, const std::vector<const char*>& inputs) {
     std::map<std::string, Tensor> tensors;
     for (const std::string& n : file.names())
       if (n != "input.x") tensors.emplace(n, file.get(n));
     for (const char* in : inputs) tensors.emplace(in, file.get("input.x"));
-    const std::string path = std::string(VIDAX_BINARY_DIR) + "/" + dst;
+    // Unique per process: ctest runs this binary once per CPU tier at the same time (docs/bugs.md row 113).
+    const std::string path = std::string(VIDAX_BINARY_DIR) + "/" + std::to_string(::getpid()) + "_" + dst;
     io::save_safetensors(path, tensors, file.metadata());
+    written.push_back(path);
     return path;
   };
   const parity::Report alias = parity::run(write("hunyuan_vae_encode_video_alias.safetensors", {"input.video"}), {});
@@ -347,4 +351,5 @@ TEST(HunyuanVAEBadInput, EncodeInputIsXOrItsVideoAlias) {
   };
   fails(write("hunyuan_vae_encode_both_inputs.safetensors", {"input.x", "input.video"}), "both 'input.x' and 'input.video'");
   fails(write("hunyuan_vae_encode_no_input.safetensors", {}), "'input.x' (or its alias 'input.video')");
+  for (const std::string& p : written) std::remove(p.c_str());
 }

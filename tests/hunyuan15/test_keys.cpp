@@ -4,31 +4,21 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 
+#include "hunyuan/dit_test_support.h"
 #include "models/hunyuan15/checkpoint_keys.h"
 #include "models/hunyuan15/dit.h"
-#include "nn/params.h"
-#include "translate/source.h"
 #include "translate/translate.h"
 
 using namespace vidax;
+using test::hunyuan_dit::shapes_only;
 using hunyuan15::DiTConfig;
 
 namespace {
 
 std::map<std::string, Shape> key_list(const std::string& layout) {
-  std::ifstream f(std::filesystem::path(VIDAX_TEST_DATA_DIR) / "hunyuan15" / "data" / ("dit_keys_" + layout + ".json"));
-  const auto j = nlohmann::json::parse(f);
-  std::map<std::string, Shape> out;
-  for (const auto& [k, v] : j.items()) out[k] = v.get<Shape>();
-  return out;
-}
-
-translate::MemorySource shapes_only(const std::map<std::string, Shape>& keys, const std::string& prefix = "") {
-  translate::MemorySource src("key list");
-  for (const auto& [k, s] : keys) src.add(prefix + k, DType::BF16, s);
-  return src;
+  return test::hunyuan_dit::key_list(std::filesystem::path(VIDAX_TEST_DATA_DIR) / "hunyuan15" / "data" /
+                                     ("dit_keys_" + layout + ".json"));
 }
 
 void expect_complete(const translate::Plan& p, size_t keys) {
@@ -72,15 +62,5 @@ TEST(Hunyuan15Keys, InferredConfigBuildsThePublishedParameters) {
 // memory; what a random-weight bench of the 8.3B step would build on).
 TEST(Hunyuan15Keys, TheModelTakesExactlyTheSpecAtThePublishedSize) {
   const DiTConfig cfg = DiTConfig::published();
-  std::map<std::string, Shape> taken;
-  nn::ParamSource params = nn::ParamSource::generated(
-      [&taken](const std::string& name, const Shape& shape) {
-        taken[name] = shape;
-        return Tensor::empty(shape, DType::BF16, Device::Meta);
-      },
-      "meta");
-  const hunyuan15::HunyuanVideo15DiT model(cfg, params, DType::BF16);
-  std::map<std::string, Shape> spec;
-  for (const auto& p : hunyuan15::dit_params(cfg).params) spec[p.name] = p.shape;
-  EXPECT_EQ(taken, spec);
+  test::hunyuan_dit::expect_model_takes_exactly<hunyuan15::HunyuanVideo15DiT>(cfg, hunyuan15::dit_params(cfg));
 }

@@ -25,6 +25,8 @@
 #include "models/hunyuan/dit_blocks.h"
 #include "models/hunyuan/dit_config.h"
 #include "models/hunyuan/embeddings.h"
+#include "models/hunyuan/final_layer.h"
+#include "models/hunyuan/text_in.h"
 #include "nn/linear.h"
 #include "nn/params.h"
 
@@ -65,20 +67,15 @@ class HunyuanDiT {
   std::array<int64_t, 3> patch_grid(const Shape& x) const;
 
  private:
-  Tensor embed_text(const DiTInputs& in, const std::vector<int64_t>& mask, Taps* taps) const;
-
   DiTConfig cfg_;
   DType compute_;
   nn::Linear img_in_;  // Conv3d weight viewed [D, C * pt * ph * pw]
   SiluMlp time_in_, vector_in_;
   std::optional<SiluMlp> guidance_in_;
-  // txt_in: SingleTokenRefiner (input_embedder, t_embedder, c_embedder, blocks) or TextProjection.
-  std::optional<nn::Linear> input_embedder_;
-  std::optional<SiluMlp> t_embedder_, c_embedder_, text_projection_;
-  std::vector<RefinerBlock> refiner_;
+  TextInput txt_in_;  // SingleTokenRefiner or TextProjection (text_in.h, shared with 1.5)
   std::vector<DoubleStreamBlock> double_blocks_;
   std::vector<SingleStreamBlock> single_blocks_;
-  nn::Linear final_modulation_, final_linear_;  // final_layer.adaLN_modulation.1, final_layer.linear
+  FinalLayer final_layer_;
 };
 
 }  // namespace vidax::hunyuan

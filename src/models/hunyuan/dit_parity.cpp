@@ -35,31 +35,29 @@ std::string diffusers_tap(const std::string& name) {
   return name;
 }
 
+}  // namespace
+
 DType compute_of(const std::string& precision) {
   if (precision == "fp32" || precision == "f32" || precision == "float32") return DType::F32;
   if (precision == "bf16" || precision == "bfloat16") return DType::BF16;
   throw Error(msg() << "unknown precision '" << precision << "' (expected fp32 or bf16)");
 }
 
-}  // namespace
-
-std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
-                                             const std::string& precision, const std::string& path,
-                                             const std::string& pjrt_plugin) {
-  const DiTConfig cfg = DiTConfig::from_json(config);
+std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const nlohmann::json& config,
+                                            const std::string& path, const translate::Component& component) {
   translate::MemorySource src(path);
   for (const std::string& n : file.names())
     if (!translate::is_golden_io_key(n)) src.add(n, file.get(n));
-  // Parameters the file describes instead of storing (a head dim of 128 is megabytes of weights).
+  // Parameters the file describes instead of storing (a head dim of 128, the ByT5 mapper: megabytes).
   if (auto it = file.metadata().find("synthetic_params"); it != file.metadata().end())
     for (const auto& [n, t] : nn::synthetic_from_description(it->second, path)) {
       VIDAX_CHECK(!src.find(n), path << ": parameter '" << n << "' is both stored and synthetic");
       src.add(n, t);
     }
-  // Either layout, strictly: every parameter filled, every key used, shapes checked.
-  auto params = translate::load(src, dit_component(), config);
-  const HunyuanDiT model = HunyuanDiT::from_weights(cfg, std::move(params), compute_of(precision), path);
+  return translate::load(src, component, config);
+}
 
+DiTInputs golden_inputs(const io::Checkpoint& file, const DiTConfig& cfg, const std::string& path) {
   for (const char* name : {"input.x", "input.t", "input.text_states", "input.text_mask", "input.text_states_2",
                            "input.freqs_cos", "input.freqs_sin"})
     VIDAX_CHECK(file.contains(name), path << ": hunyuan.dit golden file has no '" << name << "'");
@@ -74,6 +72,17 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
   in.freqs_cos = file.get("input.freqs_cos");
   in.freqs_sin = file.get("input.freqs_sin");
   if (cfg.guidance_embed) in.guidance = file.get("input.guidance").to_f64_vector();
+  return in;
+}
+
+std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const nlohmann::json& config,
+                                             const std::string& precision, const std::string& path,
+                                             const std::string& pjrt_plugin) {
+  const DiTConfig cfg = DiTConfig::from_json(config);
+  // Either layout, strictly: every parameter filled, every key used, shapes checked.
+  const HunyuanDiT model =
+      HunyuanDiT::from_weights(cfg, golden_params(file, config, path, dit_component()), compute_of(precision), path);
+  const DiTInputs in = golden_inputs(file, cfg, path);
 
   Taps taps;
   std::map<std::string, Tensor> out;

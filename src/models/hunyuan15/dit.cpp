@@ -1,6 +1,5 @@
 #include "models/hunyuan15/dit.h"
 
-#include <limits>
 #include <tuple>
 
 #include "backend/ops.h"
@@ -11,34 +10,9 @@ namespace vidax::hunyuan15 {
 
 namespace {
 
-constexpr double kEps = 1e-6;
+constexpr const char* kWho = "HunyuanVideo 1.5 DiT";
 // The guidance the official forward embeds when it is given none (torch.tensor([6016.0], bfloat16)).
 constexpr double kDefaultGuidance = 6016.0;
-
-std::vector<int64_t> read_mask(const Tensor& mask, int64_t B, int64_t L, const char* name) {
-  VIDAX_CHECK(mask.defined() && mask.dim() == 2 && mask.size(0) == B && mask.size(1) == L,
-              "HunyuanVideo 1.5 DiT: " << name << " must be [" << B << ", " << L << "] (batch, tokens), got "
-                                       << (mask.defined() ? mask.str() : std::string("nothing")));
-  std::vector<int64_t> out;
-  for (double v : mask.to_f64_vector()) {
-    VIDAX_CHECK(v == 0 || v == 1, "HunyuanVideo 1.5 DiT: " << name << " values must be 0 or 1, found " << v);
-    out.push_back(static_cast<int64_t>(v));
-  }
-  return out;
-}
-
-// IndividualTokenRefiner's mask as a score bias [B, 1, L, L]: token 0 counts as a token
-// (mask[:, 0] = True), then row i sees key j when both are tokens. A padded row sees no key: the
-// attention gives it zeros, as torch's scaled_dot_product_attention does.
-Tensor refiner_bias(const std::vector<int64_t>& m, int64_t B, int64_t L) {
-  std::vector<float> b(static_cast<size_t>(B * L * L), -std::numeric_limits<float>::infinity());
-  auto on = [&](int64_t s, int64_t i) { return i == 0 || m[static_cast<size_t>(s * L + i)] != 0; };
-  for (int64_t s = 0; s < B; ++s)
-    for (int64_t i = 0; i < L; ++i)
-      for (int64_t j = 0; j < L; ++j)
-        if (on(s, i) && on(s, j)) b[static_cast<size_t>((s * L + i) * L + j)] = 0.0f;
-  return Tensor::from_f32(b, {B, 1, L, L});
-}
 
 void check_batch_values(const std::vector<double>& v, int64_t B, const char* name) {
   VIDAX_CHECK(static_cast<int64_t>(v.size()) == B,
@@ -52,27 +26,12 @@ HunyuanVideo15DiT::HunyuanVideo15DiT(const DiTConfig& cfg, nn::ParamSource& para
   cfg_.validate();
   VIDAX_CHECK(compute == DType::F32 || compute == DType::BF16,
               "HunyuanVideo 1.5 DiT: compute dtype " << dtype_name(compute) << " (F32 or BF16)");
-  const int64_t d = cfg_.hidden_size, C = cfg_.embed_channels();
-  const auto [pt, ph, pw] = cfg_.patch_size;
+  const int64_t d = cfg_.hidden_size;
   if (cfg_.glyph_byT5_v2) byt5_in_ = ByT5Mapper::load(params, "byt5_in", d, compute_);
-  const Tensor conv_w = params.take("img_in.proj.weight", {d, C, pt, ph, pw});
-  const Tensor conv_b = params.take("img_in.proj.bias", {d});
-  img_in_ = nn::Linear::make(conv_w.contiguous().view({d, C * cfg_.patch_volume()}), conv_b, compute_);
+  img_in_ = hunyuan::load_patch_embed(params, d, cfg_.embed_channels(), cfg_.patch_size, compute_);
   if (cfg_.vision_projection == "linear")
     vision_in_ = VisionProjection::load(params, "vision_in.proj", cfg_.vision_states_dim, d, compute_);
-  if (cfg_.text_projection == "linear") {
-    text_projection_ =
-        hunyuan::SiluMlp::load(params, "txt_in.linear_1", "txt_in.linear_2", cfg_.text_states_dim, d, compute_);
-  } else {
-    input_embedder_ = nn::Linear::load(params, "txt_in.input_embedder", cfg_.text_states_dim, d, compute_);
-    t_embedder_ =
-        hunyuan::SiluMlp::load(params, "txt_in.t_embedder.mlp.0", "txt_in.t_embedder.mlp.2", 256, d, DType::F32);
-    c_embedder_ = hunyuan::SiluMlp::load(params, "txt_in.c_embedder.linear_1", "txt_in.c_embedder.linear_2",
-                                         cfg_.text_states_dim, d, DType::F32);
-    for (int64_t i = 0; i < cfg_.refiner_depth; ++i)
-      refiner_.push_back(hunyuan::RefinerBlock::load(
-          params, "txt_in.individual_token_refiner.blocks." + std::to_string(i), blocks_cfg_, compute_));
-  }
+  txt_in_ = hunyuan::TextInput::load(params, blocks_cfg_, hunyuan::RefinerMask::TokenZeroIsAToken, compute_);
   time_in_ = hunyuan::SiluMlp::load(params, "time_in.mlp.0", "time_in.mlp.2", 256, d, DType::F32);
   if (cfg_.text_pool_type)
     vector_in_ = hunyuan::SiluMlp::load(params, "vector_in.in_layer", "vector_in.out_layer", cfg_.text_states_dim_2,
@@ -87,8 +46,7 @@ HunyuanVideo15DiT::HunyuanVideo15DiT(const DiTConfig& cfg, nn::ParamSource& para
   for (int64_t i = 0; i < cfg_.mm_single_blocks_depth; ++i)
     single_blocks_.push_back(
         hunyuan::SingleStreamBlock::load(params, "single_blocks." + std::to_string(i), blocks_cfg_, compute_));
-  final_modulation_ = nn::Linear::load(params, "final_layer.adaLN_modulation.1", d, 2 * d, DType::F32);
-  final_linear_ = nn::Linear::load(params, "final_layer.linear", d, cfg_.patch_volume() * cfg_.out_channels, compute_);
+  final_layer_ = hunyuan::FinalLayer::load(params, d, cfg_.patch_volume() * cfg_.out_channels, compute_);
   if (cfg_.use_cond_type_embedding)
     cond_type_embedding_ = nn::to_dtype(params.take("cond_type_embedding.weight", {3, d}), DType::F32);
 }
@@ -102,60 +60,17 @@ HunyuanVideo15DiT HunyuanVideo15DiT::from_weights(const DiTConfig& cfg, std::map
 }
 
 std::array<int64_t, 3> HunyuanVideo15DiT::patch_grid(const Shape& s) const {
-  VIDAX_CHECK(s.size() == 5, "HunyuanVideo 1.5 DiT: hidden_states must be [B, C, F, H, W], got " << shape_str(s));
-  VIDAX_CHECK(s[1] == cfg_.embed_channels(),
-              "HunyuanVideo 1.5 DiT: hidden_states has " << s[1] << " channels, the model takes "
-                                                         << cfg_.embed_channels()
-                                                         << (cfg_.concat_condition
-                                                                 ? " (the latent, the condition latent and the mask)"
-                                                                 : ""));
-  std::array<int64_t, 3> g{};
-  const char* axis[3] = {"frames", "height", "width"};
-  for (int i = 0; i < 3; ++i) {
-    const int64_t n = s[static_cast<size_t>(2 + i)], p = cfg_.patch_size[static_cast<size_t>(i)];
-    VIDAX_CHECK(n > 0 && n % p == 0, "HunyuanVideo 1.5 DiT: hidden_states " << axis[i] << " " << n
-                                                                          << " is not a multiple of the patch size " << p);
-    g[static_cast<size_t>(i)] = n / p;
-  }
-  return g;
+  return hunyuan::patch_grid(s, cfg_.embed_channels(), cfg_.patch_size, "HunyuanVideo 1.5 DiT", "hidden_states",
+                             cfg_.concat_condition ? " (the latent, the condition latent and the mask)" : "");
 }
 
 Tensor HunyuanVideo15DiT::cond_type(int64_t type) const {
   return cond_type_embedding_.slice(0, type, type + 1).unsqueeze(0);  // [1, 1, D]
 }
 
-Tensor HunyuanVideo15DiT::embed_text(const DiTInputs& in, const std::vector<int64_t>& mask, Taps* taps) const {
-  const Tensor& ts = in.text_states;
-  const int64_t B = ts.size(0), L = ts.size(1);
-  Tensor txt;
-  if (text_projection_) {
-    txt = (*text_projection_)(ts);
-  } else {
-    // SingleTokenRefiner: c = t_embedder(t) + c_embedder(the masked mean of the raw text states).
-    const Tensor x = nn::to_dtype(ts, DType::F32);
-    Tensor pooled;
-    if (cfg_.use_attention_mask) {
-      std::vector<float> mf(mask.begin(), mask.end());
-      const Tensor m = Tensor::from_f32(mf, {B, L, 1});
-      pooled = ops::div(ops::sum(ops::mul(x, m), 1), ops::sum(m, 1));
-    } else {
-      pooled = ops::mean(x, 1);
-    }
-    const Tensor c = ops::add((*t_embedder_)(hunyuan::timestep_embedding(in.timestep)), (*c_embedder_)(pooled));
-    const Tensor c_silu = ops::silu(c);
-    const Tensor bias = cfg_.use_attention_mask ? refiner_bias(mask, B, L) : Tensor();
-    txt = nn::to_dtype((*input_embedder_)(ts), DType::F32);
-    for (const hunyuan::RefinerBlock& b : refiner_) txt = b.forward(txt, c_silu, bias);
-  }
-  txt = nn::to_dtype(txt, DType::F32);
-  if (taps) (*taps)["txt_in"] = txt;
-  return txt;
-}
-
 Tensor HunyuanVideo15DiT::forward(const DiTInputs& in, Taps* taps) const {
   const auto [Fp, Hp, Wp] = patch_grid(in.hidden_states.shape());
-  const int64_t B = in.hidden_states.size(0), C = cfg_.embed_channels(), N = Fp * Hp * Wp, D = cfg_.hidden_size;
-  const auto [pt, ph, pw] = cfg_.patch_size;
+  const int64_t B = in.hidden_states.size(0), N = Fp * Hp * Wp;
   check_batch_values(in.timestep, B, "timestep");
   VIDAX_CHECK(in.text_states.defined() && in.text_states.dim() == 3 && in.text_states.size(0) == B &&
                   in.text_states.size(2) == cfg_.text_states_dim,
@@ -164,8 +79,8 @@ Tensor HunyuanVideo15DiT::forward(const DiTInputs& in, Taps* taps) const {
   VIDAX_CHECK(in.mask_type == "t2v" || in.mask_type == "i2v",
               "HunyuanVideo 1.5 DiT: mask_type '" << in.mask_type << "' (t2v or i2v)");
   const int64_t L = in.text_states.size(1);
-  const std::vector<int64_t> mask = read_mask(in.encoder_attention_mask, B, L, "encoder_attention_mask");
-  if (cfg_.use_attention_mask && !text_projection_)
+  const std::vector<int64_t> mask = hunyuan::read_mask(in.encoder_attention_mask, B, L, kWho, "encoder_attention_mask");
+  if (cfg_.use_attention_mask && txt_in_.refines())
     for (int64_t b = 0; b < B; ++b) {
       int64_t n = 0;
       for (int64_t j = 0; j < L; ++j) n += mask[static_cast<size_t>(b * L + j)];
@@ -201,15 +116,12 @@ Tensor HunyuanVideo15DiT::forward(const DiTInputs& in, Taps* taps) const {
   }
   const Tensor vec_silu = ops::silu(vec);
 
-  // Patchify: [B, C, F'pt, H'ph, W'pw] -> [B, N, C*pt*ph*pw], tokens (f, h, w) row-major.
-  const Tensor xc = in.hidden_states.is_contiguous() ? in.hidden_states : ops::copy(in.hidden_states);
-  const Tensor patches = ops::copy(xc.view({B, C, Fp, pt, Hp, ph, Wp, pw}).permute({0, 2, 4, 6, 1, 3, 5, 7}))
-                             .view({B, N, C * cfg_.patch_volume()});
-  Tensor img = nn::to_dtype(img_in_(patches), DType::F32);
+  Tensor img = nn::to_dtype(img_in_(hunyuan::patchify(in.hidden_states, {Fp, Hp, Wp}, cfg_.patch_size)), DType::F32);
   if (taps) (*taps)["img_in"] = img;
 
   // The text stream: [vision, glyph, text] valid tokens first (reorder_txt_token), the rest masked.
-  Tensor txt = embed_text(in, mask, taps);
+  Tensor txt = txt_in_(in.text_states, in.timestep, mask);
+  if (taps) (*taps)["txt_in"] = txt;
   if (cond_type_embedding_.defined()) txt = ops::add(txt, cond_type(0));
   std::vector<TokenSource> sources;
   if (byt5_in_) {
@@ -223,7 +135,7 @@ Tensor HunyuanVideo15DiT::forward(const DiTInputs& in, Taps* taps) const {
     Tensor glyphs = (*byt5_in_)(bs);
     if (taps) (*taps)["byt5_in"] = glyphs;
     if (cond_type_embedding_.defined()) glyphs = ops::add(glyphs, cond_type(1));
-    sources.push_back({glyphs, read_mask(in.byt5_text_mask, B, bs.size(1), "byt5_text_mask")});
+    sources.push_back({glyphs, hunyuan::read_mask(in.byt5_text_mask, B, bs.size(1), kWho, "byt5_text_mask")});
   } else {
     VIDAX_CHECK(!in.byt5_text_states.defined() && !in.byt5_text_mask.defined(),
                 "HunyuanVideo 1.5 DiT: byt5_text_states given to a model without byt5_in (glyph_byT5_v2 is false)");
@@ -279,16 +191,9 @@ Tensor HunyuanVideo15DiT::forward(const DiTInputs& in, Taps* taps) const {
     img = ops::copy(x.slice(1, 0, N));
   }
 
-  // FinalLayer: (shift, scale) = adaLN_modulation(vec).chunk(2); linear(LN(x)(1 + scale) + shift).
-  const Tensor m = final_modulation_(vec_silu);
-  const Tensor shift = m.slice(1, 0, D).unsqueeze(1), scale = m.slice(1, D, 2 * D).unsqueeze(1);
-  const Tensor y = nn::to_dtype(final_linear_(ops::layer_norm_modulate(img, shift, scale, kEps, final_linear_.compute)),
-                                DType::F32);
+  const Tensor y = final_layer_(img, vec_silu);
   if (taps) (*taps)["final_layer"] = y;
-
-  const int64_t Co = cfg_.out_channels;
-  return ops::copy(y.view({B, Fp, Hp, Wp, Co, pt, ph, pw}).permute({0, 4, 1, 5, 2, 6, 3, 7}))
-      .view({B, Co, Fp * pt, Hp * ph, Wp * pw});
+  return hunyuan::unpatchify(y, {Fp, Hp, Wp}, cfg_.patch_size, cfg_.out_channels);
 }
 
 }  // namespace vidax::hunyuan15

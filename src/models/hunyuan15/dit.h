@@ -26,6 +26,8 @@
 
 #include "models/hunyuan/dit_blocks.h"
 #include "models/hunyuan/embeddings.h"
+#include "models/hunyuan/final_layer.h"
+#include "models/hunyuan/text_in.h"
 #include "models/hunyuan15/dit_blocks.h"
 #include "models/hunyuan15/dit_config.h"
 #include "nn/linear.h"
@@ -75,7 +77,6 @@ class HunyuanVideo15DiT {
   std::array<int64_t, 3> patch_grid(const Shape& x) const;
 
  private:
-  Tensor embed_text(const DiTInputs& in, const std::vector<int64_t>& mask, Taps* taps) const;
   Tensor cond_type(int64_t type) const;  // cond_type_embedding.weight[type] as [1, 1, D]
 
   DiTConfig cfg_;
@@ -84,15 +85,13 @@ class HunyuanVideo15DiT {
   nn::Linear img_in_;
   hunyuan::SiluMlp time_in_;
   std::optional<hunyuan::SiluMlp> vector_in_, guidance_in_, time_r_in_;
-  std::optional<nn::Linear> input_embedder_;
-  std::optional<hunyuan::SiluMlp> t_embedder_, c_embedder_, text_projection_;
-  std::vector<hunyuan::RefinerBlock> refiner_;
+  hunyuan::TextInput txt_in_;  // 1.0's module (text_in.h) with 1.5's refiner mask
   std::optional<ByT5Mapper> byt5_in_;
   std::optional<VisionProjection> vision_in_;
   Tensor cond_type_embedding_;  // [3, D] or undefined
   std::vector<hunyuan::DoubleStreamBlock> double_blocks_;
   std::vector<hunyuan::SingleStreamBlock> single_blocks_;
-  nn::Linear final_modulation_, final_linear_;
+  hunyuan::FinalLayer final_layer_;
 };
 
 }  // namespace vidax::hunyuan15

@@ -29,34 +29,21 @@ namespace vidax::hunyuan15 {
 
 using hunyuan::DiTLayout;
 
-struct DiTConfig {
-  std::array<int64_t, 3> patch_size{1, 2, 2};  // (t, h, w)
-  int64_t in_channels = 4;                     // the latent's channels
+// The fields 1.0's class also takes (patch_size, in_channels, out_channels, hidden_size,
+// heads_num, mlp_width_ratio, mlp_act_type, the depths, rope_dim_list, qkv_bias, qk_norm(_type),
+// guidance_embed, text_projection, use_attention_mask, text_states_dim(_2), refiner_depth,
+// rope_theta, layout) are hunyuan::DiTFields, with the same defaults; in_channels is the latent's.
+struct DiTConfig : hunyuan::DiTFields {
   // PatchEmbed's concat mode: x carries [latent, condition latent, mask] = 2 * in + 1 channels
   // (in + in / 2 + 1 with is_reshape_temporal_channels).
   bool concat_condition = true, is_reshape_temporal_channels = false;
-  int64_t out_channels = 4;  // null = in_channels
-  int64_t hidden_size = 3072, heads_num = 24;
-  double mlp_width_ratio = 4.0;
-  std::string mlp_act_type = "gelu_tanh";
-  int64_t mm_double_blocks_depth = 20, mm_single_blocks_depth = 40;
-  std::vector<int64_t> rope_dim_list{16, 56, 56};
-  bool qkv_bias = true, qk_norm = true;
-  std::string qk_norm_type = "rms";
-  bool guidance_embed = false;
   bool use_meanflow = false;  // time_r_in: a second timestep embedding (timestep_r)
-  std::string text_projection = "single_refiner";
-  bool use_attention_mask = true;
-  int64_t text_states_dim = 4096, text_states_dim_2 = 768;
   std::optional<std::string> text_pool_type;  // non-null: vector_in embeds text_states_2
-  double rope_theta = 256.0;
   std::string attn_mode = "flash";  // dense modes only (flash*, torch, sageattn); flex-block-attn refused
   bool glyph_byT5_v2 = false;       // byt5_in: ByT5Mapper(1472 -> 2048 -> 2048 -> hidden)
   std::string vision_projection = "none";  // none | linear (vision_in)
   int64_t vision_states_dim = 1280;
   bool use_cond_type_embedding = false;  // nn.Embedding(3, hidden): text 0, byt5 1, vision 2
-  int64_t refiner_depth = 2;             // SingleTokenRefiner(depth=2); diffusers' num_refiner_layers
-  DiTLayout layout = DiTLayout::Original;
 
   // The published 480p / 720p T2V and I2V transformers (hunyuanvideo-1.5 transformer/*/config.json).
   static DiTConfig published();
@@ -64,16 +51,14 @@ struct DiTConfig {
   nlohmann::json to_json() const;  // the official spelling
   void validate() const;
 
-  int64_t head_dim() const { return hidden_size / heads_num; }
-  int64_t mlp_hidden() const { return static_cast<int64_t>(static_cast<double>(hidden_size) * mlp_width_ratio); }
-  int64_t patch_volume() const { return patch_size[0] * patch_size[1] * patch_size[2]; }
   // The channels of hidden_states (what img_in.proj takes).
   int64_t embed_channels() const {
     if (!concat_condition) return in_channels;
     return is_reshape_temporal_channels ? in_channels + in_channels / 2 + 1 : 2 * in_channels + 1;
   }
   // The 1.0 DiT's config with the fields its blocks read (the double / single-stream blocks and
-  // the token refiner are the same modules in 1.5, their q/k/v projections fused by the key map).
+  // the token refiner are the same modules in 1.5, their q/k/v projections fused by the key map):
+  // the shared fields, in_channels the embedded channels.
   hunyuan::DiTConfig blocks_config() const;
   bool operator==(const DiTConfig&) const = default;
 };

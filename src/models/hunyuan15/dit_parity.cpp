@@ -2,12 +2,9 @@
 
 #include <utility>
 
+#include "models/hunyuan/dit_parity.h"
 #include "models/hunyuan15/checkpoint_keys.h"
-#include "nn/synthetic_init.h"
 #include "parity/parity.h"
-#include "translate/component.h"
-#include "translate/inspect.h"
-#include "translate/source.h"
 
 namespace vidax::hunyuan15 {
 
@@ -27,26 +24,11 @@ std::string diffusers_tap(const std::string& name) {
   return name;
 }
 
-DType compute_of(const std::string& precision) {
-  if (precision == "fp32" || precision == "f32" || precision == "float32") return DType::F32;
-  if (precision == "bf16" || precision == "bfloat16") return DType::BF16;
-  throw Error(msg() << "unknown precision '" << precision << "' (expected fp32 or bf16)");
-}
-
 }  // namespace
 
 std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const nlohmann::json& config,
                                             const std::string& path) {
-  translate::MemorySource src(path);
-  for (const std::string& n : file.names())
-    if (!translate::is_golden_io_key(n)) src.add(n, file.get(n));
-  // Parameters the file describes instead of storing (the ByT5 mapper alone is 7M values).
-  if (auto it = file.metadata().find("synthetic_params"); it != file.metadata().end())
-    for (const auto& [n, t] : nn::synthetic_from_description(it->second, path)) {
-      VIDAX_CHECK(!src.find(n), path << ": parameter '" << n << "' is both stored and synthetic");
-      src.add(n, t);
-    }
-  return translate::load(src, dit_component(), config);
+  return hunyuan::golden_params(file, config, path, dit_component());
 }
 
 DiTInputs golden_inputs(const io::Checkpoint& file, const std::string& path) {
@@ -74,7 +56,7 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
                                              const std::string& precision, const std::string& path) {
   const DiTConfig cfg = DiTConfig::from_json(config);
   const HunyuanVideo15DiT model =
-      HunyuanVideo15DiT::from_weights(cfg, golden_params(file, config, path), compute_of(precision), path);
+      HunyuanVideo15DiT::from_weights(cfg, golden_params(file, config, path), hunyuan::compute_of(precision), path);
   Taps taps;
   std::map<std::string, Tensor> out;
   out["output"] = model.forward(golden_inputs(file, path), &taps);

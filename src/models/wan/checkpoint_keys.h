@@ -78,5 +78,10 @@ const Component& dit_component();   // "wan2.1-dit"
 const Component& vae_component();          // "wan2.1-vae"
 const Component& vae_encoder_component();  // "wan2.1-vae-encoder": encoder.* and conv1.* only
 const Component& vae_decoder_component();  // "wan2.1-vae-decoder": conv2.* and decoder.* only
+// "wan2.2-vae": the Wan 2.2 VAE (vae22_component.cpp; its parameters are Wan22VAE::parameter_shapes,
+// its diffusers names vae22_keymap's), original (= ComfyUI) and diffusers layouts.
+const Component& vae22_component();
+const Component& vae22_encoder_component();  // "wan2.2-vae-encoder": encoder.* and conv1.* only
+const Component& vae22_decoder_component();  // "wan2.2-vae-decoder": decoder.* and conv2.* only
 
 }  // namespace vidax::translate::wan

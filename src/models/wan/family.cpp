@@ -230,7 +230,8 @@ class WanFamily final : public pipeline::Family {
   std::vector<const translate::Component*> components() const override {
     return {&translate::wan::dit_component(), &translate::wan::vae_component(),
             &translate::wan::vae_encoder_component(), &translate::wan::vae_decoder_component(),
-            &translate::t5::umt5_component(), &clip_visual_component()};
+            &translate::t5::umt5_component(), &clip_visual_component(), &translate::wan::vae22_component(),
+            &translate::wan::vae22_encoder_component(), &translate::wan::vae22_decoder_component()};
   }
 
   void register_parity_kinds() const override {

@@ -128,13 +128,15 @@ namespace {
 // The parts a Wan model has, for telling the user what a single file looks like.
 const std::vector<const translate::Component*>& wan_parts() {
   static const std::vector<const translate::Component*> parts = {
-      &translate::wan::dit_component(), &translate::wan::vae_component(), &translate::t5::umt5_component()};
+      &translate::wan::dit_component(), &translate::wan::vae_component(), &translate::t5::umt5_component(),
+      &translate::wan::vae22_component()};
   return parts;
 }
 
 std::string part_words(const translate::Component& c) {
   if (&c == &translate::wan::dit_component()) return "a Wan DiT (diffusion model)";
   if (&c == &translate::wan::vae_component()) return "a Wan VAE";
+  if (&c == &translate::wan::vae22_component()) return "a Wan 2.2 VAE (the 48-channel VAE of TI2V-5B)";
   if (&c == &translate::t5::umt5_component()) return "a UMT5 text encoder";
   return c.name();
 }
@@ -315,8 +317,8 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   }
   if (!need_vae) {
     f.vae = part_file(over.vae, "--vae");
-    // The Wan 2.2 VAE is no translator component (its names are checked as it loads, load_vae22):
-    // its config is the file's own when it stores one, else the preset's.
+    // The Wan 2.2 VAE loads through load_vae22 (which checks its names as it loads): its config is
+    // the file's own when it stores one, else the preset's.
     f.vae_config = preset.vae_version == "wan2.2" ? vae22_file_config(f.vae)
                                                   : single_file_config(f.vae, translate::wan::vae_component(), "--vae");
     f.vae_single = true;
@@ -334,13 +336,23 @@ WeightFiles find_weights(const std::string& dir_str, const Preset& preset, const
   return f;
 }
 
+const translate::Component& vae_component_of(const std::string& path) {
+  if (path.empty() || !is_file(path)) return translate::wan::vae_component();  // part_file names the problem
+  // Which VAE the tensors are: the Wan 2.2 VAE's nested levels (Down_ResidualBlock /
+  // Up_ResidualBlock, or diffusers' down_blocks.{i}.resnets) against the 2.1 VAE's flat ones.
+  auto src = translate::CheckpointSource::open(path);
+  const auto det = translate::detect(*src, {&translate::wan::vae_component(), &translate::wan::vae22_component()});
+  return det && det->comp == &translate::wan::vae22_component() ? translate::wan::vae22_component()
+                                                                 : translate::wan::vae_component();
+}
+
 pipeline::PartsChecked check_wan_part_files(const pipeline::PartFiles& over) {
   VIDAX_CHECK(!over.diffusion_model.empty() || !over.vae.empty() || !over.text_encoder.empty(),
               "no part given as a file (--diffusion-model, --vae, --text-encoder)");
   pipeline::PartsChecked out;
   const std::pair<const std::string*, const char*> flags[] = {
       {&over.diffusion_model, "--diffusion-model"}, {&over.vae, "--vae"}, {&over.text_encoder, "--text-encoder"}};
-  const translate::Component* comps[] = {&translate::wan::dit_component(), &translate::wan::vae_component(),
+  const translate::Component* comps[] = {&translate::wan::dit_component(), &vae_component_of(over.vae),
                                          &translate::t5::umt5_component()};
   for (size_t i = 0; i < 3; ++i) {
     const std::string& path = *flags[i].first;

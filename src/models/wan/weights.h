@@ -50,17 +50,21 @@ std::string detect_model(const std::string& dir);
 // The same with parts as single files: a --diffusion-model file decides by its tensors' shapes.
 std::string detect_model(const std::string& dir, const pipeline::PartFiles& over);
 
-// Checks that `path` (given with `flag`) holds the part `want` (the Wan DiT, VAE or UMT5
-// encoder, in any layout their key maps know) and returns its config: the file's __metadata__
-// config, else what its shapes say. Throws naming the flag, the file and what it looks like.
-// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none (the
-// Wan 2.2 VAE is no translator component: load_vae22 checks its names as it loads).
+// A single Wan 2.2 VAE file's stored config ("config" in its metadata), null when it has none (a
+// run loads it with load_vae22, which checks its names as it loads, with the preset's config).
 nlohmann::json vae22_file_config(const std::string& path);
+// Checks that `path` (given with `flag`) holds the part `want` (the Wan DiT, a Wan 2.1 or 2.2 VAE
+// or the UMT5 encoder, in any layout their key maps know) and returns its config: the file's
+// __metadata__ config, else what its shapes say. Throws naming the flag, the file and what it looks like.
 nlohmann::json single_file_config(const std::string& path, const translate::Component& want, const std::string& flag);
+// The VAE component a --vae file's tensors are: wan2.2-vae when the translator detects the Wan 2.2
+// VAE (its nested levels, in either layout), else wan2.1-vae (also for a path that is no file).
+const translate::Component& vae_component_of(const std::string& path);
 
 // The single files of `over` on their own, each checked by single_file_config (as find_weights
-// does) under its flag; the variant is detect_model("", over) (a --tokenizer is not a weights file
-// and is not checked here). Throws when no weights file is given.
+// does) under its flag, the --vae file against the VAE its tensors are (vae_component_of); the
+// variant is detect_model("", over) (a --tokenizer is not a weights file and is not checked here).
+// Throws when no weights file is given.
 pipeline::PartsChecked check_wan_part_files(const pipeline::PartFiles& over);
 
 // Checks that the DiT config in the weights (when there is one) has the
