@@ -1,0 +1,161 @@
+// HunyuanVideo 1.5 text-to-video (src/models/hunyuan15/t2v.h) against the official
+// HunyuanVideo_1_5_Pipeline.__call__ (tests/golden/hunyuan15/hy15_pipeline_t2v*.safetensors,
+// tools/golden/hunyuan15_pipeline.py) through the kind hunyuan1.5.pipeline.t2v: the whole run (the
+// denoise loop and the decode) at guidance 1 and 6, the negative controls (another seed, a perturbed
+// prompt / glyph / negative-prompt embedding each move the result far past the bound), and the
+// request checks (frames not 4k+1, a size not a multiple of 16, steps < 1) naming the nearest valid values.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <functional>
+
+#include "core/error.h"
+#include "engine/builtin_kinds.h"
+#include "io/checkpoint.h"
+#include "models/hunyuan15/pipeline_parity.h"
+#include "parity/parity.h"
+#include "test_diff.h"
+
+namespace vidax::hunyuan15 {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string golden_path(const std::string& name) {
+  return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan15" / name).string();
+}
+const std::string kPlain = golden_path("hy15_pipeline_t2v.safetensors");
+const std::string kCfg = golden_path("hy15_pipeline_t2v_cfg.safetensors");
+
+// The contract's fp32 bound, max abs, on every compared tensor.
+constexpr double kBound = 1e-5;
+
+parity::Golden open_golden(const std::string& path) {
+  auto ck = io::Checkpoint::open(path);
+  const auto& meta = ck.metadata();
+  return parity::Golden{path, ck, meta.at("kind"), nlohmann::json::parse(meta.at("config"))};
+}
+
+parity::Golden with_config(const parity::Golden& g, const std::function<void(nlohmann::json&)>& edit) {
+  nlohmann::json c = g.config;
+  edit(c);
+  return parity::Golden{g.path, g.file, g.kind, c};
+}
+
+// The golden with `count` values of tensor `name` (from flat index `at`) moved by `delta`, written
+// to a scratch file.
+parity::Golden perturbed(const std::string& path, const std::string& name, size_t at, float delta, size_t count = 1) {
+  const io::Checkpoint ck = io::Checkpoint::open(path);
+  std::map<std::string, Tensor> tensors;
+  for (const std::string& n : ck.names()) tensors[n] = ck.get(n);
+  std::vector<float> v = tensors.at(name).to_f32_vector();
+  for (size_t i = at; i < at + count; ++i) v.at(i) += delta;
+  tensors[name] = Tensor::from_f32(v, tensors.at(name).shape());
+  const fs::path dir = fs::temp_directory_path() / ("vidax_test_hy15t2v_" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  const std::string out = (dir / (name + ".safetensors")).string();
+  io::save_safetensors(out, tensors, ck.metadata());
+  return open_golden(out);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+double latents_error(const parity::Golden& reference, const parity::Produced& out) {
+  const double e = test::diff(reference.file.get("output.latents"), out.at("output.latents")).max_abs;
+  std::printf("  latents max_abs vs %s: %.3g\n", fs::path(reference.path).filename().c_str(), e);
+  return e;
+}
+
+TEST(Hunyuan15T2V, MatchesTheOfficialPipeline) {
+  for (const std::string& path : {kPlain, kCfg}) {
+    const parity::Golden g = open_golden(path);
+    ASSERT_EQ(g.kind, "hunyuan1.5.pipeline.t2v");
+    const parity::Produced out = run_t2v_golden(g, parity::Options{});
+    // The noise and the schedule are exact: the same generator stream, the official scheduler's float32 math.
+    EXPECT_EQ(test::diff(g.file.get("inter.noise"), out.at("inter.noise")).max_abs, 0.0) << path;
+    EXPECT_EQ(test::diff(g.file.get("inter.timesteps"), out.at("inter.timesteps")).max_abs, 0.0) << path;
+    for (const char* name : {"inter.latents_step0", "inter.latents_last", "output.latents", "output.video"}) {
+      const test::Diff d = test::diff(g.file.get(name), out.at(name));
+      std::printf("  %s %s: max_abs %.3g rel_l2 %.3g\n", fs::path(path).filename().c_str(), name, d.max_abs, d.rel_l2);
+      EXPECT_LE(d.max_abs, kBound) << path << " " << name;
+    }
+  }
+}
+
+TEST(Hunyuan15T2V, GuidanceUsesTheNegativePrompt) {
+  const parity::Golden g = open_golden(kCfg);
+  ASSERT_EQ(g.config.at("guidance").get<double>(), 6.0);
+  const parity::Produced out = run_t2v_golden(g, parity::Options{});
+  // The CFG-free golden's latents (same seed, same prompt) are far away.
+  EXPECT_GT(latents_error(open_golden(kPlain), out), 1e-2);
+  // A guided request without the negative embeddings is refused, not run on the prompt's.
+  const parity::Golden bad = with_config(g, [](nlohmann::json& c) { c["negative_prompt"] = ""; });
+  EXPECT_NE(error_of([&] { (void)run_t2v_golden(bad, parity::Options{}); }).find("needs a negative_prompt"),
+            std::string::npos);
+}
+
+// The negative controls: each must move the latents far past the bound (so the golden test can fail).
+TEST(Hunyuan15T2V, PerturbedInputsFail) {
+  const parity::Golden g = open_golden(kPlain);
+  const parity::Golden other_seed = with_config(g, [](nlohmann::json& c) { c["seed"] = 43; });
+  EXPECT_GT(latents_error(g, run_t2v_golden(other_seed, parity::Options{})), 1e-2);
+  // A valid Qwen token (row 0: one value) and a valid glyph token (row 0, the first 3 of 4 are
+  // valid: 64 of its 1472 values; one alone moves the latents by 6.7e-5, the mapper's LayerNorm
+  // spreads it).
+  EXPECT_GT(latents_error(g, run_t2v_golden(perturbed(kPlain, "input.text_states", 3, 1.0f), parity::Options{})),
+            1e-4);
+  EXPECT_GT(
+      latents_error(g, run_t2v_golden(perturbed(kPlain, "input.byt5_text_states", 0, 1.0f, 64), parity::Options{})),
+      1e-4);
+  // The negative prompt's embedding reaches the guided result.
+  const parity::Golden cfg = open_golden(kCfg);
+  const parity::Golden p = perturbed(kCfg, "input.negative_text_states", 3, 1.0f);
+  EXPECT_GT(latents_error(cfg, run_t2v_golden(p, parity::Options{})), 1e-4);
+  // A padded Qwen token (row 7, mask 0) changes nothing beyond rounding.
+  const parity::Golden pad = perturbed(kPlain, "input.text_states", 7 * 16 + 2, 1.0f);
+  EXPECT_LE(latents_error(g, run_t2v_golden(pad, parity::Options{})), kBound);
+}
+
+TEST(Hunyuan15T2V, RefusesRequestsTheVaeCannotTake) {
+  const parity::Golden g = open_golden(kPlain);
+  auto run_with = [&](const char* field, int64_t value) {
+    return error_of([&] {
+      (void)run_t2v_golden(with_config(g, [&](nlohmann::json& c) { c[field] = value; }), parity::Options{});
+    });
+  };
+  const std::string frames = run_with("frames", 8);
+  EXPECT_NE(frames.find("--frames 8"), std::string::npos) << frames;
+  EXPECT_NE(frames.find("4k+1"), std::string::npos) << frames;
+  EXPECT_NE(frames.find("5 or 9"), std::string::npos) << frames;
+  const std::string height = run_with("height", 40);
+  EXPECT_NE(height.find("--height 40"), std::string::npos) << height;
+  EXPECT_NE(height.find("32 or 48"), std::string::npos) << height;
+  const std::string width = run_with("width", 8);
+  EXPECT_NE(width.find("--width 8"), std::string::npos) << width;
+  EXPECT_NE(width.find("nearest: 16"), std::string::npos) << width;
+  const std::string steps = run_with("steps", 0);
+  EXPECT_NE(steps.find("--steps 0: must be 1..1000"), std::string::npos) << steps;
+}
+
+TEST(Hunyuan15T2V, ParityKindIsRegistered) {
+  engine::register_builtins();
+  for (const std::string& path : {kPlain, kCfg}) {
+    const parity::Report rep = parity::run(path, parity::Options{});  // fp32
+    EXPECT_TRUE(rep.ok()) << path;
+    // output.latents, output.video, inter.noise, inter.timesteps, inter.latents_step0, inter.latents_last
+    EXPECT_EQ(rep.compared, 6) << path;
+  }
+}
+
+}  // namespace
+}  // namespace vidax::hunyuan15
