@@ -15,7 +15,9 @@
 #include "core/error.h"
 #include "engine/builtin_kinds.h"
 #include "io/checkpoint.h"
+#include "models/hunyuan15/checkpoint_keys.h"
 #include "models/hunyuan15/pipeline_parity.h"
+#include "models/hunyuan15/t2v.h"
 #include "parity/parity.h"
 #include "test_diff.h"
 
@@ -145,6 +147,52 @@ TEST(Hunyuan15T2V, RefusesRequestsTheVaeCannotTake) {
   EXPECT_NE(width.find("nearest: 16"), std::string::npos) << width;
   const std::string steps = run_with("steps", 0);
   EXPECT_NE(steps.find("--steps 0: must be 1..1000"), std::string::npos) << steps;
+}
+
+// A DiT / VAE of the golden's configs with zero parameters (only the checks run).
+std::shared_ptr<const HunyuanVideo15DiT> zero_dit(const DiTConfig& cfg) {
+  std::map<std::string, Tensor> m;
+  for (const auto& p : dit_params(cfg).params) m[p.name] = Tensor::zeros(p.shape, DType::F32);
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(m), "zeros");
+  return std::make_shared<const HunyuanVideo15DiT>(cfg, src, DType::F32);
+}
+std::shared_ptr<const HunyuanVideo15VAE> zero_vae(const VAEConfig& cfg) {
+  const VAEParts parts{.encoder = false, .decoder = true};
+  std::map<std::string, Tensor> m;
+  for (const auto& [name, shape] : HunyuanVideo15VAE::parameter_shapes(cfg, parts))
+    m[name] = Tensor::zeros(shape, DType::F32);
+  nn::ParamSource src = nn::ParamSource::from_map(std::move(m), "zeros");
+  return std::make_shared<const HunyuanVideo15VAE>(cfg, src, parts, DType::F32);
+}
+class NoPrompt final : public PromptEncoder {
+ public:
+  PromptEmbeds encode(const std::string&) override { return {}; }
+};
+
+TEST(Hunyuan15T2V, RefusesDiTsTheLoopDoesNotBuild) {
+  const parity::Golden g = open_golden(kPlain);
+  nlohmann::json dj = g.config.at("dit");
+  dj["glyph_byT5_v2"] = false;  // small: no 1472-wide mapper (and so no condition types)
+  dj["use_cond_type_embedding"] = false;
+  const VAEConfig vc = VAEConfig::from_json(g.config.at("vae"));
+  auto vae = zero_vae(vc);
+  auto enc = std::make_shared<NoPrompt>();
+  auto refusal = [&](const char* field, const nlohmann::json& value) {
+    nlohmann::json j = dj;
+    j[field] = value;
+    return error_of([&] { (void)make_t2v_parts(zero_dit(DiTConfig::from_json(j)), vae, enc); });
+  };
+  EXPECT_EQ(refusal("qkv_bias", true), "");  // the golden's own config builds
+  EXPECT_NE(refusal("guidance_embed", true).find("guidance_embed must be false"), std::string::npos);
+  EXPECT_NE(refusal("use_meanflow", true).find("use_meanflow must be false"), std::string::npos);
+  EXPECT_NE(refusal("is_reshape_temporal_channels", true).find("is_reshape_temporal_channels"), std::string::npos);
+  const std::string channels = refusal("in_channels", 8);
+  EXPECT_NE(channels.find("in_channels 8"), std::string::npos) << channels;
+  EXPECT_NE(channels.find("latent_channels 4"), std::string::npos) << channels;
+  // An encoder whose embeddings do not fit the DiT is named at encode time.
+  const pipeline::Parts parts = make_t2v_parts(zero_dit(DiTConfig::from_json(dj)), vae, enc);
+  EXPECT_NE(error_of([&] { (void)parts.encode_prompt("x"); }).find("text_states missing, expected [L, 16]"),
+            std::string::npos);
 }
 
 TEST(Hunyuan15T2V, ParityKindIsRegistered) {
