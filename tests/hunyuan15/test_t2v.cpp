@@ -47,20 +47,27 @@ parity::Golden with_config(const parity::Golden& g, const std::function<void(nlo
   return parity::Golden{g.path, g.file, g.kind, c};
 }
 
-// The golden with `count` values of tensor `name` (from flat index `at`) moved by `delta`, written
-// to a scratch file.
-parity::Golden perturbed(const std::string& path, const std::string& name, size_t at, float delta, size_t count = 1) {
+// The golden's tensors edited by `edit`, written to a scratch file `tag`.safetensors.
+parity::Golden rewritten(const std::string& path, const std::string& tag,
+                         const std::function<void(std::map<std::string, Tensor>&)>& edit) {
   const io::Checkpoint ck = io::Checkpoint::open(path);
   std::map<std::string, Tensor> tensors;
   for (const std::string& n : ck.names()) tensors[n] = ck.get(n);
-  std::vector<float> v = tensors.at(name).to_f32_vector();
-  for (size_t i = at; i < at + count; ++i) v.at(i) += delta;
-  tensors[name] = Tensor::from_f32(v, tensors.at(name).shape());
+  edit(tensors);
   const fs::path dir = fs::temp_directory_path() / ("vidax_test_hy15t2v_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  const std::string out = (dir / (name + ".safetensors")).string();
+  const std::string out = (dir / (tag + ".safetensors")).string();
   io::save_safetensors(out, tensors, ck.metadata());
   return open_golden(out);
+}
+
+// The golden with `count` values of tensor `name` (from flat index `at`) moved by `delta`.
+parity::Golden perturbed(const std::string& path, const std::string& name, size_t at, float delta, size_t count = 1) {
+  return rewritten(path, name, [&](std::map<std::string, Tensor>& tensors) {
+    std::vector<float> v = tensors.at(name).to_f32_vector();
+    for (size_t i = at; i < at + count; ++i) v.at(i) += delta;
+    tensors[name] = Tensor::from_f32(v, tensors.at(name).shape());
+  });
 }
 
 std::string error_of(const std::function<void()>& f) {
@@ -123,6 +130,13 @@ TEST(Hunyuan15T2V, PerturbedInputsFail) {
   const parity::Golden cfg = open_golden(kCfg);
   const parity::Golden p = perturbed(kCfg, "input.negative_text_states", 3, 1.0f);
   EXPECT_GT(latents_error(cfg, run_t2v_golden(p, parity::Options{})), 1e-4);
+  // The decode's tile is read: without "vae_tiling" the VAE constructor's (64 px, 0.25) decodes the
+  // 2 x 3 latent whole, not in the golden's blended tiles of 32 px.
+  const parity::Golden untiled = with_config(g, [](nlohmann::json& c) { c.erase("vae_tiling"); });
+  const double tile_error =
+      test::diff(g.file.get("output.video"), run_t2v_golden(untiled, parity::Options{}).at("output.video")).max_abs;
+  std::printf("  video max_abs untiled vs the golden's tiles: %.3g\n", tile_error);
+  EXPECT_GT(tile_error, 1e-3);
   // A padded Qwen token (row 7, mask 0) changes nothing beyond rounding.
   const parity::Golden pad = perturbed(kPlain, "input.text_states", 7 * 16 + 2, 1.0f);
   EXPECT_LE(latents_error(g, run_t2v_golden(pad, parity::Options{})), kBound);
@@ -147,6 +161,38 @@ TEST(Hunyuan15T2V, RefusesRequestsTheVaeCannotTake) {
   EXPECT_NE(width.find("nearest: 16"), std::string::npos) << width;
   const std::string steps = run_with("steps", 0);
   EXPECT_NE(steps.find("--steps 0: must be 1..1000"), std::string::npos) << steps;
+}
+
+// The pipeline's own spellings: __call__'s argument names in the config (guidance_scale, flow_shift,
+// video_length, num_inference_steps; no sampler: flow_match_euler) and its variable names for the
+// prompt's tensors (prompt_embeds, prompt_mask) give the same run; a guidance below 1 runs as 1
+// (do_classifier_free_guidance is guidance_scale > 1), with no negative prompt needed.
+TEST(Hunyuan15T2V, TakesThePipelinesSpellings) {
+  const parity::Golden g = open_golden(kCfg);
+  const parity::Produced base = run_t2v_golden(g, parity::Options{});
+  const parity::Golden renamed = rewritten(kCfg, "renamed", [](std::map<std::string, Tensor>& t) {
+    for (const char* p : {"", "negative_"}) {
+      t["input." + std::string(p) + "prompt_embeds"] = t.at("input." + std::string(p) + "text_states");
+      t["input." + std::string(p) + "prompt_mask"] = t.at("input." + std::string(p) + "text_mask");
+      t.erase("input." + std::string(p) + "text_states");
+      t.erase("input." + std::string(p) + "text_mask");
+    }
+  });
+  const parity::Golden aliased = with_config(renamed, [](nlohmann::json& c) {
+    for (const auto& [ours, theirs] : {std::pair<const char*, const char*>{"guidance", "guidance_scale"},
+                                       {"shift", "flow_shift"}, {"frames", "video_length"},
+                                       {"steps", "num_inference_steps"}}) {
+      c[theirs] = c.at(ours);
+      c.erase(ours);
+    }
+    c.erase("sampler");
+  });
+  const parity::Produced out = run_t2v_golden(aliased, parity::Options{});
+  for (const char* name : {"output.latents", "output.video"})
+    EXPECT_EQ(test::diff(base.at(name), out.at(name)).max_abs, 0.0) << name;
+  const parity::Golden plain = open_golden(kPlain);
+  const parity::Golden low = with_config(plain, [](nlohmann::json& c) { c["guidance"] = 0.5; });
+  EXPECT_LE(latents_error(plain, run_t2v_golden(low, parity::Options{})), kBound);
 }
 
 // A DiT / VAE of the golden's configs with zero parameters (only the checks run).

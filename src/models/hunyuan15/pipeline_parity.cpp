@@ -33,9 +33,24 @@ class GoldenPrompt final : public PromptEncoder {
   std::map<std::string, PromptEmbeds> e_;
 };
 
+// The input's name in the file: `name`, or the pipeline's own spelling of it (__call__'s
+// prompt_embeds / prompt_mask for text_states / text_mask).
+std::string input_name(const parity::Golden& g, const std::string& name) {
+  static const std::pair<const char*, const char*> kAliases[] = {{"text_states", "prompt_embeds"},
+                                                                 {"text_mask", "prompt_mask"}};
+  if (g.file.contains("input." + name)) return "input." + name;
+  for (const auto& [ours, theirs] : kAliases) {
+    const size_t at = name.rfind(ours);
+    if (at != std::string::npos && at + std::string(ours).size() == name.size()) {
+      const std::string alt = "input." + name.substr(0, at) + theirs;
+      if (g.file.contains(alt)) return alt;
+    }
+  }
+  throw Error(msg() << g.path << ": " << kKind << " needs input." << name);
+}
+
 Tensor first_of_batch(const parity::Golden& g, const std::string& name, int64_t dims) {
-  VIDAX_CHECK(g.file.contains("input." + name), g.path << ": " << kKind << " needs input." << name);
-  const Tensor t = g.file.get("input." + name);
+  const Tensor t = g.file.get(input_name(g, name));
   VIDAX_CHECK(t.dim() == dims + 1 && t.size(0) == 1,
               g.path << ": input." << name << " " << t.str() << ": expected a batch of one, " << dims + 1 << " dims");
   return t.squeeze(0).contiguous();
@@ -96,14 +111,29 @@ parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& 
 
   T2VOptions t2v;
   t2v.vision_tokens = c.value("vision_num_semantic_tokens", t2v.vision_tokens);
+  // The decode runs in vae.memory_efficient_context() (spatial tiling on) with the tile the VAE
+  // instance holds: "vae_tiling" (what set_tile_sample_min_size set), else the constructor's
+  // (the config's sample_size, overlap 0.25).
+  t2v.tiling = VAETiling{true, 0, 0.25};
   if (c.contains("vae_tiling")) {
     const nlohmann::json& t = c.at("vae_tiling");
     t2v.tiling = VAETiling{true, t.at("sample_size").get<int64_t>(), t.at("overlap").get<double>()};
   }
-  pipeline::Request r = pipeline::request_from_json(c, "");
+  // The request under request_from_json's names, or __call__'s (guidance_scale, flow_shift,
+  // video_length, num_inference_steps); the sampler is the pipeline's flow_match_euler by default.
+  nlohmann::json rc = c;
+  for (const auto& [ours, theirs] : {std::pair<const char*, const char*>{"guidance", "guidance_scale"},
+                                     {"shift", "flow_shift"}, {"frames", "video_length"},
+                                     {"steps", "num_inference_steps"}})
+    if (!rc.contains(ours) && rc.contains(theirs)) rc[ours] = rc.at(theirs);
+  if (!rc.contains("sampler")) rc["sampler"] = "flow_match_euler";
+  pipeline::Request r = pipeline::request_from_json(rc, "");
+  // do_classifier_free_guidance is guidance_scale > 1: a smaller scale runs the prompt alone, which
+  // the loop's classifier-free guidance does at exactly 1.
+  if (r.guidance < 1.0) r.guidance = 1.0;
   const bool glyphs = dit->config().glyph_byT5_v2;
   std::map<std::string, PromptEmbeds> prompts{{r.prompt, embeds_of(g, "", glyphs)}};
-  if (r.guidance != 1.0) {
+  if (r.guidance > 1.0) {
     VIDAX_CHECK(!r.negative_prompt.empty() && r.negative_prompt != r.prompt,
                 g.path << ": guidance " << r.guidance << " needs a negative_prompt naming input.negative_*");
     prompts[r.negative_prompt] = embeds_of(g, "negative_", glyphs);
