@@ -8,6 +8,7 @@
 
 #include "engine/families.h"
 #include "models/hunyuan15/dit_parity.h"
+#include "models/hunyuan15/pipeline_parity.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/text_encoder.h"
 #include "models/hunyuan15/vae_parity.h"
@@ -43,6 +44,7 @@ void register_builtin_kinds() {
     vidax::hunyuan15::register_vae_parity_kinds();  // hunyuan1.5.vae.decode, hunyuan1.5.vae.encode
     vidax::hunyuan15::register_text_parity_kinds();  // hunyuan1.5.text.qwen
     vidax::hunyuan15::register_byt5_parity_kind();   // hunyuan1.5.text.byt5
+    vidax::hunyuan15::register_pipeline_parity_kinds();  // hunyuan1.5.pipeline.t2v
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
     vidax::ltx2::register_audio_processor_parity_kind();  // ltx2.audio_processor
     vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
