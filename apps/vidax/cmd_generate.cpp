@@ -243,6 +243,7 @@ int run_generate(const GenerateArgs& a) {
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   check_fps(fps);
+  req.fps = fps;
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
   // A replay runs at the record's precision unless --precision says otherwise.
   const cpu::PrecisionChoice pc =

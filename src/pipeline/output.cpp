@@ -80,10 +80,10 @@ std::string lower_extension(const std::string& path) {
 void check_audio_options(const std::string& model, bool model_has_audio, const std::string& path,
                          OutputFormat format, bool no_audio, const std::string& wav_path) {
   if (!model_has_audio) {
-    VIDAX_CHECK(!no_audio, "--no-audio: model " << model << " makes no audio (no model vidax runs today does), "
+    VIDAX_CHECK(!no_audio, "--no-audio: model " << model << " makes no audio (`vidax models` marks the variants that do), "
                                                  "so there is no track to drop");
     VIDAX_CHECK(wav_path.empty(), "--audio-output " << wav_path << ": model " << model
-                                                    << " makes no audio (no model vidax runs today does)");
+                                                    << " makes no audio (`vidax models` marks the variants that do)");
     return;
   }
   if (!wav_path.empty()) {

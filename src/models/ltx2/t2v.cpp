@@ -99,7 +99,7 @@ LatentGrid latent_grid(const T2VRequest& r) {
 }
 
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
-                       bool keep_steps) {
+                       bool keep_steps, const AfterStep& after_step) {
   const LatentGrid g = latent_grid(r);
   const DiTConfig& cfg = model.config();
   VIDAX_CHECK(cfg.model_type == ModelType::AudioVideo,
@@ -204,6 +204,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
     video = sched::ltx2_euler_step(video, dv, out.sigmas, i);
     audio = sched::ltx2_euler_step(audio, da, out.sigmas, i);
     if (keep_steps) out.steps.push_back({video, audio, dv, da, cond_v, cond_a});
+    if (after_step) after_step(i + 1, static_cast<int64_t>(out.sigmas.size()) - 1);
   }
   // unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.
   out.video = video.reshape({1, g.video_frames, g.video_height, g.video_width, kVideoChannels})
