@@ -84,6 +84,12 @@ class Ltx2Family final : public pipeline::Family {
     }
     return "";
   }
+  // A folder of this family's with parts as files: detected, so that resolve_parts refuses the files
+  // by name (the default: the family takes no single files yet).
+  std::string detect_parts(const std::string& weights_dir, const pipeline::PartFiles& files) const override {
+    (void)files;
+    return weights_dir.empty() ? "" : detect(weights_dir);
+  }
   pipeline::Variant resolve(const std::string& weights_dir, const std::string& model) const override {
     const std::string name = model.empty() ? detect(weights_dir) : model;
     VIDAX_CHECK(!name.empty(), "LTX-2: " << weights_dir << " is not an LTX-2 checkpoint folder");
