@@ -319,6 +319,7 @@ TEST(Ltx2Cli, MakeDemoThenGenerateVideoWithAudio) {
                 static_cast<long long>(info.audio->channels), static_cast<long long>(info.audio->samples),
                 info.audio->duration, static_cast<long long>(samples));
     EXPECT_NEAR(static_cast<double>(info.audio->samples), static_cast<double>(samples), 1024.0);  // AAC frames
+    EXPECT_NEAR(info.audio->duration, static_cast<double>(samples) / 48000.0, 1e-3);  // the container's
   }
   {
     const io::Audio w = io::read_wav(wav);

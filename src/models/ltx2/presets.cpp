@@ -42,7 +42,7 @@ json demo_config() {
       {"num_layers", 2}, {"cross_attention_dim", 32}, {"norm_eps", 1e-06}, {"positional_embedding_theta", 10000.0},
       {"positional_embedding_max_pos", {20, 2048, 2048}}, {"timestep_scale_multiplier", 1000},
       {"audio_num_attention_heads", 2}, {"audio_attention_head_dim", 8}, {"audio_in_channels", 128},
-      {"audio_out_channels", 128}, {"audio_cross_attention_dim", 16}, {"audio_positional_embedding_max_pos", {20}},
+      {"audio_out_channels", 128}, {"audio_cross_attention_dim", 16}, {"audio_positional_embedding_max_pos", json::array({20})},
       {"av_ca_timestep_scale_multiplier", 1}, {"rope_type", "split"}, {"frequencies_precision", "float64"},
       {"apply_gated_attention", true}, {"cross_attention_adaln", true}, {"use_prompt_adaln_single", true},
       {"ff_bias", false},
@@ -53,7 +53,7 @@ json demo_config() {
       // their widths are the DiT's context widths, 2 x 16 and 2 x 8.
       {"connector_num_attention_heads", 2}, {"connector_attention_head_dim", 16}, {"connector_num_layers", 1},
       {"audio_connector_num_attention_heads", 2}, {"audio_connector_attention_head_dim", 8},
-      {"audio_connector_num_layers", 1}, {"connector_positional_embedding_max_pos", {1}},
+      {"audio_connector_num_layers", 1}, {"connector_positional_embedding_max_pos", json::array({1})},
       {"connector_apply_gated_attention", true}, {"connector_ff_bias", true}};
   const json vae = {{"_class_name", "CausalVideoAutoencoder"},
                     {"dims", 3},
@@ -66,10 +66,10 @@ json demo_config() {
                     {"spatial_padding_mode", "zeros"},
                     {"decoder_base_channels", 4},
                     {"decoder_blocks",
-                     {{"res_x", {{"num_layers", 1}, {"inject_noise", true}}},
-                      {"compress_all", {{"residual", false}, {"multiplier", 1}}},
-                      {"compress_all", {{"residual", false}, {"multiplier", 1}}},
-                      {"compress_all", {{"residual", false}, {"multiplier", 1}}}}}};
+                     json::array({json::array({"res_x", {{"num_layers", 1}, {"inject_noise", true}}}),
+                                  json::array({"compress_all", {{"residual", false}, {"multiplier", 1}}}),
+                                  json::array({"compress_all", {{"residual", false}, {"multiplier", 1}}}),
+                                  json::array({"compress_all", {{"residual", false}, {"multiplier", 1}}})})}};
   const json audio_vae = {
       {"model",
        {{"params",
@@ -81,12 +81,12 @@ json demo_config() {
       {"preprocessing", {{"stft", {{"hop_length", 160}, {"causal", true}}}}}};
   const json vocoder = {
       {"vocoder",
-       {{"resblock_kernel_sizes", {3}}, {"upsample_rates", {4, 5, 8}}, {"upsample_kernel_sizes", {8, 10, 16}},
-        {"resblock_dilation_sizes", {{1, 3, 5}}}, {"upsample_initial_channel", 16}, {"resblock", "AMP1"},
+       {{"resblock_kernel_sizes", json::array({3})}, {"upsample_rates", {4, 5, 8}}, {"upsample_kernel_sizes", {8, 11, 16}},
+        {"resblock_dilation_sizes", json::array({json::array({1, 3, 5})})}, {"upsample_initial_channel", 16}, {"resblock", "AMP1"},
         {"activation", "snakebeta"}, {"stereo", true}}},
       {"bwe",
-       {{"resblock_kernel_sizes", {3}}, {"upsample_rates", {3, 4}}, {"upsample_kernel_sizes", {5, 8}},
-        {"resblock_dilation_sizes", {{1, 3, 5}}}, {"upsample_initial_channel", 8}, {"resblock", "AMP1"},
+       {{"resblock_kernel_sizes", json::array({3})}, {"upsample_rates", {3, 4}}, {"upsample_kernel_sizes", {5, 8}},
+        {"resblock_dilation_sizes", json::array({json::array({1, 3, 5})})}, {"upsample_initial_channel", 8}, {"resblock", "AMP1"},
         {"activation", "snakebeta"}, {"stereo", true}, {"apply_final_activation", false},
         {"input_sampling_rate", 16000}, {"output_sampling_rate", 48000}, {"hop_length", 4}, {"n_fft", 64},
         {"win_size", 64}, {"num_mels", 64}}}};
@@ -117,11 +117,11 @@ json demo_gemma() {
                      {"attention_dropout", 0.0},
                      {"query_pre_attn_scalar", 8},
                      {"sliding_window", 4},
-                     {"layer_types", {"sliding_attention", "full_attention"}},
+                     {"layer_types", json::array({"sliding_attention", "full_attention"})},
                      {"final_logit_softcapping", nullptr},
                      {"attn_logit_softcapping", nullptr},
                      {"use_bidirectional_attention", false}};
-  return {{"model_type", "gemma3"}, {"architectures", {"Gemma3ForConditionalGeneration"}}, {"text_config", text}};
+  return {{"model_type", "gemma3"}, {"architectures", json::array({"Gemma3ForConditionalGeneration"})}, {"text_config", text}};
 }
 
 std::vector<Preset> make_presets() {
