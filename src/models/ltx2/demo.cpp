@@ -1,6 +1,7 @@
 // `vidax make-demo --model ltx2.3-tiny-demo` (demo.h).
 #include "models/ltx2/demo.h"
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -101,8 +102,44 @@ int64_t write_demo_tokenizer(const std::string& dir) {
     std::snprintf(piece, sizeof piece, "<0x%02X>", b);
     vocab[piece] = next++;
   }
-  vocab["\xe2\x96\x81"] = next++;  // U+2581, the normalized space
+  const std::string space = "\xe2\x96\x81";  // U+2581, the normalized space
+  vocab[space] = next++;
   for (char ch = 0x21; ch <= 0x7e; ++ch) vocab[std::string(1, ch)] = next++;
+  // Whole words (letters, digits, '_'; with and without the leading space) of the default negative
+  // prompt and of common prompts, each built by merging its prefixes left to right, so that a
+  // prompt of such words is about one token per word, as with Gemma's real vocabulary (the negative
+  // prompt fits the 1024 tokens the reference keeps).
+  json merges = json::array();
+  auto add_word = [&](const std::string& w) {
+    std::string prefix = w.rfind(space, 0) == 0 ? space : w.substr(0, 1);
+    for (size_t i = prefix.size(); i < w.size(); ++i) {
+      const std::string piece = prefix + w[i];
+      if (!vocab.contains(piece)) {
+        merges.push_back(json::array({prefix, std::string(1, w[i])}));
+        vocab[piece] = next++;
+      }
+      prefix = piece;
+    }
+  };
+  std::string text = default_negative_prompt();
+  text += " a the of in on at with and red panda cat dog snow tree bamboo climbing beach sea sky city street night "
+          "day sunset forest mountain river car man woman child bird horse astronaut moon walking running flying";
+  std::string word;
+  auto flush = [&] {
+    if (!word.empty()) {
+      add_word(word);
+      add_word(space + word);
+    }
+    word.clear();
+  };
+  for (char ch : text) {
+    if (std::isalnum(static_cast<unsigned char>(ch)) || ch == '_') {
+      word += ch;
+      continue;
+    }
+    flush();
+  }
+  flush();
   const json tok = {
       {"version", "1.0"},
       {"truncation", nullptr},
@@ -128,7 +165,7 @@ int64_t write_demo_tokenizer(const std::string& dir) {
       {"model",
        {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", "<unk>"}, {"continuing_subword_prefix", nullptr},
         {"end_of_word_suffix", nullptr}, {"fuse_unk", true}, {"byte_fallback", true}, {"ignore_merges", false},
-        {"vocab", vocab}, {"merges", json::array()}}}};
+        {"vocab", vocab}, {"merges", merges}}}};
   write_text(fs::path(dir) / "tokenizer.json", tok.dump(1));
   const json cfg = {{"add_bos_token", true},       {"add_eos_token", false},         {"added_tokens_decoder", decoder_cfg},
                     {"bos_token", "<bos>"},        {"eos_token", "<eos>"},           {"pad_token", "<pad>"},

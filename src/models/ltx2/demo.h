@@ -17,8 +17,10 @@
 //
 // The tokenizer is made here (nothing is downloaded): Gemma's tokenizer.json format (BPE with byte
 // fallback, the " " -> U+2581 normalizer, the <bos> template) with the special tokens <pad> <eos>
-// <bos> <unk> <start_of_turn> <end_of_turn>, the 256 byte pieces, U+2581 and the printable ASCII
-// characters, and no merges: ASCII text is one token per character, anything else one per byte.
+// <bos> <unk> <start_of_turn> <end_of_turn>, the 256 byte pieces, U+2581, the printable ASCII
+// characters, and the words of the default negative prompt and of some common prompts (with and
+// without the leading U+2581), each built by left-to-right merges of its prefixes: those words are
+// one token each, other ASCII text one per character, anything else one per byte.
 #pragma once
 #include <map>
 #include <nlohmann/json.hpp>

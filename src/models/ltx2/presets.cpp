@@ -94,10 +94,10 @@ json demo_config() {
 }
 
 // The demo's Gemma-3: Gemma3ForConditionalGeneration's config.json as transformers writes it, with a
-// 2-layer text model (sliding, full) of width 32 and the demo tokenizer's 384 rows.
+// 2-layer text model (sliding, full) of width 32 and 2048 rows (the demo tokenizer's ids fit).
 json demo_gemma() {
   const json text = {{"model_type", "gemma3_text"},
-                     {"vocab_size", 384},
+                     {"vocab_size", 2048},
                      {"hidden_size", 32},
                      {"intermediate_size", 48},
                      {"num_hidden_layers", 2},
