@@ -78,7 +78,7 @@ class Ltx2Family final : public pipeline::Family {
       try {
         const CheckpointFiles f = read_checkpoint_header(e.path().string());
         if (f.config.is_object() && f.config.contains("transformer") && f.config.contains("vocoder")) return k23Dev;
-      } catch (const Error&) {
+      } catch (const std::exception&) {
         // not a readable safetensors: not this family's
       }
     }
