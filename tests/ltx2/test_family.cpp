@@ -134,7 +134,10 @@ TEST(Ltx2Family, DemoFolderIsTheOfficialLayoutAndIsDetected) {
   expect_error([&] { engine::resolve(bare.string(), ""); }, "no Gemma-3 folder beside ltx-2.3-22b-dev.safetensors");
   fs::copy(d / "gemma-3-tiny-demo", bare / "gemma-3-12b-it-qat-q4_0-unquantized");
   EXPECT_EQ(engine::resolve(bare.string(), "").variant.name, ltx2::k23Dev);
-  fs::rename(bare / "ltx-2.3-22b-dev.safetensors", bare / "ltx-2.3-22b-distilled-1.1.safetensors");
+  // Beside the distilled checkpoint (both downloaded into one folder), the dev one is taken.
+  fs::copy(bare / "ltx-2.3-22b-dev.safetensors", bare / "ltx-2.3-22b-distilled-1.1.safetensors");
+  EXPECT_EQ(fs::path(ltx2::find_checkpoint(bare.string()).checkpoint).filename(), "ltx-2.3-22b-dev.safetensors");
+  fs::remove(bare / "ltx-2.3-22b-dev.safetensors");
   expect_error([&] { engine::resolve(bare.string(), ""); }, "distilled variant");
   fs::remove(bare / "ltx-2.3-22b-distilled-1.1.safetensors");
   {  // An LTX-2.0 checkpoint (model_version below 2.3) is refused by name.

@@ -92,6 +92,12 @@ CheckpointFiles find_checkpoint(const std::string& dir) {
                                         << " holds no LTX-2 checkpoint (a .safetensors whose metadata \"config\" has "
                                            "a \"transformer\", e.g. ltx-2.3-22b-dev.safetensors)"
                                         << (others.empty() ? std::string() : "; found only " + others));
+  if (found.size() > 1) {  // the dev and the distilled checkpoint side by side (MODELS-LTX-2.3.md): the dev one
+    std::vector<CheckpointFiles> dev;
+    for (auto& f : found)
+      if (fs::path(f.checkpoint).filename().string().find("distilled") == std::string::npos) dev.push_back(f);
+    if (dev.size() == 1) found = std::move(dev);
+  }
   if (found.size() > 1) {
     std::string names;
     for (const auto& f : found) names += "\n  " + f.checkpoint;

@@ -18,7 +18,8 @@
 //
 // A weights folder (`vidax generate --weights DIR`) holds the checkpoint and the Gemma folder side by
 // side, as MODELS-LTX-2.3.md has them downloaded: DIR/<name>.safetensors (the one file whose
-// metadata config has a "transformer"; upscalers and LoRAs beside it are not) and DIR/<gemma>/ (the
+// metadata config has a "transformer"; upscalers and LoRAs beside it are not; beside a distilled one,
+// the one whose name does not say "distilled") and DIR/<gemma>/ (the
 // one subfolder whose config.json is a Gemma-3 config). `vidax make-demo` writes the same layout.
 #pragma once
 #include <memory>
