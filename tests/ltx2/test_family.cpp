@@ -255,6 +255,25 @@ TEST(Ltx2Family, SameSeedSameRunAnotherPromptOrSeedMoves) {
   EXPECT_FALSE(a.video.defined());  // decode = false stops after denoising
 }
 
+// PromptEncoder frees Gemma after encoding: under FreeAfterUse (the CLI's) it is gone after a run and
+// read again by the next; Resident (a server's) keeps it. The outputs do not depend on it.
+TEST(Ltx2Family, TheTextEncoderIsFreedAfterEncodingUnderFreeAfterUse) {
+  const ltx2::CheckpointFiles files = ltx2::find_checkpoint(demo_dir());
+  const ltx2::Preset& preset = ltx2::preset(ltx2::k23TinyDemo);
+  const auto freed = ltx2::load_model(files, preset, DType::F32, pipeline::Residency::FreeAfterUse);
+  const auto kept = ltx2::load_model(files, preset, DType::F32, pipeline::Residency::Resident);
+  const pipeline::Request q = demo_request("a cat", 5);
+  const pipeline::Result a = ltx2::run(*freed, q, {}, false);
+  EXPECT_FALSE(freed->text.gemma->loaded());
+  const pipeline::Result b = ltx2::run(*freed, q, {}, false);
+  EXPECT_EQ(freed->text.gemma->loads(), 2);
+  const pipeline::Result c = ltx2::run(*kept, q, {}, false);
+  EXPECT_TRUE(kept->text.gemma->loaded());
+  EXPECT_EQ(kept->text.gemma->loads(), 1);
+  EXPECT_EQ(max_abs(a.latents, b.latents), 0.0);
+  EXPECT_EQ(max_abs(a.latents, c.latents), 0.0);
+}
+
 TEST(Ltx2Family, RequestsItDoesNotTakeAreRefusedByName) {
   const pipeline::LoadedModel loaded = load_demo();
   auto refused = [&](const std::function<void(pipeline::Request&)>& change, const std::string& needle) {
