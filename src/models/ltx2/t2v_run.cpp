@@ -2,9 +2,7 @@
 #include "models/ltx2/t2v_run.h"
 
 #include <chrono>
-#include <cmath>
 #include <map>
-#include <set>
 
 #include "backend/ops.h"
 #include "core/error.h"
@@ -20,9 +18,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// The bundled checkpoint's parts: the prefix each takes and the names it gives them (the
-// configurators' SDOps), in checkpoint.h's order. `keep` prefixes: kept with their prefix (the
-// statistics the VAEs take as per_channel_statistics.*).
+// The bundled checkpoint's parts: the prefixes each takes and the names it gives them (the
+// configurators' SDOps), in checkpoint.h's order (the VAEs take their statistics as
+// per_channel_statistics.*).
 struct PartKeys {
   const char* what;
   std::vector<std::pair<std::string, std::string>> renames;  // checkpoint prefix -> module prefix
