@@ -8,8 +8,12 @@
 
 #include "engine/families.h"
 #include "models/hunyuan15/dit_parity.h"
+#include "models/hunyuan15/text_byt5.h"
+#include "models/hunyuan15/text_encoder.h"
+#include "models/hunyuan15/vae_parity.h"
 #include "models/ltx2/audio_processor.h"
 #include "models/ltx2/audio_vae.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/dit_parity.h"
 #include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/text_connector.h"
@@ -20,6 +24,7 @@
 #include "parity/parity.h"
 #include "text/clip_text.h"
 #include "text/llama_config.h"
+#include "text/qwen2_config.h"
 #include "text/umt5_keys.h"
 #include "translate/component.h"
 #include "sched/parity_kinds.h"
@@ -35,6 +40,9 @@ void register_builtin_kinds() {
     vidax::text::register_parity_kinds();      // t5.encoder
     for (const pipeline::Family* f : families()) f->register_parity_kinds();  // wan.*, hunyuan.dit, hunyuan.vae.*, hunyuan.text.*, hunyuan.pipeline.t2v
     vidax::hunyuan15::register_dit_parity_kinds();  // hunyuan1.5.dit (no HunyuanVideo 1.5 Family yet)
+    vidax::hunyuan15::register_vae_parity_kinds();  // hunyuan1.5.vae.decode, hunyuan1.5.vae.encode
+    vidax::hunyuan15::register_text_parity_kinds();  // hunyuan1.5.text.qwen
+    vidax::hunyuan15::register_byt5_parity_kind();   // hunyuan1.5.text.byt5
     vidax::ltx2::register_vocoder_parity_kinds();  // ltx2.vocoder (no ltx2 Family yet)
     vidax::ltx2::register_audio_processor_parity_kind();  // ltx2.audio_processor
     vidax::ltx2::register_audio_vae_parity_kinds();  // ltx2.audio_vae.decode, ltx2.audio_vae.encode
@@ -54,7 +62,19 @@ void register_builtin_components() {
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
     translate::register_component(text::llama_component());
+    translate::register_component(text::qwen25_vl_text_component());
     translate::register_component(text::clip_text_component());
+    // LTX-2's components (models/ltx2/checkpoint_keys.h) until the ltx2 Family lists them (a second
+    // registration of the same component is a no-op).
+    translate::register_component(ltx2::dit_component());
+    translate::register_component(ltx2::video_vae_component());
+    translate::register_component(ltx2::video_vae_encoder_component());
+    translate::register_component(ltx2::video_vae_decoder_component());
+    translate::register_component(ltx2::audio_vae_component());
+    translate::register_component(ltx2::audio_vae_encoder_component());
+    translate::register_component(ltx2::audio_vae_decoder_component());
+    translate::register_component(ltx2::vocoder_component());
+    translate::register_component(ltx2::vocoder_bwe_component());
   });
 }
 

@@ -20,6 +20,19 @@ using nlohmann::json;
 const char* const kLlama3SplitPattern =
     "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+const char* const kQwen2SplitPattern =
+    "(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+    "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+";
+
+// The Split regexes this tokenizer reads, by the one place they differ: the digit run
+// (Llama-3: \p{N}{1,3}; Qwen2: \p{N}, one digit a piece).
+const std::vector<SplitPretokenizer>& split_pretokenizers() {
+  static const std::vector<SplitPretokenizer> table = {
+      {"llama3", kLlama3SplitPattern, 3},
+      {"qwen2", kQwen2SplitPattern, 1},
+  };
+  return table;
+}
 
 namespace {
 
@@ -31,9 +44,10 @@ char32_t fold(char32_t c) {
   return c == 0x17F ? U's' : c;
 }
 
-// The length of the Llama-3 pattern's match at i (leftmost-first alternation, each alternative
-// greedy with backtracking). Every character starts a match of some alternative, so > 0.
-size_t llama3_match(std::u32string_view t, size_t i) {
+// The length of the pattern's match at i (leftmost-first alternation, each alternative greedy
+// with backtracking); max_digits: the \p{N} alternative's bound. Every character starts a match of
+// some alternative, so > 0.
+size_t split_match(std::u32string_view t, size_t i, size_t max_digits) {
   const size_t n = t.size();
   if (t[i] == U'\'' && i + 1 < n) {  // (?i:'s|'t|'re|'ve|'m|'ll|'d)
     const char32_t a = fold(t[i + 1]);
@@ -51,9 +65,9 @@ size_t llama3_match(std::u32string_view t, size_t i) {
     while (j < n && is_unicode_letter(t[j])) ++j;
     return j - i;
   }
-  if (is_unicode_number(t[i])) {  // \p{N}{1,3}
+  if (is_unicode_number(t[i])) {  // \p{N}{1,max_digits}
     j = i;
-    while (j < n && j - i < 3 && is_unicode_number(t[j])) ++j;
+    while (j < n && j - i < max_digits && is_unicode_number(t[j])) ++j;
     return j - i;
   }
   j = i;  // ' ?[^\s\p{L}\p{N}]+[\r\n]*'
@@ -91,14 +105,21 @@ const std::vector<std::string>& gpt2_byte_alphabet() {
   return table;
 }
 
-std::vector<std::u32string> llama3_pretokenize(std::u32string_view text) {
+std::vector<std::u32string> split_pretokenize(const SplitPretokenizer& pre, std::u32string_view text) {
   std::vector<std::u32string> out;
   for (size_t i = 0; i < text.size();) {
-    const size_t len = llama3_match(text, i);
+    const size_t len = split_match(text, i, static_cast<size_t>(pre.max_digits));
     out.emplace_back(text.substr(i, len));
     i += len;
   }
   return out;
+}
+
+std::vector<std::u32string> llama3_pretokenize(std::u32string_view text) {
+  return split_pretokenize(split_pretokenizers()[0], text);
+}
+std::vector<std::u32string> qwen2_pretokenize(std::u32string_view text) {
+  return split_pretokenize(split_pretokenizers()[1], text);
 }
 
 ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, const std::string& pad_token) {
@@ -111,22 +132,31 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
   VIDAX_CHECK(j.is_object() && j.contains("model"), path << ": not a tokenizers tokenizer.json (no \"model\")");
   ByteLevelBpeTokenizer t;
   try {
-    VIDAX_CHECK(!j.contains("normalizer") || j["normalizer"].is_null(),
-                path << ": normalizer " << j["normalizer"].dump() << " is not supported (Llama-3 has none)");
-    // Llama-3's pre-tokenizer: Split(its regex, Isolated) then ByteLevel without its own regex.
+    // No normalizer (Llama-3) or NFC (Qwen2).
+    if (j.contains("normalizer") && !j["normalizer"].is_null()) {
+      VIDAX_CHECK(json_field_str(j["normalizer"], "type") == "NFC",
+                  path << ": normalizer " << j["normalizer"].dump() << " is not supported (none, or NFC as Qwen2's)");
+      t.nfc_ = true;
+    }
+    // Split(one of the table's regexes, Isolated) then ByteLevel without its own regex.
     const json& pre = j.at("pre_tokenizer");
-    const auto is_llama3 = [&] {
-      if (json_field_str(pre, "type") != "Sequence" || pre.at("pretokenizers").size() != 2) return false;
+    const auto split_kind = [&]() -> const SplitPretokenizer* {
+      if (json_field_str(pre, "type") != "Sequence" || pre.at("pretokenizers").size() != 2) return nullptr;
       const json& split = pre["pretokenizers"][0];
       const json& bytes = pre["pretokenizers"][1];
-      return json_field_str(split, "type") == "Split" && split.contains("pattern") &&
-             json_field_str(split["pattern"], "Regex") == kLlama3SplitPattern && json_field_str(split, "behavior") == "Isolated" &&
-             !split.value("invert", false) && json_field_str(bytes, "type") == "ByteLevel" &&
-             !bytes.value("add_prefix_space", false) && !bytes.value("use_regex", true);
-    };
-    VIDAX_CHECK(is_llama3(), path << ": pre_tokenizer " << pre.dump()
-                                  << " is not supported (Llama-3's: Split on its regex, Isolated, then ByteLevel "
-                                     "with add_prefix_space and use_regex false)");
+      if (!(json_field_str(split, "type") == "Split" && split.contains("pattern") &&
+            json_field_str(split, "behavior") == "Isolated" && !split.value("invert", false) &&
+            json_field_str(bytes, "type") == "ByteLevel" && !bytes.value("add_prefix_space", false) &&
+            !bytes.value("use_regex", true)))
+        return nullptr;
+      for (const SplitPretokenizer& k : split_pretokenizers())
+        if (json_field_str(split["pattern"], "Regex") == k.pattern) return &k;
+      return nullptr;
+    }();
+    VIDAX_CHECK(split_kind, path << ": pre_tokenizer " << pre.dump()
+                                 << " is not supported (Llama-3's or Qwen2's: Split on its regex, Isolated, then "
+                                    "ByteLevel with add_prefix_space and use_regex false)");
+    t.pre_ = split_kind;
     const json& model = j.at("model");
     VIDAX_CHECK(json_field_str(model, "type") == "BPE", path << ": model type '" << json_field_str(model, "type")
                                                         << "' (a BPE tokenizer.json expected)");
@@ -155,11 +185,15 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_file(const std::string& path, 
         VIDAX_CHECK(!a.value("lstrip", false) && !a.value("rstrip", false) && !a.value("single_word", false),
                     path << ": added token " << content << " uses lstrip / rstrip / single_word (not supported)");
         const int64_t id = a.at("id").get<int64_t>();
-        t.added_.emplace_back(utf8_to_u32(content), id);
+        // tokenizers matches a `normalized` token in the normalized text, the others in the raw
+        // text first (AddedVocabulary::extract_and_normalize); its default: normalized = !special.
+        const bool normalized = a.value("normalized", !a.value("special", false));
+        (normalized ? t.added_normalized_ : t.added_).emplace_back(utf8_to_u32(content), id);
         max_id = std::max(max_id, id);
       }
-    std::stable_sort(t.added_.begin(), t.added_.end(),
-                     [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
+    for (auto* list : {&t.added_, &t.added_normalized_})
+      std::stable_sort(list->begin(), list->end(),
+                       [](const auto& a, const auto& b) { return a.first.size() > b.first.size(); });
     t.vocab_size_ = max_id + 1;
     read_template_post_processor(j.contains("post_processor") ? j["post_processor"] : json(), path, t.prefix_, t.suffix_);
   } catch (const json::exception& e) {
@@ -192,8 +226,9 @@ ByteLevelBpeTokenizer ByteLevelBpeTokenizer::from_dir(const std::string& dir) {
 
 std::optional<int64_t> ByteLevelBpeTokenizer::token_id(const std::string& token) const {
   const std::u32string u = utf8_to_u32(token);
-  for (const auto& [content, id] : added_)
-    if (content == u) return id;
+  for (const auto* list : {&added_, &added_normalized_})
+    for (const auto& [content, id] : *list)
+      if (content == u) return id;
   if (auto it = vocab_.find(token); it != vocab_.end()) return it->second;
   return std::nullopt;
 }
@@ -219,14 +254,21 @@ std::vector<int64_t> ByteLevelBpeTokenizer::encode(std::string_view text, bool a
   const std::vector<std::string>& alphabet = gpt2_byte_alphabet();
   std::vector<int64_t> ids;
   if (add_special_tokens) ids = prefix_;
-  const auto encode_span = [&](std::u32string_view span) {
-    for (const std::u32string& piece : llama3_pretokenize(span)) {
+  const auto encode_pieces = [&](std::u32string_view span) {
+    for (const std::u32string& piece : split_pretokenize(*pre_, span)) {
       std::string mapped;
       for (unsigned char b : u32_to_utf8(piece)) mapped += alphabet[b];
       bpe(mapped, ids);
     }
   };
-  split_at_special_tokens(u, added_, encode_span, ids);  // longest first
+  // The raw text split at the non-normalized added tokens; each span between them normalized,
+  // then split at the normalized ones (longest first, leftmost: tokenizers' LeftmostLongest).
+  const auto encode_span = [&](std::u32string_view span) {
+    if (!nfc_) return split_at_special_tokens(span, added_normalized_, encode_pieces, ids);
+    const std::u32string n = vidax::text::nfc(span);
+    split_at_special_tokens(n, added_normalized_, encode_pieces, ids);
+  };
+  split_at_special_tokens(u, added_, encode_span, ids);
   if (add_special_tokens) ids.insert(ids.end(), suffix_.begin(), suffix_.end());
   return ids;
 }

@@ -67,6 +67,7 @@ LlamaConfig LlamaConfig::from_json(const json& in) {
   c.rms_norm_eps = value_or<double>(j, "rms_norm_eps", c.rms_norm_eps);
   c.attention_bias = value_or<bool>(j, "attention_bias", c.attention_bias);
   c.mlp_bias = value_or<bool>(j, "mlp_bias", c.mlp_bias);
+  c.o_proj_bias = c.attention_bias;  // LlamaAttention: one flag for all four projections
   const std::string act = value_or<std::string>(j, "hidden_act", "silu");
   VIDAX_CHECK(act == "silu", "Llama config: hidden_act '" << act << "' is not supported (silu)");
   const int64_t tp = value_or<int64_t>(j, "pretraining_tp", 1);
@@ -144,8 +145,8 @@ translate::ParamSpec llama_params(const LlamaConfig& c) {
       s.add(p + "self_attn.q_proj.bias", {q});
       s.add(p + "self_attn.k_proj.bias", {kv});
       s.add(p + "self_attn.v_proj.bias", {kv});
-      s.add(p + "self_attn.o_proj.bias", {d});
     }
+    if (c.o_proj_bias) s.add(p + "self_attn.o_proj.bias", {d});
     s.add(p + "post_attention_layernorm.weight", {d});
     s.add(p + "mlp.gate_proj.weight", {f, d});
     s.add(p + "mlp.up_proj.weight", {f, d});
@@ -206,6 +207,7 @@ class LlamaComponent : public translate::Component {
       c.intermediate_size = t->shape[0];
     if (const int64_t n = count_llama_layers(src, m); n > 0) c.num_hidden_layers = n;
     c.attention_bias = translate::find_param(src, m, "layers.0.self_attn.q_proj.bias") != nullptr;
+    c.o_proj_bias = c.attention_bias;
     c.mlp_bias = translate::find_param(src, m, "layers.0.mlp.gate_proj.bias") != nullptr;
     // The head counts are not in the shapes: Llama-3's head_dim 128 when the widths fit it.
     const auto* q = translate::find_param(src, m, "layers.0.self_attn.q_proj.weight");

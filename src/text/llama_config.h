@@ -28,6 +28,8 @@ struct LlamaConfig {
   double rope_factor = 8.0, low_freq_factor = 1.0, high_freq_factor = 4.0;
   int64_t original_max_position_embeddings = 8192;
   bool attention_bias = false, mlp_bias = false;
+  // o_proj's bias: Llama's attention_bias covers q, k, v and o; Qwen2 has q/k/v biases only.
+  bool o_proj_bias = false;
 
   // llava-llama-3-8b's text config (xtuner/llava-llama-3-8b-v1_1-transformers: Llama-3-8B with the
   // image token added, vocab 128320; rope_scaling null).

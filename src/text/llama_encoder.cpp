@@ -43,7 +43,7 @@ LlamaTextEncoder::LlamaTextEncoder(const LlamaConfig& cfg, const WeightLookup& w
     l.q_b = bias(ab, a + "q_proj.bias", q);
     l.k_b = bias(ab, a + "k_proj.bias", kv);
     l.v_b = bias(ab, a + "v_proj.bias", kv);
-    l.o_b = bias(ab, a + "o_proj.bias", d);
+    l.o_b = bias(cfg_.o_proj_bias, a + "o_proj.bias", d);
     l.gate = mat(m + "gate_proj.weight", {f, d});
     l.up = mat(m + "up_proj.weight", {f, d});
     l.down = mat(m + "down_proj.weight", {d, f});

@@ -100,15 +100,24 @@ KeyMap gguf_keymap() {
 KeyMap t5_keymap(const std::string& layout) {
   if (layout == "original") return original_identity();
   if (layout == "gguf") return gguf_keymap();
-  VIDAX_CHECK(layout == "diffusers", "umt5-encoder: unknown layout '" << layout << "' (original, diffusers, gguf)");
-  // transformers (UMT5|T5)EncoderModel, as diffusers' text_encoder/ stores it.
+  VIDAX_CHECK(layout == "diffusers" || layout == "t5-stack",
+              "umt5-encoder: unknown layout '" << layout << "' (original, diffusers, gguf, t5-stack)");
+  // transformers (UMT5|T5)EncoderModel, as diffusers' text_encoder/ stores it; "t5-stack": its
+  // encoder alone (T5ForConditionalGeneration.get_encoder()'s T5Stack state dict, as
+  // HunyuanVideo 1.5's Glyph byt5_model.pt holds it): the same names without "encoder.".
   // gate.0 (the GELU branch) is wi_0, fc1 is wi_1 (T5DenseGatedActDense).
-  const std::string L = "encoder.block.{i}.layer.";
-  KeyMap m{"diffusers", {}};
-  // The embedding is tied: save_pretrained keeps `shared`, a state_dict has both.
-  m.rules.push_back(alias_rule("token_embedding.weight", {"shared.weight", "encoder.embed_tokens.weight"}));
+  const bool stack = layout == "t5-stack";
+  const std::string E = stack ? "" : "encoder.";
+  const std::string L = E + "block.{i}.layer.";
+  KeyMap m{layout, {}};
+  if (stack) {
+    m.rules.push_back(key_rule("token_embedding.weight", "embed_tokens.weight"));
+  } else {
+    // The embedding is tied: save_pretrained keeps `shared`, a state_dict has both.
+    m.rules.push_back(alias_rule("token_embedding.weight", {"shared.weight", "encoder.embed_tokens.weight"}));
+  }
   m.rules.push_back(key_rule("pos_embedding.embedding.weight",
-                           "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight"));
+                           E + "block.0.layer.0.SelfAttention.relative_attention_bias.weight"));
   add_nested(m.rules, "blocks.{i}.", L,
              {{"norm1.weight", "0.layer_norm.weight"},
               {"attn.q.weight", "0.SelfAttention.q.weight"},
@@ -120,7 +129,7 @@ KeyMap t5_keymap(const std::string& layout) {
               {"ffn.gate.0.weight", "1.DenseReluDense.wi_0.weight"},
               {"ffn.fc1.weight", "1.DenseReluDense.wi_1.weight"},
               {"ffn.fc2.weight", "1.DenseReluDense.wo.weight"}});
-  m.rules.push_back(key_rule("norm.weight", "encoder.final_layer_norm.weight"));
+  m.rules.push_back(key_rule("norm.weight", E + "final_layer_norm.weight"));
   return m;
 }
 
@@ -130,7 +139,7 @@ class Umt5Component : public Component {
  public:
   std::string name() const override { return "umt5-encoder"; }
   std::string family() const override { return "t5"; }
-  std::vector<std::string> layouts() const override { return {"original", "diffusers", "gguf"}; }
+  std::vector<std::string> layouts() const override { return {"original", "diffusers", "gguf", "t5-stack"}; }
   Json default_config() const override { return T5Config::umt5_xxl().to_json(); }
   std::optional<Json> read_config(const Json& j) const override {
     if (!(has(j, "d_model") || has(j, "dim_attn"))) return std::nullopt;

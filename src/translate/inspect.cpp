@@ -99,29 +99,67 @@ void inspect_checkpoint(const std::string& path, std::vector<Unit>& units) {
     units.push_back(u);
     return;
   }
-  // Group files by what they are.
+  // Group files by what they are. A file holding several components (LTX-2's single checkpoint: the
+  // DiT, the VAEs, the vocoder under their prefixes) is split: the keys the first component's plan
+  // leaves unused are detected again, and each further component (another one than those found in
+  // the file) takes the keys its plan uses; keys no component takes stay with the first, unused.
   std::map<std::pair<std::string, std::string>, std::set<std::string>> groups;  // (component, layout) -> files
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> group_keys;  // -> its keys
   std::map<std::pair<std::string, std::string>, Detection> dets;
   std::vector<std::string> unknown;
   for (const auto& [file, names] : by_file) {
-    std::set<std::string> keep(names.begin(), names.end());
-    SubsetSource one(all, [&](const std::string& n) { return keep.count(n) > 0; }, file);
-    auto d = detect(one);
-    if (!d) {
-      unknown.push_back(file);
-      continue;
+    std::set<std::string> left(names.begin(), names.end());
+    std::optional<std::pair<std::string, std::string>> first;
+    std::set<std::string> found;  // component names found in this file
+    while (!left.empty()) {
+      SubsetSource rest(all, [&](const std::string& n) { return left.count(n) > 0; }, file);
+      auto d = detect(rest);
+      if (!d || found.count(d->comp->name())) break;
+      std::set<std::string> claimed;
+      if (first) {  // a further component: only the keys its plan uses
+        try {
+          const Match m = match(rest, *d->comp, std::nullopt, d->layout);
+          for (const auto& b : m.plan.bound) claimed.insert(b.keys.begin(), b.keys.end());
+          claimed.insert(m.plan.ignored_keys.begin(), m.plan.ignored_keys.end());
+        } catch (const Error&) {
+          break;  // its config does not fit: leave the keys with the first component
+        }
+        if (claimed.empty()) break;
+      } else {  // the first takes the whole file, minus what later components take
+        claimed = left;
+      }
+      auto key = std::make_pair(d->comp->name(), d->layout);
+      groups[key].insert(file);
+      dets[key] = *d;
+      found.insert(d->comp->name());
+      if (!first) {
+        first = key;
+        // What the first one's plan leaves unused is looked at again.
+        try {
+          const Match m = match(rest, *d->comp, std::nullopt, d->layout);
+          left = std::set<std::string>(m.plan.unused_keys.begin(), m.plan.unused_keys.end());
+        } catch (const Error&) {
+          left.clear();
+        }
+        group_keys[key].insert(claimed.begin(), claimed.end());
+        continue;
+      }
+      for (const auto& k : claimed) {
+        left.erase(k);
+        group_keys[*first].erase(k);
+        group_keys[key].insert(k);
+      }
     }
-    auto key = std::make_pair(d->comp->name(), d->layout);
-    groups[key].insert(file);
-    dets[key] = *d;
+    if (!first) unknown.push_back(file);
   }
   auto label_of = [&](const std::set<std::string>& files) {
     if (files.size() == 1) return *files.begin();
     return path + " (" + std::to_string(files.size()) + " files)";
   };
   for (const auto& [key, files] : groups) {
-    auto src = std::make_shared<SubsetSource>(
-        all, [&](const std::string& n) { return files.count(all->find(n)->file) > 0; }, label_of(files));
+    const std::set<std::string>& keys = group_keys[key];
+    auto src = std::make_shared<SubsetSource>(all, [&keys](const std::string& n) { return keys.count(n) > 0; },
+                                              label_of(files));
     Unit u = make_unit(label_of(files), src, dir, dets[key]);
     u.excluded_golden = golden;
     units.push_back(std::move(u));

@@ -468,6 +468,30 @@ void check_lora(const LoraPlan& p, const LoraOptions& opt) {
   if (!o.str().empty()) throw Error(o.str());
 }
 
+namespace {
+
+// A LoRA none of whose keys changes `comp` but whose targets another family's component takes
+// (a Wan LoRA given to LTX-2): refused naming both families, whatever --lora-allow-unmatched says.
+void refuse_other_family(const TensorSource& lora, const LoraPlan& plan, const Component& comp) {
+  if (!plan.targets.empty() || plan.unmatched.empty()) return;
+  std::vector<const Component*> others;
+  for (const Component* c : components())
+    if (c->family() != comp.family()) others.push_back(c);
+  if (others.empty()) return;
+  std::optional<LoraInspection> found;
+  try {
+    found = inspect_lora(lora, others);
+  } catch (const Error&) {
+    return;  // no other family takes it either: the unmatched-key error names the keys
+  }
+  if (found->plan.targets.empty()) return;
+  throw Error(msg() << lora.label() << ": a " << found->comp->family() << " LoRA (its " << found->plan.targets.size()
+                    << " targets are " << found->comp->name() << " parameters), given to a " << comp.family()
+                    << " model (" << comp.name() << "): none of its keys changes this model");
+}
+
+}  // namespace
+
 std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const std::vector<LoraSpec>& loras,
                                   const Component& comp, const Json& config, const LoraOptions& opt,
                                   const std::function<void(const std::string&)>& warn, LoraDeltas* runtime) {
@@ -479,6 +503,7 @@ std::vector<LoraPlan> apply_loras(std::map<std::string, Tensor>& params, const s
   for (const auto& spec : loras) {
     sources.push_back(CheckpointSource::open(spec.path));
     plans.push_back(plan_lora(*sources.back(), comp, config));
+    refuse_other_family(*sources.back(), plans.back(), comp);
     check_lora(plans.back(), opt);
   }
   // Then parameter by parameter: an fp32 copy, every LoRA's update added in order, one cast back.

@@ -410,7 +410,7 @@ TEST(Ltx2Cli, BadRequestsAndRefusedFlagsNameTheOption) {
       {{"--sampler", "unipc"}, "--sampler unipc"},
       {{"--shift", "3"}, "--shift 3"},
       {{"--cfg-scale", "2"}, "--cfg-scale 2"},
-      {{"--lora", lora}, "--lora: LTX-2 LoRAs are not supported yet"},
+      {{"--lora", lora}, "--lora: the ltx2 family does not apply LoRAs"},
       {{"--offload"}, "--offload"},
       {{"--vae-tile", "256"}, "--vae-tile 256"},
       {{"--device", "pjrt"}, "--device pjrt"},

@@ -8,6 +8,7 @@
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "models/hunyuan/vae_blocks.h"
 
 namespace vidax::hunyuan {
 
@@ -15,34 +16,12 @@ namespace {
 
 constexpr double kEps = 1e-6;  // every GroupNorm of the VAE (resnet_eps, conv_norm_out, attention)
 
-// Takes parameters by official name and casts them to the compute dtype (explicitly: the
-// reference runs the VAE in the dtype it is loaded in).
-struct Loader {
-  nn::ParamSource& src;
-  DType compute;
-  Tensor get(const std::string& name, const Shape& shape) const {
-    Tensor t = src.take(name, shape);
-    return t.dtype() == compute || t.device() == Device::Meta ? t : ops::cast(t, compute);
-  }
-};
+using vae_blocks::Loader;
 
 std::string idx(const std::string& prefix, int64_t i) { return prefix + "." + std::to_string(i); }
 
-// CausalConv3d: F.pad(x, (kw/2, kw/2, kh/2, kh/2, kt-1, 0), mode="replicate"), then Conv3d without
-// padding. Parameters under <prefix>.conv.
-struct CausalConv {
-  Tensor w, b;
-  std::array<int64_t, 3> stride{1, 1, 1};
-  static CausalConv load(const Loader& l, const std::string& prefix, int64_t in, int64_t out, int64_t k,
-                         std::array<int64_t, 3> stride = {1, 1, 1}) {
-    return {l.get(prefix + ".conv.weight", {out, in, k, k, k}), l.get(prefix + ".conv.bias", {out}), stride};
-  }
-  Tensor operator()(const Tensor& x) const {
-    const int64_t k = w.size(2);
-    Tensor padded = k == 1 ? x : ops::pad(x, {k / 2, k / 2, k / 2, k / 2, k - 1, 0}, ops::PadMode::Replicate);
-    return ops::conv3d(padded, w, b, stride, {0, 0, 0});
-  }
-};
+using vae_blocks::CausalConv;  // vae_blocks.h (the 1.5 VAE's too)
+using vae_blocks::nearest;
 
 struct GroupNorm {
   Tensor w, b;
@@ -103,11 +82,7 @@ struct MidAttention {
     Tensor q = ops::linear(tokens, q_w, q_b).unsqueeze(2);  // [B, N, 1 head, C]
     Tensor k = ops::linear(tokens, k_w, k_b).unsqueeze(2);
     Tensor v = ops::linear(tokens, v_w, v_b).unsqueeze(2);
-    std::vector<Tensor> frames;
-    for (int64_t f = 0; f < T; ++f)
-      frames.push_back(ops::attention(q.slice(1, f * hw, (f + 1) * hw), k.slice(1, 0, (f + 1) * hw),
-                                      v.slice(1, 0, (f + 1) * hw)));  // scale 1/sqrt(C)
-    Tensor o = frames.size() == 1 ? frames[0] : ops::concat(frames, 1);
+    Tensor o = vae_blocks::frame_causal_attention(q, k, v, T, hw);
     o = ops::linear(o.reshape({B, T * hw, C}), o_w, o_b);
     return ops::add(o.reshape({B, T, H, W, C}).permute({0, 4, 1, 2, 3}), x);
   }
@@ -283,21 +258,6 @@ std::vector<std::pair<std::string, Shape>> HunyuanVAE::parameter_shapes(const VA
   HunyuanVAE probe(config, src, parts, DType::F32);
   return out;
 }
-
-namespace {
-
-// The valid values nearest v among offset + step k (k >= 0, value >= 1): "lo or hi", or v itself.
-std::string nearest(int64_t v, int64_t step, int64_t offset) {
-  const int64_t first = offset >= 1 ? offset : step;
-  const int64_t lo = v < first ? 0 : first + (v - first) / step * step, hi = v < first ? first : lo + step;
-  std::ostringstream s;
-  if (lo == v) return std::to_string(v);
-  if (lo >= first) s << lo << " or ";
-  s << hi;
-  return s.str();
-}
-
-}  // namespace
 
 void HunyuanVAE::check_video(const Shape& s) const {
   VIDAX_CHECK(s.size() == 5, "HunyuanVideo VAE: the video must be [B, C, F, H, W], found " << shape_str(s));

@@ -1,12 +1,14 @@
 // HunyuanVAE's tiled encode and decode: AutoencoderKLCausal3D.spatial_tiled_encode / _decode and
 // temporal_tiled_encode / _decode (hyvideo/vae/autoencoder_kl_causal_3d.py), with its tile sizes
-// (the config's sample_size and sample_tsize), its integer truncations and its blending order.
+// (the config's sample_size and sample_tsize), its integer truncations and its blending order; the
+// spatial tiles and the blend are vae_blocks.h's (shared with the 1.5 VAE).
 #include <algorithm>
 #include <vector>
 
 #include "backend/ops.h"
 #include "core/error.h"
 #include "models/hunyuan/vae.h"
+#include "models/hunyuan/vae_blocks.h"
 
 namespace vidax::hunyuan {
 
@@ -14,64 +16,10 @@ namespace {
 
 constexpr double kOverlap = VAETiling::kOverlap;
 
-// blend_v / blend_h / blend_t along `dim` (3, 4, 2): the first e = min(a, b, extent) slices of b
-// become a's last e slices * (1 - y / e) + b's * (y / e), each weight rounded to the tensor's dtype
-// as torch rounds a Python scalar, the products and the sum rounded as torch's.
-Tensor blend(const Tensor& a, const Tensor& b, int64_t extent, int64_t dim) {
-  const int64_t e = std::min({a.size(dim), b.size(dim), extent});
-  if (e <= 0) return b;
-  std::vector<float> wa, wb;
-  for (int64_t y = 0; y < e; ++y) {
-    const double r = static_cast<double>(y) / static_cast<double>(e);
-    wa.push_back(static_cast<float>(1 - r));
-    wb.push_back(static_cast<float>(r));
-  }
-  Shape ws(5, 1);
-  ws[static_cast<size_t>(dim)] = e;
-  const Tensor ta = Tensor::from_f32(wa, ws, a.dtype()), tb = Tensor::from_f32(wb, ws, b.dtype());
-  Tensor strip = ops::add(ops::mul(a.slice(dim, a.size(dim) - e, a.size(dim)), ta), ops::mul(b.slice(dim, 0, e), tb));
-  return e == b.size(dim) ? strip : ops::concat({strip, b.slice(dim, e, b.size(dim))}, dim);
-}
-
-Tensor crop(const Tensor& t, int64_t dim, int64_t n) { return t.slice(dim, 0, std::min(n, t.size(dim))); }
-
-Tensor join(const std::vector<Tensor>& parts, int64_t dim) {
-  std::vector<Tensor> kept;
-  for (const Tensor& p : parts)
-    if (p.defined() && p.size(dim) > 0) kept.push_back(p);
-  VIDAX_CHECK(!kept.empty(), "HunyuanVideo VAE tiling: no tile left to join");
-  return kept.size() == 1 ? ops::copy(kept[0]) : ops::concat(kept, dim);
-}
-
-// Tiles of `tile` (input pixels) stepping by `step`, each run by `run`; blended over `extent`
-// (output pixels) with the tile above and the one to the left, cropped to `limit`.
-template <class Run>
-Tensor spatial_tiles(const Tensor& x, int64_t tile, int64_t step, int64_t extent, int64_t limit, const Run& run) {
-  VIDAX_CHECK(step >= 1, "HunyuanVideo VAE tiling: a tile of " << tile << " steps by " << step
-                                                               << " (sample_size too small)");
-  const int64_t H = x.size(3), W = x.size(4);
-  std::vector<std::vector<Tensor>> rows;
-  for (int64_t i = 0; i < H; i += step) {
-    std::vector<Tensor> row;
-    for (int64_t j = 0; j < W; j += step)
-      row.push_back(run(ops::copy(x.slice(3, i, std::min(i + tile, H)).slice(4, j, std::min(j + tile, W)))));
-    rows.push_back(std::move(row));
-  }
-  std::vector<Tensor> out_rows;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    std::vector<Tensor> out_row;
-    for (size_t j = 0; j < rows[i].size(); ++j) {
-      // The reference blends in place: a tile's neighbours are read already blended.
-      Tensor t = rows[i][j];
-      if (i > 0) t = blend(rows[i - 1][j], t, extent, 3);
-      if (j > 0) t = blend(rows[i][j - 1], t, extent, 4);
-      rows[i][j] = t;
-      out_row.push_back(crop(crop(t, 3, limit), 4, limit));
-    }
-    out_rows.push_back(join(out_row, 4));
-  }
-  return join(out_rows, 3);
-}
+using vae_blocks::blend;
+using vae_blocks::crop;
+using vae_blocks::join;
+using vae_blocks::spatial_tiles;
 
 // Tiles of tile + 1 input frames stepping by `step`; every tile but the first drops its first
 // output frame; blended over `extent` output frames with the previous tile, cropped to `limit`

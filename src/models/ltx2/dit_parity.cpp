@@ -1,14 +1,17 @@
 #include "models/ltx2/dit_parity.h"
 
+#include <cstdio>
 #include <mutex>
 #include <utility>
 
 #include "backend/pjrt/session.h"
 #include "backend/recording.h"
 #include "core/error.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/dit.h"
 #include "parity/parity.h"
 #include "translate/inspect.h"
+#include "translate/lora.h"
 
 namespace vidax::ltx2 {
 namespace {
@@ -44,20 +47,36 @@ std::optional<Modality> read_modality(const parity::Golden& g, const std::string
 
 parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
   VIDAX_CHECK(opt.mesh.empty(), "ltx2.dit parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
-  VIDAX_CHECK(opt.loras.empty() && opt.quantize.empty(),
-              "ltx2.dit parity: --lora and --quantize are not supported for the LTX-2 DiT yet");
+  VIDAX_CHECK(opt.quantize.empty(), "ltx2.dit parity: --quantize is not supported for the LTX-2 DiT yet");
   VIDAX_CHECK(opt.device.empty() || opt.device == "cpu" || opt.device == "pjrt",
               "ltx2.dit parity: device '" << opt.device << "' (cpu or pjrt)");
   const DiTConfig cfg = DiTConfig::from_json(g.config);
-  std::map<std::string, Tensor> params;
-  const std::string prefix = "model.diffusion_model.";
-  for (const std::string& n : g.file.names()) {
-    if (translate::is_golden_io_key(n)) continue;
-    const std::string name = n.rfind(prefix, 0) == 0 ? n.substr(prefix.size()) : n;
-    VIDAX_CHECK(params.emplace(name, g.file.get(n)).second,
-                g.path << ": parameter '" << name << "' is stored both with and without the '" << prefix << "' prefix");
-  }
+  // The golden's parameters through the translator (checkpoint_keys.h): any layout (official names
+  // bare or under `model.diffusion_model.`, diffusers'), strictly: every parameter filled, every key
+  // used, shapes checked.
+  translate::MemorySource mem(g.path);
+  for (const std::string& n : g.file.names())
+    if (!translate::is_golden_io_key(n)) mem.add(n, g.file.get(n));
+  const translate::Json config = dit_config_json(cfg);
+  std::map<std::string, Tensor> params = translate::load(mem, dit_component(), config);
+  // --lora: merged (or kept beside the weights at run time) through the same component.
+  translate::LoraOptions lora_opt;
+  lora_opt.allow_unmatched = opt.lora_allow_unmatched;
+  lora_opt.mode = translate::parse_lora_mode(opt.lora_mode);
+  std::vector<translate::LoraSpec> loras;
+  for (const std::string& l : opt.loras) loras.push_back(translate::parse_lora_spec(l));
+  translate::LoraDeltas runtime;
+  translate::apply_loras(params, loras, dit_component(), config, lora_opt,
+                         [](const std::string& m) { std::fprintf(stderr, "warning: %s\n", m.c_str()); }, &runtime);
+  VIDAX_CHECK(runtime.empty() || opt.device != "pjrt",
+              g.path << ": --device pjrt with runtime LoRAs: the recorded program has no LoRA branch; use --lora-mode merge");
   nn::ParamSource src = nn::ParamSource::from_map(std::move(params), g.path);
+  if (!runtime.empty()) {
+    nn::Adapters adapters;
+    for (auto& [name, list] : runtime)
+      for (auto& d : list) adapters[name].push_back(nn::LowRankAdapter{std::move(d.down), std::move(d.up), std::move(d.label)});
+    src.attach_adapters(std::move(adapters));
+  }
   const LTXModel model(cfg, src, compute_of(opt.precision));
   src.expect_all_taken();
 
@@ -113,7 +132,7 @@ parity::Produced run_dit(const parity::Golden& g, const parity::Options& opt) {
 void register_dit_parity_kinds() {
   static std::once_flag once;
   std::call_once(once, [] {
-    parity::register_kind("ltx2.dit", run_dit, /*takes_loras=*/false, /*takes_quantize=*/false, /*takes_pjrt=*/true);
+    parity::register_kind("ltx2.dit", run_dit, /*takes_loras=*/true, /*takes_quantize=*/false, /*takes_pjrt=*/true);
   });
 }
 

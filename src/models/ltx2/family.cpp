@@ -157,7 +157,8 @@ class Ltx2Family final : public pipeline::Family {
                                                  << ": LTX-2's video decode runs untiled in the pipeline so far (the "
                                                     "tiled decode exists as a parity kind only)");
     VIDAX_CHECK(opt.loras.empty() && opt.loras_high_noise.empty() && opt.loras_low_noise.empty(),
-                "--lora: LTX-2 LoRAs are not supported yet");
+                "--lora: the ltx2 family does not apply LoRAs in vidax generate yet (the LTX-2 LoRA "
+                "reader exists for the translator and the parity kinds: docs/models/ltx2.md)");
     VIDAX_CHECK(!opt.files.any(), "--diffusion-model / --vae / --text-encoder / --tokenizer: LTX-2 takes a weights "
                                   "folder (the bundled checkpoint and the Gemma folder) so far");
     const std::string name = opt.model.empty() ? detect(opt.weights_dir) : opt.model;

@@ -13,6 +13,20 @@
 //      output.video [F, H, W, 3] in [0, 1] (decode_video, with the pipeline's generator after the
 //      noise) and output.audio [2, samples] (Audio.waveform); inter.sigmas, inter.noise.{video,audio},
 //      inter.step<i>.{video,audio,video_denoised,audio_denoised,video_cond,audio_cond} (patchified). fp32 only.
+// Kind ltx2.pipeline.i2v (docs/models/ltx2.md "Image conditioning"): the same run with __call__'s
+// images, against tools/golden/ltx2_pipeline_i2v.py.
+//   config: the t2v kind's plus "images": [{"frame_idx", "strength"}, ...]; parameters: the t2v
+//           kind's, optionally vae.encoder.* (the video encoder; "vae" then holds its config)
+//   per image input.image_latent.<i> [1, 128, 1, H/32, W/32] (the encoded picture) and / or
+//   input.image.<i> (the decoded picture [h, w, 3] 0..255, or preprocessed [1, 3, 1, H, W]; without a
+//   latent it is encoded by vae.encoder.*) -> the t2v kind's outputs; inter.image.<i> (preprocessed),
+//   inter.image_latent.<i> (encoded here), inter.state.{clean_latent,denoise_mask,positions} (the
+//   conditioned state, appended keyframe tokens included), the step taps over every token.
+// Kind ltx2.conditioning.image: combined_image_conditionings with a real encoder, then
+// create_noised_state on a VideoLatentTools of config latent_channels.
+//   config: vae (the encoder's), height, width, num_frames, frame_rate, seed, latent_channels, images;
+//   parameters: the encoder's (official names); input.image.<i> -> output.image_latent.<i>,
+//   output.state.{latent,clean_latent,denoise_mask,positions}; inter.image.<i>. fp32 only.
 #pragma once
 
 namespace vidax::ltx2 {

@@ -98,8 +98,20 @@ LatentGrid latent_grid(const T2VRequest& r) {
   return g;
 }
 
+VideoTarget video_target(const T2VRequest& r) {
+  const LatentGrid g = latent_grid(r);
+  VideoTarget t;
+  t.frames = g.video_frames;
+  t.height = g.video_height;
+  t.width = g.video_width;
+  t.channels = kVideoChannels;
+  t.num_frames = r.num_frames;
+  t.fps = r.frame_rate;
+  return t;
+}
+
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
-                       bool keep_steps, const AfterStep& after_step) {
+                       bool keep_steps, const std::vector<ImageConditioning>& images, const AfterStep& after_step) {
   const LatentGrid g = latent_grid(r);
   const DiTConfig& cfg = model.config();
   VIDAX_CHECK(cfg.model_type == ModelType::AudioVideo,
@@ -142,11 +154,22 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   out.sigmas = sched::ltx2_sigmas(so);
   // GaussianNoiser: lerp(zeros, noise, 1) then lerp(clean = zeros, ., mask = 1) is the noise itself.
   const int64_t tv = g.video_tokens(), ta = g.audio_frames;
-  Tensor video = gen.randn({1, tv, kVideoChannels});
+  // The state path (conditioning.h) with images, or for a DiT with the keyframe embedding: the
+  // reference always marks the first latent frame's tokens (VideoLatentTools._first_frame_keyframes_mask).
+  const bool conditioned = !images.empty() || cfg.use_keyframes_abs_pos_embedding;
+  if (conditioned) out.video_state = conditioned_video_state(video_target(r), images);
+  const VideoLatentState& vs = out.video_state;
+  Tensor video = gen.randn({1, conditioned ? vs.tokens() : tv, kVideoChannels});
   Tensor audio = gen.randn({1, ta, kAudioChannels * kAudioMelBins});
+  if (conditioned) {  // GaussianNoiser: lerp(clean, noise, denoise_mask)
+    VideoLatentState noised = vs;
+    add_noise(noised, video);
+    video = noised.latent;
+  }
   out.video_noise = video;
   out.audio_noise = audio;
-  const Positions vpos = video_positions(g.video_frames, g.video_height, g.video_width, r.frame_rate);
+  const Positions vpos =
+      conditioned ? vs.positions : video_positions(g.video_frames, g.video_height, g.video_width, r.frame_rate);
   const Positions apos = audio_positions(ta);
 
   const GuiderParams& vg = r.video_guider;
@@ -165,7 +188,10 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
         actx.push_back(p == Pass::Uncond ? a_neg : c.a_context_p);
       }
       const Tensor sig = Tensor::full({n}, sigma, DType::F32);
-      Modality vm{repeat_batch(video, n), sig, sig, positions_tensor(vpos, n), ops::concat(vctx, 0)};
+      // modality_from_latent_state: timesteps = denoise_mask * sigma (all ones without images).
+      Modality vm{repeat_batch(video, n), sig, conditioned ? timesteps_from_mask(vs.denoise_mask, sigma, n) : sig,
+                  positions_tensor(vpos, n), ops::concat(vctx, 0)};
+      if (cfg.use_keyframes_abs_pos_embedding) vm.keyframes_mask = repeat_batch(vs.keyframes_mask, n);
       Modality am{repeat_batch(audio, n), sig, sig, positions_tensor(apos, n), ops::concat(actx, 0)};
       vm.enabled = !v_skip;
       am.enabled = !a_skip;
@@ -174,7 +200,9 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       const Tensor masks = perturbation_masks(passes, vg, ag, cfg.num_layers, 1);
       const DiTOutput y = model.forward(&vm, &am, perturbs ? &masks : nullptr);
       // X0Model: to_denoised(latent, velocity, timesteps = denoise mask (ones) * sigma).
-      const Tensor x0v = to_denoised(vm.latent, y.video, sigma), x0a = to_denoised(am.latent, y.audio, sigma);
+      const Tensor x0v = conditioned ? to_denoised_tokens(vm.latent, y.video, vm.timesteps)
+                                     : to_denoised(vm.latent, y.video, sigma);
+      const Tensor x0a = to_denoised(am.latent, y.audio, sigma);
       auto pass_of = [&](const Tensor& x0, Pass which, Tensor& keep) -> const Tensor* {
         for (int64_t k = 0; k < n; ++k)
           if (passes[static_cast<size_t>(k)] == which) {
@@ -200,13 +228,15 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
     VIDAX_CHECK(dv.defined() && da.defined(), "LTX-2 t2v: step " << i << " skipped before any denoised sample");
     last_v = dv;
     last_a = da;
-    // post_process_latent with denoise mask 1 keeps the denoised sample as it is.
-    video = sched::ltx2_euler_step(video, dv, out.sigmas, i);
+    // post_process_latent: with denoise mask 1 (no images) it keeps the denoised sample as it is.
+    const Tensor dv_kept = conditioned ? post_process_latent(dv, vs.denoise_mask, vs.clean_latent) : dv;
+    video = sched::ltx2_euler_step(video, dv_kept, out.sigmas, i);
     audio = sched::ltx2_euler_step(audio, da, out.sigmas, i);
-    if (keep_steps) out.steps.push_back({video, audio, dv, da, cond_v, cond_a});
+    if (keep_steps) out.steps.push_back({video, audio, dv_kept, da, cond_v, cond_a});
     if (after_step) after_step(i + 1, static_cast<int64_t>(out.sigmas.size()) - 1);
   }
-  // unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.
+  // clear_conditioning (the appended tokens dropped), then unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.
+  if (conditioned) video = video.slice(1, 0, tv).contiguous();
   out.video = video.reshape({1, g.video_frames, g.video_height, g.video_width, kVideoChannels})
                   .permute({0, 4, 1, 2, 3})
                   .contiguous();

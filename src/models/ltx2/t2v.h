@@ -14,6 +14,10 @@
 //   result   = the states unpatchified (video [1, 128, F', h, w], audio [1, 8, T, 16])
 // The generator is the caller's and is left after the last draw: the pipeline decodes the video with
 // the same generator (a conditioned VAE decoder continues it).
+// With images (conditioning.h, the pipeline's images=[...]): the video state is built and noised as
+// create_noised_state does (the noise drawn over every token, appended keyframe tokens included),
+// each step runs the DiT with per-token timesteps and blends the clean latent back
+// (post_process_latent), and the appended tokens are dropped before the unpatchify.
 #pragma once
 #include <cstdint>
 #include <functional>
@@ -22,6 +26,7 @@
 
 #include "core/rng.h"
 #include "core/tensor.h"
+#include "models/ltx2/conditioning.h"
 #include "models/ltx2/dit.h"
 #include "models/ltx2/guidance.h"
 
@@ -58,8 +63,8 @@ struct PromptContexts {
   Tensor v_context_p, a_context_p, v_context_n, a_context_n;
 };
 
-struct DenoiseStep {  // after step i, patchified: [1, T, 128]
-  Tensor video, audio, video_denoised, audio_denoised;
+struct DenoiseStep {  // after step i, patchified: [1, T, 128] (video: every token, appended ones included)
+  Tensor video, audio, video_denoised, audio_denoised;  // *_denoised: what the Euler step took
   Tensor video_cond, audio_cond;  // the conditioned pass's x0 (undefined when both guiders skip the step)
 };
 
@@ -68,14 +73,20 @@ struct T2VLatents {
   std::vector<float> sigmas;
   Tensor video_noise, audio_noise;  // the initial patchified states
   std::vector<DenoiseStep> steps;   // filled when asked
+  VideoLatentState video_state;     // with images: the conditioned state before the noiser (else empty)
 };
 
 // The denoising of TI2VidOneStagePipeline.__call__ on an audio-video model whose streams take the
 // pipeline's fixed 128 latent channels. gen: torch.Generator().manual_seed(r.seed) (drawn from here).
+// images: the encoded image conditionings, in the order the pipeline applies them (empty: t2v).
 // after_step (optional): called after each step with (steps done, total steps), the latents updated
 // (a caller's progress and cancellation point: what it throws ends the run).
 using AfterStep = std::function<void(int64_t done, int64_t total)>;
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts, TorchGenerator& gen,
-                       bool keep_steps = false, const AfterStep& after_step = {});
+                       bool keep_steps = false, const std::vector<ImageConditioning>& images = {},
+                       const AfterStep& after_step = {});
+
+// The video target of a request (latent_grid's video part, 128 channels, the frame count and rate).
+VideoTarget video_target(const T2VRequest& r);
 
 }  // namespace vidax::ltx2

@@ -261,7 +261,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   auto t1 = Clock::now();
   auto ts = Clock::now();
   TorchGenerator gen(r.seed);  // torch.Generator(device).manual_seed(seed): the noiser's and the decode's
-  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, [&](int64_t done, int64_t total) {
+  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, {}, [&](int64_t done, int64_t total) {
     if (ev.on_step) ev.on_step(static_cast<int>(done), static_cast<int>(total), seconds_since(ts));
     ts = Clock::now();
     stop_point(msg() << "denoising step " << done << "/" << total);
