@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "models/hunyuan/family.h"
+#include "models/ltx2/family.h"
 #include "models/wan/family.h"
 
 namespace vidax::engine {
@@ -16,6 +17,7 @@ const std::vector<const pipeline::Family*>& families() {
   static const std::vector<const pipeline::Family*> all = {
       &wan::family(),
       &hunyuan::family(),
+      &ltx2::family(),
   };
   return all;
 }
@@ -149,6 +151,7 @@ nlohmann::json models_json() {
                                  {"description", v.description},
                                  {"tasks", v.tasks},
                                  {"demo", v.demo},
+                                 {"audio", v.audio},
                                  {"defaults",
                                   {{"frames", d.frames},
                                    {"height", d.height},
@@ -179,7 +182,8 @@ std::string models_text() {
       const pipeline::Defaults& d = v.defaults;
       std::string tasks;
       for (const auto& t : v.tasks) tasks += (tasks.empty() ? "" : ",") + t;
-      o << "  " << v.name << "  [" << tasks << "]" << (v.demo ? " (demo)" : "") << "\n"
+      o << "  " << v.name << "  [" << tasks << "]" << (v.demo ? " (demo)" : "") << (v.audio ? " (video + audio)" : "")
+        << "\n"
         << "    " << v.description << "\n"
         << "    defaults: " << d.width << "x" << d.height << "x" << d.frames << " frames, " << d.steps << " "
         << d.sampler << " steps, guidance " << d.guidance << ", shift " << d.shift << ", " << d.fps << " fps, "
