@@ -4,10 +4,20 @@
 #include <fstream>
 
 #include "core/error.h"
+#include "models/ltx2/audio_processor.h"
+#include "models/ltx2/audio_vae.h"
 #include "models/ltx2/checkpoint.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/demo.h"
+#include "models/ltx2/dit_parity.h"
+#include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/presets.h"
 #include "models/ltx2/t2v_run.h"
+#include "models/ltx2/text_connector.h"
+#include "models/ltx2/text_encoder.h"
+#include "models/ltx2/upsampler.h"
+#include "models/ltx2/video_vae.h"
+#include "models/ltx2/vocoder.h"
 
 namespace fs = std::filesystem;
 
@@ -67,6 +77,25 @@ class Ltx2Family final : public pipeline::Family {
   std::string name() const override { return "ltx2"; }
   std::string description() const override { return "LTX-2.3 audio-video (Lightricks, Lightricks/LTX-2)"; }
   const std::vector<pipeline::Variant>& variants() const override { return variants_; }
+
+  // The parts of the bundled checkpoint and of the split files users have (checkpoint_keys.h).
+  std::vector<const translate::Component*> components() const override {
+    return {&dit_component(),         &video_vae_component(),         &video_vae_encoder_component(),
+            &video_vae_decoder_component(), &audio_vae_component(),   &audio_vae_encoder_component(),
+            &audio_vae_decoder_component(), &vocoder_component(),     &vocoder_bwe_component()};
+  }
+
+  void register_parity_kinds() const override {
+    register_vocoder_parity_kinds();          // ltx2.vocoder
+    register_audio_processor_parity_kind();   // ltx2.audio_processor
+    register_audio_vae_parity_kinds();        // ltx2.audio_vae.decode, ltx2.audio_vae.encode
+    register_dit_parity_kinds();              // ltx2.dit
+    register_pipeline_parity_kinds();         // ltx2.pipeline.t2v, ltx2.pipeline.i2v, ltx2.conditioning.image
+    register_video_vae_parity_kinds();        // ltx2.vae.decode, ltx2.vae.encode
+    register_text_parity_kinds();             // ltx2.text.gemma3
+    register_connector_parity_kind();         // ltx2.text.connector
+    register_upsampler_parity_kinds();        // ltx2.upsampler
+  }
 
   // A folder with a bundled LTX-2 checkpoint (its metadata config has a "transformer"): the demo
   // its vidax_model.json names, else the dev model (resolve refuses what it is not, by name).
