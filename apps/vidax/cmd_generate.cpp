@@ -41,8 +41,53 @@ namespace vidax::app {
 
 namespace {
 
+// One --image and what follows it on the command line.
+struct ImageArg {
+  std::string path;
+  std::optional<int64_t> frame;
+  std::optional<double> strength;
+};
+
+// Pairs each --image-frame / --image-strength with the --image before it (the k-th image's own: at
+// most one of each, none before the first --image); throws naming what is wrong.
+std::vector<ImageArg> image_args(const std::vector<const CLI::Option*>& order, const CLI::Option* image,
+                                 const CLI::Option* frame, const CLI::Option* strength,
+                                 const std::vector<std::string>& paths, const std::vector<int64_t>& frames,
+                                 const std::vector<double>& strengths) {
+  std::vector<ImageArg> out;
+  size_t ni = 0, nf = 0, ns = 0;
+  for (const CLI::Option* o : order) {
+    if (o == image) {
+      VIDAX_CHECK(ni < paths.size(), "--image: one file per --image");
+      out.push_back({paths[ni++], std::nullopt, std::nullopt});
+    } else if (o == frame || o == strength) {
+      const bool is_frame = o == frame;
+      const std::string opt = is_frame ? "--image-frame" : "--image-strength";
+      std::ostringstream v;
+      if (is_frame) v << (nf < frames.size() ? frames[nf] : 0);
+      else v << (ns < strengths.size() ? strengths[ns] : 0.0);
+      VIDAX_CHECK(!out.empty(), opt << " " << v.str()
+                                    << " comes before any --image: each --image-frame / --image-strength belongs "
+                                       "to the --image it follows (--image FILE [--image-frame N] [--image-strength S])");
+      ImageArg& last = out.back();
+      VIDAX_CHECK(is_frame ? !last.frame : !last.strength,
+                  opt << " " << v.str() << " is the second " << opt << " after --image " << last.path
+                      << ": give one per image, after its --image (--image FILE [--image-frame N] [--image-strength S])");
+      if (is_frame) last.frame = frames.at(nf++);
+      else last.strength = strengths.at(ns++);
+    }
+  }
+  return out;
+}
+
 struct GenerateArgs {
-  std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh, image, last_image;
+  std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh, last_image;
+  // --image FILE, each with the --image-frame N / --image-strength S that follow it (before the next
+  // --image): paired by parse order (image_args) from the three options' values.
+  std::vector<std::string> image_paths;
+  std::vector<int64_t> image_frames;
+  std::vector<double> image_strengths;
+  std::vector<ImageArg> images;
   std::string control_video, mask_video;        // Wan VACE
   std::vector<std::string> reference_images;    // Wan VACE, any number
   double control_scale = 1.0;                   // VACE context_scale
@@ -69,6 +114,16 @@ struct GenerateArgs {
   bool no_audio = false;          // drop the MP4's audio track (models with audio)
   std::string audio_output;       // --audio-output FILE.wav: the waveform as a WAV file too
 };
+
+// The record's key_images: each --image of a variant that takes images at chosen frames, with the
+// frame and strength used; empty otherwise.
+nlohmann::json key_images_json(const GenerateArgs& a, const pipeline::Request& req) {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < req.key_images.size() && i < a.images.size(); ++i)
+    out.push_back({{"file", a.images[i].path}, {"frame", req.key_images[i].frame},
+                   {"strength", req.key_images[i].strength}});
+  return out;
+}
 
 // What the run is doing now, for an out-of-memory message.
 std::string g_phase = "checking the request";
@@ -134,6 +189,7 @@ pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& 
   pipeline::Request req = pipeline::record_request(rec, d.negative_prompt);
   req.image = given.image;
   req.last_image = given.last_image;
+  req.key_images = given.key_images;
   req.control_video = given.control_video;
   req.control_fps = given.control_fps;
   req.control_mask = given.control_mask;
@@ -227,7 +283,30 @@ int run_generate(const GenerateArgs& a) {
   req.shift = a.shift.value_or(d.shift);
   req.sampler = a.sampler.empty() ? d.sampler : a.sampler;
   // Image-to-video: the images, decoded now so a bad file fails before any weight is read.
-  if (!a.image.empty()) req.image = io::read_image(a.image, "--image");
+  if (model.variant.key_images) {
+    // Images at chosen frames (LTX-2): every --image with its frame (the first's default 0) and
+    // strength (default 1).
+    for (size_t i = 0; i < a.images.size(); ++i) {
+      const ImageArg& im = a.images[i];
+      VIDAX_CHECK(i == 0 || im.frame, "--image " << im.path << " (image " << i + 1 << " of " << a.images.size()
+                                                 << ") has no --image-frame: only the first --image defaults to "
+                                                    "frame 0; give --image-frame N after it");
+      KeyImage k;
+      k.frame = im.frame.value_or(0);
+      k.strength = im.strength.value_or(1.0);
+      k.image = io::read_image(im.path, "--image");
+      req.key_images.push_back(std::move(k));
+    }
+  } else if (!a.images.empty()) {
+    VIDAX_CHECK(a.images.size() == 1, "--image given " << a.images.size() << " times: " << model.variant.name
+                                                       << " takes one first frame (--image FILE); the last frame of "
+                                                          "a first-last-frame model is --last-image FILE");
+    VIDAX_CHECK(!a.images[0].frame && !a.images[0].strength,
+                "--image-frame / --image-strength: " << model.variant.name
+                                                     << " conditions on the first frame only (--image FILE); they "
+                                                        "are for models that take images at chosen frames (LTX-2)");
+    req.image = io::read_image(a.images[0].path, "--image");
+  }
   if (!a.last_image.empty()) req.last_image = io::read_image(a.last_image, "--last-image");
   // VACE: the control video, its mask and reference images, decoded now for the same reason.
   VIDAX_CHECK(a.mask_video.empty() || !a.control_video.empty(),
@@ -410,7 +489,8 @@ int run_generate(const GenerateArgs& a) {
                         {"denoiser_calls", res.denoiser_calls},
                         {"seed", req.noise.defined() ? nlohmann::json() : nlohmann::json(req.seed)},
                         {"noise_file", a.noise_file.empty() ? nlohmann::json() : nlohmann::json(a.noise_file)},
-                        {"image", a.image.empty() ? nlohmann::json() : nlohmann::json(a.image)},
+                        {"image", a.images.empty() ? nlohmann::json() : nlohmann::json(a.images.front().path)},
+                        {"key_images", key_images_json(a, req)},
                         {"last_image", a.last_image.empty() ? nlohmann::json() : nlohmann::json(a.last_image)},
                         {"control_video", a.control_video.empty() ? nlohmann::json() : nlohmann::json(a.control_video)},
                         {"mask_video", a.mask_video.empty() ? nlohmann::json() : nlohmann::json(a.mask_video)},
@@ -518,9 +598,20 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--negative-prompt", a->negative_prompt,
                   "Negative prompt (default: the model config's sample_neg_prompt, as the reference)");
   sub->footer("Unset options take the model's own defaults (the reference's); `vidax models` lists them per model.");
-  sub->add_option("--image", a->image,
-                  "Image-to-video: the first frame (PNG, JPEG, ...); the video takes its aspect ratio at the area "
-                  "of --width x --height, as the reference");
+  CLI::Option* image_opt =
+      sub->add_option("--image", a->image_paths,
+                      "Image-to-video: the first frame (PNG, JPEG, ...); Wan: the video takes its aspect ratio at the "
+                      "area of --width x --height, as the reference. LTX-2: repeatable, each optionally followed by "
+                      "--image-frame / --image-strength; resized and centre-cropped to --width x --height")
+          ->allow_extra_args(false);
+  CLI::Option* frame_opt =
+      sub->add_option("--image-frame", a->image_frames,
+                      "LTX-2: the pixel frame the --image before it conditions (default 0, the first image only)")
+          ->allow_extra_args(false);
+  CLI::Option* strength_opt =
+      sub->add_option("--image-strength", a->image_strengths,
+                      "LTX-2: the strength of the --image before it, 0..1 (default 1: kept as given)")
+          ->allow_extra_args(false);
   sub->add_option("--last-image", a->last_image, "First-last-frame-to-video: the last frame (needs --image)");
   sub->add_option("--control-video", a->control_video,
                   "VACE: the control video (its frames to keep, or a depth/pose/... video); its aspect ratio and "
@@ -590,8 +681,11 @@ Command add_generate(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "pjrt"}));
   sub->add_option("--pjrt-plugin", a->pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
-  return {sub, [a]() -> int {
+  return {sub, [a, sub, image_opt, frame_opt, strength_opt]() -> int {
             try {
+              const std::vector<CLI::Option*>& order = sub->parse_order();
+              a->images = image_args(std::vector<const CLI::Option*>(order.begin(), order.end()), image_opt, frame_opt,
+                                     strength_opt, a->image_paths, a->image_frames, a->image_strengths);
               return run_generate(*a);
             } catch (const pipeline::Interrupted& e) {
               std::fprintf(stderr, "vidax: %s\n", e.what());

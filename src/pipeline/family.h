@@ -62,6 +62,10 @@ struct Variant {
   // Makes an audio track with the video (Result::audio; LTX-2's audio-video models). `vidax
   // generate` refuses --no-audio / --audio-output for a variant without one.
   bool audio = false;
+  // Takes images at any pixel frame with a strength (Request::key_images: `vidax generate --image
+  // FILE --image-frame N --image-strength S`, repeatable; LTX-2's keyframes). Others take the
+  // first frame as Request::image and refuse --image-frame / --image-strength.
+  bool key_images = false;
 };
 
 // Parts of a model given as single files, as users download them (`--diffusion-model`,

@@ -107,6 +107,12 @@ void check_images(const Parts& parts, const Request& req) {
     if (t->defined())
       VIDAX_CHECK(t->dim() == 3 && t->size(0) == 3 && t->dtype() == DType::F32,
                   "an input image must be [3, H, W] F32, got " << t->str());
+  VIDAX_CHECK(req.key_images.empty() || parts.takes_key_images,
+              "this model takes no images at chosen frames (--image-frame / --image-strength, or --image given "
+              "more than once)");
+  for (const KeyImage& k : req.key_images)
+    VIDAX_CHECK(k.image.defined() && k.image.dim() == 3 && k.image.size(0) == 3 && k.image.dtype() == DType::F32,
+                "an input image must be [3, H, W] F32, got " << (k.image.defined() ? k.image.str() : "none"));
 }
 
 // The control inputs of a request against what the loaded model takes; throws naming the option.

@@ -24,6 +24,13 @@
 
 namespace vidax::pipeline {
 
+// An image conditioning one pixel frame of the video with a strength (Request::key_images).
+struct KeyImage {
+  Tensor image;          // [3, H, W] F32 in [-1, 1], the file's own size (as Request::image)
+  int64_t frame = 0;     // the pixel frame it conditions
+  double strength = 1.0;  // 1: kept as given; 0: denoised freely
+};
+
 struct Request {
   std::string prompt;
   std::string negative_prompt;  // "" = default_negative_prompt (as the references)
@@ -50,6 +57,11 @@ struct Request {
   // Undefined = none given. A family whose task takes no image refuses one (request_check).
   Tensor image;       // --image: the first frame
   Tensor last_image;  // --last-image: the last frame (first-last-frame tasks; needs image)
+  // Images at chosen pixel frames, each with a strength (--image FILE [--image-frame N]
+  // [--image-strength S], repeatable), for a variant that takes them (Variant::key_images; the
+  // loaded model: Parts::takes_key_images), in the order given: decoded as `image` is. Others
+  // refuse them, naming the options.
+  std::vector<KeyImage> key_images;
   // Control-video models (VACE, Parts::condition_on_control), as ControlInputs describes them:
   // --control-video (and its frame rate), --mask-video (needs the control video, whose frames and
   // size it must have), --reference-image (any number), --control-scale. A family without control

@@ -112,6 +112,8 @@ struct Parts {
   // Image-to-video: how many images the loaded model takes (Wan I2V: exactly 1; FLF2V: 2; a
   // text-to-video model: 0), and the callable that encodes them once per run, before the prompts.
   int min_images = 0, max_images = 0;
+  // Takes Request::key_images (images at any frame with a strength); false: refused by name.
+  bool takes_key_images = false;
   std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
   // Control-video models (VACE): the callable that turns ControlInputs into the denoiser's
   // conditioning (through DenoiseInput::images), once per run, before the prompts. Set = the model

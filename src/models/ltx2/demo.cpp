@@ -225,6 +225,13 @@ DemoWeights demo_weights(const Preset& p, uint64_t seed) {
     nn::ParamSource s = recording(w.checkpoint, "vocoder.", rng, "vocoder");
     const VocoderWithBwe voc(VocoderBweConfig::from_json(c.at("vocoder")), s);
   }
+  {  // The video encoder last (the other parts' draws unchanged); it shares the decoder's statistics.
+    std::map<std::string, Tensor> enc;
+    nn::ParamSource s = recording(enc, "", rng, "video VAE encoder");
+    const VideoEncoder e(VideoVaeConfig::from_json(c.at("vae")), s, "", DType::F32);
+    for (auto& [n, x] : enc)
+      if (n.rfind("per_channel_statistics.", 0) != 0) w.checkpoint["vae.encoder." + n] = x;
+  }
   return w;
 }
 

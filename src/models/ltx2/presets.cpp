@@ -65,6 +65,13 @@ json demo_config() {
                     {"timestep_conditioning", true},
                     {"spatial_padding_mode", "zeros"},
                     {"decoder_base_channels", 4},
+                    // The encoder (image conditioning): conv_in to the 128 latent channels, three 2x
+                    // space-and-time steps (32x, 8x as the decoder's), each one narrow convolution
+                    // (multiplier 1: 16 outputs before the space-to-depth).
+                    {"encoder_blocks",
+                     json::array({json::array({"compress_all_res", {{"multiplier", 1}}}),
+                                  json::array({"compress_all_res", {{"multiplier", 1}}}),
+                                  json::array({"compress_all_res", {{"multiplier", 1}}})})},
                     {"decoder_blocks",
                      json::array({json::array({"res_x", {{"num_layers", 1}, {"inject_noise", true}}}),
                                   json::array({"compress_all", {{"residual", false}, {"multiplier", 1}}}),
@@ -132,8 +139,9 @@ std::vector<Preset> make_presets() {
     v.name = k23Dev;
     v.description = "LTX-2.3 22B dev (Lightricks/LTX-2.3 ltx-2.3-22b-dev.safetensors + Gemma-3-12B): text to video "
                     "with audio, one stage";
-    v.tasks = {"t2v"};
+    v.tasks = {"t2v", "i2v"};  // i2v: images at chosen frames (Request::key_images), a first frame
     v.audio = true;
+    v.key_images = true;
     pipeline::Defaults& d = v.defaults;
     d.width = 768;  // PipelineParams.stage_1_width
     d.height = 512;
@@ -154,8 +162,9 @@ std::vector<Preset> make_presets() {
     pipeline::Variant& v = p.variant;
     v.name = k23TinyDemo;
     v.description = "LTX-2.3 architecture with tiny random weights (vidax make-demo): its video and audio are noise";
-    v.tasks = {"t2v"};
+    v.tasks = {"t2v", "i2v"};  // i2v: images at chosen frames (Request::key_images), a first frame
     v.audio = true;
+    v.key_images = true;
     v.demo = true;
     pipeline::Defaults& d = v.defaults;
     d.width = 64;

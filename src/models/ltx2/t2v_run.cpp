@@ -1,7 +1,9 @@
 // The LTX-2 family's whole run (t2v_run.h).
 #include "models/ltx2/t2v_run.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 
 #include "backend/ops.h"
@@ -37,7 +39,7 @@ const PartKeys kVae{"the video VAE decoder",
 const PartKeys kAudioVae{"the audio VAE decoder",
                          {{"audio_vae.decoder.", ""}, {"audio_vae.per_channel_statistics.", "per_channel_statistics."}}};
 const PartKeys kVocoder{"the vocoder", {{"vocoder.", ""}}};
-// Read by no part of a one-stage text-to-video run (the encoders: image / audio conditioning).
+// Read by no part here (the video encoder is read apart: load_model; the audio encoder: audio conditioning).
 const std::vector<std::string> kNotRead = {"vae.encoder.", "audio_vae.encoder."};
 
 bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
@@ -170,6 +172,23 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
     m->vocoder = std::make_shared<const VocoderWithBwe>(VocoderBweConfig::from_json(c.at("vocoder")), vsrc);
     vsrc.expect_all_taken();
   }
+  {  // ImageConditioner's encoder, when the checkpoint has one (image conditioning only).
+    std::map<std::string, Tensor> ep;
+    for (const std::string& n : ck.names()) {
+      for (const auto& [from, to] : {std::pair<std::string, std::string>{"vae.encoder.", ""},
+                                     {"vae.per_channel_statistics.", "per_channel_statistics."}})
+        if (starts_with(n, from) && !is_unused_checkpoint_buffer(to + n.substr(from.size())))
+          ep.emplace(to + n.substr(from.size()), ck.get(n));
+    }
+    bool has_encoder = false;
+    for (const auto& [n, t] : ep) has_encoder = has_encoder || !starts_with(n, "per_channel_statistics.");
+    if (has_encoder) {
+      stage("loading the video VAE encoder");
+      nn::ParamSource src = nn::ParamSource::from_map(std::move(ep), files.checkpoint + " (the video VAE encoder)");
+      m->encoder = std::make_shared<const VideoEncoder>(VideoVaeConfig::from_json(c.at("vae")), src, "", DType::F32);
+      src.expect_all_taken();
+    }
+  }
   const int64_t vae_t = m->vae->config().decoder_time_factor(), vae_s = m->vae->config().decoder_space_factor();
   VIDAX_CHECK(vae_t == 8 && vae_s == 32 && m->vae->config().latent_channels == kVideoChannels,
               "LTX-2: the video VAE decodes " << vae_t << "x in time and " << vae_s << "x in space from "
@@ -194,8 +213,9 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
   VIDAX_CHECK(q.guidance_scales.empty(), "per-denoiser guidance scales: LTX-2 has one denoiser; use --guidance");
   VIDAX_CHECK(!q.noise.defined(), "--noise: LTX-2 draws two noise tensors (the video's, then the audio's) from one "
                                   "seeded generator; a noise file is not taken, give --seed");
-  VIDAX_CHECK(!q.image.defined() && !q.last_image.defined(),
-              "--image: the LTX-2 variants here are text-to-video (image conditioning is not built yet)");
+  VIDAX_CHECK(!q.last_image.defined(),
+              "--last-image: LTX-2 takes images at chosen frames instead: --image FILE --image-frame N (the last "
+              "frame is N = --frames - 1)");
   VIDAX_CHECK(!q.has_control(), "--control-video / --mask-video / --reference-image: LTX-2 takes no control video");
   T2VRequest r;
   r.height = q.height;
@@ -209,6 +229,41 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
   r.audio_guider = preset.audio_guider;
   check_t2v_request(r);
   return r;
+}
+
+std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Request& q, const T2VRequest& r) {
+  std::vector<pipeline::KeyImage> given;
+  if (q.image.defined()) given.push_back({q.image, 0, 1.0});  // a first frame (vidax serve's input_reference)
+  given.insert(given.end(), q.key_images.begin(), q.key_images.end());
+  std::vector<ImageConditioning> out;
+  if (given.empty()) return out;
+  VIDAX_CHECK(m.encoder, "--image: " << m.files.checkpoint
+                                     << " has no video VAE encoder (vae.encoder.*), which image conditioning needs"
+                                        " (a demo folder made before the encoder was added: run vidax make-demo again)");
+  const VideoTarget t = video_target(r);
+  for (size_t i = 0; i < given.size(); ++i) {
+    const pipeline::KeyImage& k = given[i];
+    ImageConditioning c;
+    c.frame_idx = k.frame;
+    c.strength = k.strength;
+    c.latent = Tensor::zeros({1, t.channels, 1, t.height, t.width}, DType::F32);
+    check_image_conditioning(c, t, i);  // the frame and strength before the encode
+    VIDAX_CHECK(k.image.defined() && k.image.dim() == 3 && k.image.size(0) == 3,
+                "LTX-2 image conditioning " << i << ": the image must be [3, H, W], found "
+                                            << (k.image.defined() ? k.image.str() : "none"));
+    // The decoded file's 8-bit values (the request holds v / 127.5 - 1), as [h, w, 3].
+    const std::vector<float> x = k.image.contiguous().to(DType::F32).to_f32_vector();
+    const int64_t h = k.image.size(1), w = k.image.size(2), n = h * w;
+    std::vector<float> rgb(x.size());
+    for (int64_t p = 0; p < n; ++p)
+      for (int64_t ch = 0; ch < 3; ++ch)
+        rgb[static_cast<size_t>(p * 3 + ch)] =
+            std::clamp(std::nearbyint((x[static_cast<size_t>(ch * n + p)] + 1.0f) * 127.5f), 0.0f, 255.0f);
+    c.latent = m.encoder->forward(preprocess_image(Tensor::from_f32(rgb, {h, w, 3}), r.height, r.width));
+    check_image_conditioning(c, t, i);
+    out.push_back(std::move(c));
+  }
+  return out;
 }
 
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
@@ -257,11 +312,20 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   res.seconds_text = seconds_since(t0);
   stop_point("prompt encoding");
 
+  std::vector<ImageConditioning> images;
+  if (q.image.defined() || !q.key_images.empty()) {
+    stage("encoding the images");
+    auto ti = Clock::now();
+    images = encode_images(m, q, r);  // combined_image_conditionings, after the prompts as the reference
+    res.seconds_images = seconds_since(ti);
+    stop_point("image encoding");
+  }
+
   stage("denoising");
   auto t1 = Clock::now();
   auto ts = Clock::now();
   TorchGenerator gen(r.seed);  // torch.Generator(device).manual_seed(seed): the noiser's and the decode's
-  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, {}, [&](int64_t done, int64_t total) {
+  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, images, [&](int64_t done, int64_t total) {
     if (ev.on_step) ev.on_step(static_cast<int>(done), static_cast<int>(total), seconds_since(ts));
     ts = Clock::now();
     stop_point(msg() << "denoising step " << done << "/" << total);
@@ -302,6 +366,9 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   VIDAX_CHECK(m, "LTX-2: no model");
   pipeline::Parts p;
   p.geometry = geometry();
+  p.min_images = 0;  // Request::image: a first frame (frame 0, strength 1)
+  p.max_images = 1;
+  p.takes_key_images = true;
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
   return p;
 }

@@ -1,12 +1,15 @@
 // The LTX-2 family's whole run (pipeline::Parts::run, parts.h): what TI2VidOneStagePipeline.__call__
-// (images=[]) does from the prompt strings to the decoded video and waveform, on the parts of one
+// does from the prompt strings (and images) to the decoded video and waveform, on the parts of one
 // bundled checkpoint and its Gemma folder (checkpoint.h):
 //
 //   1. the prompt, then the negative prompt, each through PromptEncoder: the Gemma tokenizer (LEFT
 //      padding to 1024), Gemma-3's hidden states, the feature extractor, the embeddings connectors
 //      (prompt.h encode_prompts); the text encoder is freed after when its residency says so;
-//   2. denoise_t2v (t2v.h) with one torch generator seeded by --seed: LTX2Scheduler's sigmas, the
-//      noise of both streams, the guided denoiser, Euler steps;
+//   1b. with images (--image FILE [--image-frame N] [--image-strength S]; Request::image is frame 0
+//      strength 1): encode_images, as combined_image_conditionings (conditioning.h), crf 0;
+//   2. denoise_t2v (t2v.h) with the conditionings and one torch generator seeded by --seed:
+//      LTX2Scheduler's sigmas, the noise of both streams, the guided denoiser, Euler steps, the
+//      appended keyframe tokens dropped;
 //   3. the video decode with the same generator (ConvVideoDecoder.decode_video, untiled), clamped
 //      to [-1, 1] (the reference's to_rgb maps that to [0, 1]);
 //   4. the audio: the audio VAE decoder, then the vocoder (VocoderWithBWE on LTX-2.3) -> a stereo
@@ -51,6 +54,9 @@ struct Model {
   CheckpointFiles files;
   std::shared_ptr<const LTXModel> dit;
   std::shared_ptr<const VideoDecoder> vae;
+  // ImageConditioner's VideoEncoder (vae.encoder.* with the shared statistics); null when the
+  // checkpoint carries none (a run with images is then refused).
+  std::shared_ptr<const VideoEncoder> encoder;
   std::shared_ptr<const AudioDecoder> audio_vae;
   std::shared_ptr<const VocoderWithBwe> vocoder;
   TextParts text;
@@ -69,6 +75,12 @@ pipeline::Geometry geometry();
 // The reference's request from vidax's (the mapping above); throws naming a refused option, and
 // check_t2v_request's errors (the nearest valid values).
 T2VRequest t2v_request(const Preset& preset, const pipeline::Request& request);
+
+// The request's images in the order the pipeline applies them (Request::image as frame 0 strength 1
+// first, then Request::key_images), each decoded picture recovered as its 8-bit values, then
+// preprocess_image to the request's size and m.encoder -> ImageConditioning; check_image_conditioning
+// on each. Throws when there are images and m has no encoder.
+std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Request& q, const T2VRequest& r);
 
 // Step 1: the positive and negative contexts, [1, 1024, D] each.
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
