@@ -288,7 +288,12 @@ TEST(Ltx2Family, RequestsItDoesNotTakeAreRefusedByName) {
   refused([](pipeline::Request& r) { r.shift = 3; }, "--shift 3");
   refused([](pipeline::Request& r) { r.cfg_scale = 2; }, "--cfg-scale 2");
   refused([](pipeline::Request& r) { r.noise = Tensor::zeros({128, 2, 1, 2}, DType::F32); }, "--noise");
-  refused([](pipeline::Request& r) { r.image = Tensor::zeros({3, 32, 32}, DType::F32); }, "--image");
+  refused(
+      [](pipeline::Request& r) {
+        r.image = Tensor::zeros({3, 32, 32}, DType::F32);
+        r.last_image = Tensor::zeros({3, 32, 32}, DType::F32);
+      },
+      "--last-image");  // images: tests/ltx2/test_family_image.cpp
   pipeline::Events rec;
   rec.on_latent = [](int, const Tensor&) {};
   expect_error([&] { pipeline::run_generation(loaded.parts, demo_request("a cat", 1), rec, false); }, "--record");
