@@ -121,3 +121,52 @@ TEST(ServeTimeout, AJobPastTheLimitFailsAndTheNextRuns) {
   EXPECT_EQ(v["error"]["code"], "job_timeout") << v.dump();
   EXPECT_NE(v["error"]["message"].get<std::string>().find("--job-timeout 0.05"), std::string::npos) << v.dump();
 }
+
+// LTX-2 (images at chosen frames): input_reference reaches Request::image, which the family runs as
+// an image at frame 0 with strength 1 (the same run as `vidax generate --image FILE`:
+// tests/ltx2/test_family_image.cpp checks Request::image against key_images {frame 0, strength 1}
+// bit for bit). Here: the job completes at the request's size (LTX-2 crops the image to it) and its
+// video is not the one the same request makes without the image.
+TEST(ServeImage, Ltx2TakesInputReferenceAsTheFirstFrame) {
+  static const serve::ServedModel ltx = [] {
+    const fs::path d = serve_scratch() / "ltx2-demo";
+    pipeline::DemoOptions o;
+    o.out_dir = d.string();
+    engine::family_of_model("ltx2.3-tiny-demo").make_demo("ltx2.3-tiny-demo", o);
+    return serve::load_served_model(d.string(), "", nullptr);
+  }();
+  const fs::path data = fresh_dir("image_ltx2");
+  TestServer s(data, {}, {ltx});
+  auto frames_of = [&](const std::string& id, const std::string& name) {
+    auto c = s.get("/v1/videos/" + id + "/content");
+    EXPECT_TRUE(c && c->status == 200);
+    const fs::path mp4 = serve_scratch() / name;
+    std::ofstream(mp4, std::ios::binary) << (c ? c->body : std::string());
+    io::RgbVideo v;
+    const io::VideoFileInfo info = io::read_video(mp4.string(), &v);
+    EXPECT_EQ(info.width, 64);
+    EXPECT_EQ(info.height, 32);
+    EXPECT_EQ(info.frames, 9);
+    return v.rgb;
+  };
+  auto ltx_form = [](std::vector<httplib::MultipartFormData> extra) {
+    httplib::MultipartFormDataItems f = {{"prompt", "a red panda", "", ""}, {"size", "64x32", "", ""},
+                                         {"frames", "9", "", ""}, {"steps", "2", "", ""}, {"seed", "3", "", ""}};
+    f.insert(f.end(), extra.begin(), extra.end());
+    return f;
+  };
+  auto r = s.client->Post("/v1/videos", ltx_form({{"input_reference", png_bytes(), "cat.png", "image/png"}}));
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  const std::string id = json::parse(r->body)["id"];
+  const json done = s.wait_for(id, "completed", 120);
+  ASSERT_EQ(done["status"], "completed") << done.dump();
+  EXPECT_EQ(done["result"]["width"], 64) << done.dump();
+  EXPECT_EQ(done["result"]["height"], 32) << done.dump();
+  auto r2 = s.client->Post("/v1/videos", ltx_form({}));
+  ASSERT_TRUE(r2);
+  ASSERT_EQ(r2->status, 200) << r2->body;
+  const std::string id2 = json::parse(r2->body)["id"];
+  ASSERT_EQ(s.wait_for(id2, "completed", 120)["status"], "completed");
+  EXPECT_NE(frames_of(id, "ltx2_image.mp4"), frames_of(id2, "ltx2_plain.mp4"));
+}
