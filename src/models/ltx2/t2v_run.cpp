@@ -1,6 +1,7 @@
 // The LTX-2 family's whole run (t2v_run.h).
 #include "models/ltx2/t2v_run.h"
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 
@@ -9,7 +10,9 @@
 #include "core/rng.h"
 #include "io/checkpoint.h"
 #include "nn/params.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/lora_load.h"
 
 namespace vidax::ltx2 {
 
@@ -70,6 +73,16 @@ class Split {
                                             "vocoder.*):"
                                          << stray);
   }
+  // The part's tensors under the module's names (views of the checkpoint).
+  std::map<std::string, Tensor> tensors(const PartKeys& p) const {
+    std::map<std::string, Tensor> m;
+    auto it = names_.find(&p);
+    if (it != names_.end())
+      for (const auto& [name, key] : it->second) m.emplace(name, ck_.get(key));
+    VIDAX_CHECK(!m.empty(), "LTX-2: " << path_ << " holds no tensors of " << p.what << " ("
+                                      << p.renames.front().first << "*)");
+    return m;
+  }
   // The part's tensors under the module's names; `drop` filters names the module has no use for.
   nn::ParamSource source(const PartKeys& p, const std::function<bool(const std::string&)>& drop = {}) const {
     std::map<std::string, Tensor> m;
@@ -105,7 +118,7 @@ pipeline::Geometry geometry() {
 
 std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& preset, DType compute,
                                   pipeline::Residency text_encoder,
-                                  const std::function<void(const std::string&)>& on_stage) {
+                                  const std::function<void(const std::string&)>& on_stage, const DitLoras& loras) {
   auto stage = [&](const std::string& s) {
     if (on_stage) on_stage(s);
   };
@@ -154,9 +167,15 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
   }
   stage("loading the DiT " + files.checkpoint);
   {
-    nn::ParamSource src = split.source(kDit);
-    m->dit = std::make_shared<const LTXModel>(DiTConfig::from_json(t), src, compute);
-    src.expect_all_taken();
+    auto ds = std::make_shared<DitSource>();
+    ds->base = split.tensors(kDit);
+    ds->config = dit_config_json(DiTConfig::from_json(t));
+    ds->compute = compute;
+    ds->origin = files.checkpoint + " (" + kDit.what + ")";
+    ds->options = loras.options;
+    m->dit = build_dit(*ds, loras.loras, on_stage);
+    ds->loras = loras.loras;
+    m->dit_source = ds;
   }
   stage("loading the VAE decoders and the vocoder");
   {
@@ -176,6 +195,16 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
                                               << m->vae->config().latent_channels
                                               << " channels; the pipeline's latents are 8x / 32x with 128 channels");
   return m;
+}
+
+std::shared_ptr<const LTXModel> build_dit(const DitSource& src, const std::vector<translate::LoraSpec>& loras,
+                                          const std::function<void(const std::string&)>& on_stage) {
+  // Tensor handles: a merge replaces entries of this copy, never the base's data.
+  nn::ParamSource params = pipeline::params_with_loras(src.base, loras, dit_component(), src.config, src.options,
+                                                       src.origin, "the DiT", /*pjrt=*/false, on_stage);
+  auto d = std::make_shared<const LTXModel>(DiTConfig::from_json(src.config), params, src.compute);
+  params.expect_all_taken();
+  return d;
 }
 
 T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
@@ -303,6 +332,24 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   pipeline::Parts p;
   p.geometry = geometry();
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
+  // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
+  // job's LoRAs (the same list as now costs nothing); a bad file leaves the DiT as it was. Jobs run
+  // one at a time (serve's worker), so no run reads m->dit while it is replaced.
+  if (m->dit_source) {
+    std::shared_ptr<DitSource> ds = m->dit_source;
+    p.check_loras = [ds](const std::vector<translate::LoraSpec>& loras) {
+      pipeline::check_loras(loras, dit_component(), ds->config);
+    };
+    p.use_loras = [m, ds](const std::vector<translate::LoraSpec>& loras) {
+      std::lock_guard<std::mutex> lock(ds->mu);
+      const bool same = loras.size() == ds->loras.size() &&
+                        std::equal(loras.begin(), loras.end(), ds->loras.begin(),
+                                   [](const auto& a, const auto& b) { return a.path == b.path && a.scale == b.scale; });
+      if (same) return;
+      m->dit = build_dit(*ds, loras);  // throws before replacing anything
+      ds->loras = loras;
+    };
+  }
   return p;
 }
 
