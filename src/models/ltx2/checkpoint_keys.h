@@ -84,11 +84,13 @@ const translate::Component& vocoder_bwe_component();  // "ltx2-vocoder-bwe"
 //    `.audio_embeddings_connector.`: the single file). Config {"video": {...}, "audio": {...}}
 //    (Embeddings1DConnector's init args), read from the metadata config's transformer dict as the
 //    loader reads it (video_connector_config / audio_connector_config), else from the shapes.
-//  "ltx2-text-projection": the feature extractor's projection (V1 aggregate_embed, V2
-//    video_ / audio_aggregate_embed); layouts "original" (bare) and "checkpoint"
-//    (`text_embedding_projection.`). Config {"feature_extractor": "v1"|"v2", "flat_dim", ...}
-//    from the shapes (the flat width is Gemma's hidden x (layers + 1), which the metadata lacks).
-const translate::Component& text_connectors_component();  // "ltx2-text-connectors"
-const translate::Component& text_projection_component();  // "ltx2-text-projection"
+//  "ltx2-text-projection" (V2: video_ / audio_aggregate_embed, LTX-2.3) and
+//    "ltx2-text-projection-v1" (V1: aggregate_embed, LTX-2.0), the feature extractor's projection
+//    (two components, as the vocoder's, so that detection tells them apart); layouts "original"
+//    (bare) and "checkpoint" (`text_embedding_projection.`). Config {"feature_extractor", "flat_dim",
+//    ...} from the shapes (the flat width is Gemma's hidden x (layers + 1), which the metadata lacks).
+const translate::Component& text_connectors_component();     // "ltx2-text-connectors"
+const translate::Component& text_projection_component();     // "ltx2-text-projection"
+const translate::Component& text_projection_v1_component();  // "ltx2-text-projection-v1"
 
 }  // namespace vidax::ltx2

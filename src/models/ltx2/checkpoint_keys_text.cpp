@@ -136,13 +136,17 @@ class ConnectorsComponent : public translate::Component {
 // states); LTX-2.3 22B's DiT widths 4096 (video) and 2048 (audio).
 constexpr int64_t kGemmaHidden = 3840, kGemmaStates = 49, kVideoInner = 4096, kAudioInner = 2048;
 
+// Two components, as the vocoder's (detection matches names with each one's default config): V2
+// (LTX-2.3) and V1 (LTX-2.0).
 class ProjectionComponent : public translate::Component {
  public:
-  std::string name() const override { return "ltx2-text-projection"; }
+  explicit ProjectionComponent(bool v1) : v1_(v1) {}
+  std::string name() const override { return v1_ ? "ltx2-text-projection-v1" : "ltx2-text-projection"; }
   std::string family() const override { return "ltx2"; }
   std::vector<std::string> layouts() const override { return {"original", "checkpoint"}; }
-  // LTX-2.3's V2 on Gemma-3-12B.
+  // Gemma-3-12B's widths: V2 into LTX-2.3 22B's 4096 / 2048, V1 back to Gemma's 3840.
   Json default_config() const override {
+    if (v1_) return Json{{"feature_extractor", "v1"}, {"flat_dim", kGemmaHidden * kGemmaStates}, {"embedding_dim", kGemmaHidden}};
     return Json{{"feature_extractor", "v2"},
                 {"flat_dim", kGemmaHidden * kGemmaStates},
                 {"video_inner_dim", kVideoInner},
@@ -151,10 +155,12 @@ class ProjectionComponent : public translate::Component {
   // Its own config only: the flat width is Gemma's (hidden x (layers + 1)), which the checkpoint's
   // metadata does not hold, so a checkpoint's projection is read from its shapes.
   std::optional<Json> read_config(const Json& j) const override {
-    if (!j.is_object() || !translate::has(j, "feature_extractor") || !translate::has(j, "flat_dim")) return std::nullopt;
+    if (!j.is_object() || !translate::has(j, "flat_dim") || !translate::has(j, "feature_extractor") ||
+        j["feature_extractor"] != (v1_ ? "v1" : "v2"))
+      return std::nullopt;
     return j;
   }
-  // _create_feature_extractor's two shapes: V1 aggregate_embed [hidden, flat] (no bias), V2
+  // _create_feature_extractor's shapes: V1 aggregate_embed [hidden, flat] (no bias), V2
   // video_ / audio_aggregate_embed [inner, flat] with biases.
   Json infer_config(const translate::TensorSource& src, const std::string& layout) const override {
     const KeyMap m = keymap(layout, Json());
@@ -162,22 +168,19 @@ class ProjectionComponent : public translate::Component {
       const translate::TensorInfo* t = translate::find_param(src, m, n);
       return t ? t->shape : Shape{};
     };
-    const Shape v = shape("video_aggregate_embed.weight"), a = shape("audio_aggregate_embed.weight"),
-                v1 = shape("aggregate_embed.weight");
-    if (v.size() == 2) {
-      return Json{{"feature_extractor", "v2"},
-                  {"flat_dim", v[1]},
-                  {"video_inner_dim", v[0]},
-                  {"audio_inner_dim", a.size() == 2 ? a[0] : kAudioInner}};
+    Json c = default_config();
+    if (v1_) {
+      if (const Shape w = shape("aggregate_embed.weight"); w.size() == 2) c["flat_dim"] = w[1], c["embedding_dim"] = w[0];
+      return c;
     }
-    if (v1.size() == 2) return Json{{"feature_extractor", "v1"}, {"flat_dim", v1[1]}, {"embedding_dim", v1[0]}};
-    return default_config();
+    if (const Shape v = shape("video_aggregate_embed.weight"); v.size() == 2) c["flat_dim"] = v[1], c["video_inner_dim"] = v[0];
+    if (const Shape a = shape("audio_aggregate_embed.weight"); a.size() == 2) c["audio_inner_dim"] = a[0];
+    return c;
   }
   ParamSpec params(const Json& cfg) const override {
-    const std::string version = cfg.at("feature_extractor").get<std::string>();
     const int64_t flat = cfg.at("flat_dim").get<int64_t>();
     ParamSpec s;
-    if (feature_extractor_version(version) == FeatureExtractorVersion::V1) {
+    if (v1_) {
       s.add("aggregate_embed.weight", {cfg.at("embedding_dim").get<int64_t>(), flat});
       return s;
     }
@@ -194,10 +197,11 @@ class ProjectionComponent : public translate::Component {
     return translate::with_key_prefix(translate::original_identity(), "text_embedding_projection.", "checkpoint");
   }
   std::string variant(const Json& cfg) const override {
-    if (cfg == default_config()) return "ltx-2.3";
-    const Json v1{{"feature_extractor", "v1"}, {"flat_dim", kGemmaHidden * kGemmaStates}, {"embedding_dim", kGemmaHidden}};
-    return cfg == v1 ? "ltx-2" : "custom";
+    return cfg == default_config() ? (v1_ ? "ltx-2" : "ltx-2.3") : "custom";
   }
+
+ private:
+  bool v1_;
 };
 
 }  // namespace
@@ -207,7 +211,11 @@ const translate::Component& text_connectors_component() {
   return c;
 }
 const translate::Component& text_projection_component() {
-  static const ProjectionComponent c;
+  static const ProjectionComponent c(false);
+  return c;
+}
+const translate::Component& text_projection_v1_component() {
+  static const ProjectionComponent c(true);
   return c;
 }
 

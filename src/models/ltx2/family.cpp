@@ -83,7 +83,7 @@ class Ltx2Family final : public pipeline::Family {
     return {&dit_component(),         &video_vae_component(),         &video_vae_encoder_component(),
             &video_vae_decoder_component(), &audio_vae_component(),   &audio_vae_encoder_component(),
             &audio_vae_decoder_component(), &vocoder_component(),     &vocoder_bwe_component(),
-            &text_connectors_component(),   &text_projection_component()};
+            &text_connectors_component(),   &text_projection_component(),   &text_projection_v1_component()};
   }
 
   void register_parity_kinds() const override {
