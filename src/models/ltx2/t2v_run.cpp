@@ -173,6 +173,7 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
     ds->compute = compute;
     ds->origin = files.checkpoint + " (" + kDit.what + ")";
     ds->options = loras.options;
+    ds->on_stage = on_stage;
     m->dit = build_dit(*ds, loras.loras, on_stage);
     ds->loras = loras.loras;
     m->dit_source = ds;
@@ -346,7 +347,7 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
                         std::equal(loras.begin(), loras.end(), ds->loras.begin(),
                                    [](const auto& a, const auto& b) { return a.path == b.path && a.scale == b.scale; });
       if (same) return;
-      m->dit = build_dit(*ds, loras);  // throws before replacing anything
+      m->dit = build_dit(*ds, loras, ds->on_stage);  // throws before replacing anything
       ds->loras = loras;
     };
   }

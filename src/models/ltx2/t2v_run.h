@@ -67,6 +67,7 @@ struct DitSource {
   std::mutex mu;                       // held while the DiT is rebuilt (use_loras)
   std::vector<translate::LoraSpec> loras;  // the LoRAs the current DiT carries
   translate::LoraOptions options;
+  std::function<void(const std::string&)> on_stage;  // the load's: each switch reports its LoRAs there
 };
 
 struct Model {
