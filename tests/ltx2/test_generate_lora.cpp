@@ -5,7 +5,8 @@
 // fp32 loops); runtime equals merge within a bound; scale 0 is the run without it exactly; a Wan LoRA
 // is refused naming the families; an unmatched key is an error naming it, and with
 // --lora-allow-unmatched the run proceeds reporting it; Parts::use_loras switches a loaded model's
-// LoRAs (a server's per-job LoRAs) and Parts::check_loras checks without merging. Then the CLI:
+// LoRAs (a server's per-job LoRAs; a bad file leaves the base weights) and Parts::check_loras
+// checks without merging. Then the CLI:
 // `vidax generate --lora` reports what it merged, and `vidax inspect` on the demo checkpoint and on
 // the ltx2.pipeline.t2v golden reports full coverage, a stray key failing it by name.
 #include <gtest/gtest.h>
@@ -276,7 +277,8 @@ TEST(Ltx2GenerateLora, WanLorasUnmatchedKeysAndExpertFlagsAreRefusedByName) {
 
 // A server's per-job LoRAs (Parts::use_loras, serve/model_residency.cpp): the loaded model switches
 // to a LoRA and back without reading the checkpoint, each state the same run as a fresh load's;
-// check_loras refuses a bad file without touching the model, and a failed switch leaves it as it was.
+// check_loras refuses a bad file without touching the model, and a failed switch leaves the base
+// weights in use (Parts::use_loras' contract, as Wan's).
 TEST(Ltx2GenerateLora, UseLorasSwitchesALoadedModel) {
   const std::string lora = write_lora("switch_lora.safetensors");
   const pipeline::LoadedModel m = load(demo_dir());
@@ -290,7 +292,9 @@ TEST(Ltx2GenerateLora, UseLorasSwitchesALoadedModel) {
   const std::string wan = (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "lora" / "wan_lora_comfyui.lora.safetensors").string();
   expect_error([&] { m.parts.check_loras({{wan, 1.0}}); }, "change no parameter");
   expect_error([&] { m.parts.use_loras({{wan, 1.0}}); }, "a wan2.1 LoRA");
-  EXPECT_EQ(max_abs(run(m), with), 0.0);  // the failed switch left the LoRA'd DiT in place
+  EXPECT_EQ(max_abs(run(m), base), 0.0);  // the failed switch left the base weights in use (parts.h)
+  m.parts.use_loras({{lora, 0.75}});
+  EXPECT_EQ(max_abs(run(m), with), 0.0);
   m.parts.use_loras({});
   EXPECT_EQ(max_abs(run(m), base), 0.0);  // no LoRA outlives the job that asked for it
 }

@@ -334,8 +334,9 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   p.geometry = geometry();
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
   // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
-  // job's LoRAs (the same list as now costs nothing); a bad file leaves the DiT as it was. Jobs run
-  // one at a time (serve's worker), so no run reads m->dit while it is replaced.
+  // job's LoRAs (the same list as now costs nothing). The old DiT goes first (one DiT in memory, as
+  // Wan's switch unloads before it merges); a bad file leaves the base weights in use (parts.h).
+  // Jobs run one at a time (serve's worker), so no run reads m->dit while it is replaced.
   if (m->dit_source) {
     std::shared_ptr<DitSource> ds = m->dit_source;
     p.check_loras = [ds](const std::vector<translate::LoraSpec>& loras) {
@@ -347,7 +348,14 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
                         std::equal(loras.begin(), loras.end(), ds->loras.begin(),
                                    [](const auto& a, const auto& b) { return a.path == b.path && a.scale == b.scale; });
       if (same) return;
-      m->dit = build_dit(*ds, loras, ds->on_stage);  // throws before replacing anything
+      m->dit.reset();
+      ds->loras.clear();
+      try {
+        m->dit = build_dit(*ds, loras, ds->on_stage);
+      } catch (...) {
+        m->dit = build_dit(*ds, {}, ds->on_stage);  // back to the base weights: no half-applied set
+        throw;
+      }
       ds->loras = loras;
     };
   }
