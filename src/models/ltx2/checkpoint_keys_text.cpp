@@ -1,7 +1,6 @@
 // The text side of the bundled LTX-2 checkpoint as the translator sees it (checkpoint_keys.h): the
 // embeddings connectors and the feature extractor's projection, the parts ltx-core's
 // EMBEDDINGS_PROCESSOR_KEY_OPS takes from the single file.
-#include <algorithm>
 
 #include "models/ltx2/checkpoint.h"
 #include "models/ltx2/checkpoint_keys.h"
