@@ -306,7 +306,8 @@ TEST(Ltx2Family, RequestsItDoesNotTakeAreRefusedByName) {
   load_refused([](pipeline::LoadOptions& o) { o.offload = true; }, "--offload");
   load_refused([](pipeline::LoadOptions& o) { o.vae_tile = 256; }, "--vae-tile 256");
   load_refused([](pipeline::LoadOptions& o) { o.device = "pjrt"; }, "--device pjrt");
-  load_refused([](pipeline::LoadOptions& o) { o.loras = {{"x.safetensors", 1.0}}; }, "--lora");
+  load_refused([](pipeline::LoadOptions& o) { o.loras_high_noise = {{"x.safetensors", 1.0}}; }, "--lora-high-noise");
+  load_refused([](pipeline::LoadOptions& o) { o.loras = {{"no-such-lora.safetensors", 1.0}}; }, "no-such-lora.safetensors");
   load_refused([](pipeline::LoadOptions& o) { o.files.diffusion_model = "x.safetensors"; }, "--diffusion-model");
   load_refused([](pipeline::LoadOptions& o) { o.precision = "fp16"; }, "--precision fp16");
 }
@@ -415,7 +416,8 @@ TEST(Ltx2Cli, BadRequestsAndRefusedFlagsNameTheOption) {
       {{"--sampler", "unipc"}, "--sampler unipc"},
       {{"--shift", "3"}, "--shift 3"},
       {{"--cfg-scale", "2"}, "--cfg-scale 2"},
-      {{"--lora", lora}, "--lora: the ltx2 family does not apply LoRAs"},
+      {{"--lora", lora}, lora},
+      {{"--lora-high-noise", lora}, "--lora-high-noise / --lora-low-noise: LTX-2 has one DiT"},
       {{"--offload"}, "--offload"},
       {{"--vae-tile", "256"}, "--vae-tile 256"},
       {{"--device", "pjrt"}, "--device pjrt"},

@@ -498,15 +498,27 @@ TEST(Ltx2SingleFile, InspectSplitsTheBundledCheckpointIntoItsParts) {
   EXPECT_TRUE(r.complete());
   EXPECT_EQ(r.to_json()["family"], "ltx2");
   // A key no component takes stays with the first part, unused by name: the file is not complete.
+  // (A V1 projection key, text_embedding_projection.aggregate_embed.weight, is now the
+  // ltx2-text-projection-v1 component's: its own unit, complete.)
   auto file = io::Checkpoint::open(golden_path("ltx2_pipeline_t2v.safetensors"));
-  std::map<std::string, Tensor> t;
-  for (const auto& n : file.names()) t[n] = file.get(n);
-  t["text_embedding_projection.aggregate_embed.weight"] = Tensor::from_f32(std::vector<float>(6, 0.5f), {2, 3});
-  const std::string path = (std::filesystem::temp_directory_path() / "ltx2_single_extra.safetensors").string();
-  io::save_safetensors(path, t, file.metadata());
-  const InspectReport x = inspect(path);
-  std::filesystem::remove(path);
-  EXPECT_FALSE(x.complete());
-  const Json j = x.to_json();
-  EXPECT_EQ(j["unmatched_keys"], Json::array({"text_embedding_projection.aggregate_embed.weight"})) << j.dump();
+  for (const bool projection : {true, false}) {
+    std::map<std::string, Tensor> t;
+    for (const auto& n : file.names()) t[n] = file.get(n);
+    const std::string key = projection ? "text_embedding_projection.aggregate_embed.weight" : "text_embedding_projection.stray.weight";
+    t[key] = Tensor::from_f32(std::vector<float>(6, 0.5f), {2, 3});
+    const std::string path = (std::filesystem::temp_directory_path() / "ltx2_single_extra.safetensors").string();
+    io::save_safetensors(path, t, file.metadata());
+    const InspectReport x = inspect(path);
+    std::filesystem::remove(path);
+    if (projection) {
+      EXPECT_TRUE(x.complete()) << x.to_text();
+      bool found = false;
+      for (const auto& u : x.units) found |= u.comp && u.comp->name() == "ltx2-text-projection-v1" && u.complete();
+      EXPECT_TRUE(found) << x.to_text();
+      continue;
+    }
+    EXPECT_FALSE(x.complete());
+    const Json j = x.to_json();
+    EXPECT_EQ(j["unmatched_keys"], Json::array({key})) << j.dump();
+  }
 }

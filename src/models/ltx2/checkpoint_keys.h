@@ -76,4 +76,21 @@ const translate::Component& audio_vae_decoder_component();  // "ltx2-audio-vae-d
 const translate::Component& vocoder_component();      // "ltx2-vocoder"
 const translate::Component& vocoder_bwe_component();  // "ltx2-vocoder-bwe"
 
+// The text side of the bundled checkpoint (checkpoint_keys_text.cpp), the parts ltx-core's
+// EMBEDDINGS_PROCESSOR_KEY_OPS takes from it:
+//  "ltx2-text-connectors": the two Embeddings1DConnectors under EmbeddingsProcessor's names
+//    video_connector.* / audio_connector.*; layouts "original" (those names: the ltx2.text.connector
+//    goldens) and "checkpoint" (`model.diffusion_model.video_embeddings_connector.` /
+//    `.audio_embeddings_connector.`: the single file). Config {"video": {...}, "audio": {...}}
+//    (Embeddings1DConnector's init args), read from the metadata config's transformer dict as the
+//    loader reads it (video_connector_config / audio_connector_config), else from the shapes.
+//  "ltx2-text-projection" (V2: video_ / audio_aggregate_embed, LTX-2.3) and
+//    "ltx2-text-projection-v1" (V1: aggregate_embed, LTX-2.0), the feature extractor's projection
+//    (two components, as the vocoder's, so that detection tells them apart); layouts "original"
+//    (bare) and "checkpoint" (`text_embedding_projection.`). Config {"feature_extractor", "flat_dim",
+//    ...} from the shapes (the flat width is Gemma's hidden x (layers + 1), which the metadata lacks).
+const translate::Component& text_connectors_component();     // "ltx2-text-connectors"
+const translate::Component& text_projection_component();     // "ltx2-text-projection"
+const translate::Component& text_projection_v1_component();  // "ltx2-text-projection-v1"
+
 }  // namespace vidax::ltx2

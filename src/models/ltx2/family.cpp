@@ -82,7 +82,8 @@ class Ltx2Family final : public pipeline::Family {
   std::vector<const translate::Component*> components() const override {
     return {&dit_component(),         &video_vae_component(),         &video_vae_encoder_component(),
             &video_vae_decoder_component(), &audio_vae_component(),   &audio_vae_encoder_component(),
-            &audio_vae_decoder_component(), &vocoder_component(),     &vocoder_bwe_component()};
+            &audio_vae_decoder_component(), &vocoder_component(),     &vocoder_bwe_component(),
+            &text_connectors_component(),   &text_projection_component(),   &text_projection_v1_component()};
   }
 
   void register_parity_kinds() const override {
@@ -185,9 +186,8 @@ class Ltx2Family final : public pipeline::Family {
     VIDAX_CHECK(opt.vae_tile == 0, "--vae-tile " << opt.vae_tile
                                                  << ": LTX-2's video decode runs untiled in the pipeline so far (the "
                                                     "tiled decode exists as a parity kind only)");
-    VIDAX_CHECK(opt.loras.empty() && opt.loras_high_noise.empty() && opt.loras_low_noise.empty(),
-                "--lora: the ltx2 family does not apply LoRAs in vidax generate yet (the LTX-2 LoRA "
-                "reader exists for the translator and the parity kinds: docs/models/ltx2.md)");
+    VIDAX_CHECK(opt.loras_high_noise.empty() && opt.loras_low_noise.empty(),
+                "--lora-high-noise / --lora-low-noise: LTX-2 has one DiT, not two experts; give its LoRAs with --lora");
     VIDAX_CHECK(!opt.files.any(), "--diffusion-model / --vae / --text-encoder / --tokenizer: LTX-2 takes a weights "
                                   "folder (the bundled checkpoint and the Gemma folder) so far");
     const std::string name = opt.model.empty() ? detect(opt.weights_dir) : opt.model;
@@ -202,7 +202,7 @@ class Ltx2Family final : public pipeline::Family {
     out.layout = "bundled";
     out.precision = precision;
     out.parts = make_parts(load_model(f, p, precision == "fp32" ? DType::F32 : DType::BF16, opt.text_encoder,
-                                      opt.on_stage));
+                                      opt.on_stage, DitLoras{opt.loras, opt.lora}));
     return out;
   }
 

@@ -11,7 +11,9 @@
 #include "core/rng.h"
 #include "io/checkpoint.h"
 #include "nn/params.h"
+#include "models/ltx2/checkpoint_keys.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/lora_load.h"
 
 namespace vidax::ltx2 {
 
@@ -72,6 +74,16 @@ class Split {
                                             "vocoder.*):"
                                          << stray);
   }
+  // The part's tensors under the module's names (views of the checkpoint).
+  std::map<std::string, Tensor> tensors(const PartKeys& p) const {
+    std::map<std::string, Tensor> m;
+    auto it = names_.find(&p);
+    if (it != names_.end())
+      for (const auto& [name, key] : it->second) m.emplace(name, ck_.get(key));
+    VIDAX_CHECK(!m.empty(), "LTX-2: " << path_ << " holds no tensors of " << p.what << " ("
+                                      << p.renames.front().first << "*)");
+    return m;
+  }
   // The part's tensors under the module's names; `drop` filters names the module has no use for.
   nn::ParamSource source(const PartKeys& p, const std::function<bool(const std::string&)>& drop = {}) const {
     std::map<std::string, Tensor> m;
@@ -107,7 +119,7 @@ pipeline::Geometry geometry() {
 
 std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& preset, DType compute,
                                   pipeline::Residency text_encoder,
-                                  const std::function<void(const std::string&)>& on_stage) {
+                                  const std::function<void(const std::string&)>& on_stage, const DitLoras& loras) {
   auto stage = [&](const std::string& s) {
     if (on_stage) on_stage(s);
   };
@@ -156,9 +168,16 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
   }
   stage("loading the DiT " + files.checkpoint);
   {
-    nn::ParamSource src = split.source(kDit);
-    m->dit = std::make_shared<const LTXModel>(DiTConfig::from_json(t), src, compute);
-    src.expect_all_taken();
+    auto ds = std::make_shared<DitSource>();
+    ds->base = split.tensors(kDit);
+    ds->config = dit_config_json(DiTConfig::from_json(t));
+    ds->compute = compute;
+    ds->origin = files.checkpoint + " (" + kDit.what + ")";
+    ds->options = loras.options;
+    ds->on_stage = on_stage;
+    m->dit = build_dit(*ds, loras.loras, on_stage);
+    ds->loras = loras.loras;
+    m->dit_source = ds;
   }
   stage("loading the VAE decoders and the vocoder");
   {
@@ -195,6 +214,16 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
                                               << m->vae->config().latent_channels
                                               << " channels; the pipeline's latents are 8x / 32x with 128 channels");
   return m;
+}
+
+std::shared_ptr<const LTXModel> build_dit(const DitSource& src, const std::vector<translate::LoraSpec>& loras,
+                                          const std::function<void(const std::string&)>& on_stage) {
+  // Tensor handles: a merge replaces entries of this copy, never the base's data.
+  nn::ParamSource params = pipeline::params_with_loras(src.base, loras, dit_component(), src.config, src.options,
+                                                       src.origin, "the DiT", /*pjrt=*/false, on_stage);
+  auto d = std::make_shared<const LTXModel>(DiTConfig::from_json(src.config), params, src.compute);
+  params.expect_all_taken();
+  return d;
 }
 
 T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
@@ -370,6 +399,32 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   p.max_images = 1;
   p.takes_key_images = true;
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
+  // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
+  // job's LoRAs (the same list as now costs nothing). The old DiT goes first (one DiT in memory, as
+  // Wan's switch unloads before it merges); a bad file leaves the base weights in use (parts.h).
+  // Jobs run one at a time (serve's worker), so no run reads m->dit while it is replaced.
+  if (m->dit_source) {
+    std::shared_ptr<DitSource> ds = m->dit_source;
+    p.check_loras = [ds](const std::vector<translate::LoraSpec>& loras) {
+      pipeline::check_loras(loras, dit_component(), ds->config);
+    };
+    p.use_loras = [m, ds](const std::vector<translate::LoraSpec>& loras) {
+      std::lock_guard<std::mutex> lock(ds->mu);
+      const bool same = loras.size() == ds->loras.size() &&
+                        std::equal(loras.begin(), loras.end(), ds->loras.begin(),
+                                   [](const auto& a, const auto& b) { return a.path == b.path && a.scale == b.scale; });
+      if (same) return;
+      m->dit.reset();
+      ds->loras.clear();
+      try {
+        m->dit = build_dit(*ds, loras, ds->on_stage);
+      } catch (...) {
+        m->dit = build_dit(*ds, {}, ds->on_stage);  // back to the base weights: no half-applied set
+        throw;
+      }
+      ds->loras = loras;
+    };
+  }
   return p;
 }
 

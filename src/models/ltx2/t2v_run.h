@@ -22,7 +22,9 @@
 // ranges, per-denoiser scales, --noise, --record / --replay.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "models/ltx2/audio_vae.h"
@@ -37,6 +39,7 @@
 #include "pipeline/residency.h"
 #include "text/gemma3_encoder.h"
 #include "text/gemma_tokenizer.h"
+#include "translate/lora.h"
 
 namespace vidax::ltx2 {
 
@@ -49,10 +52,32 @@ struct TextParts {
   std::shared_ptr<const EmbeddingsConnector> video, audio;
 };
 
+// The DiT's LoRAs (docs/lora.md; vidax generate --lora FILE[:SCALE], --lora-mode,
+// --lora-allow-unmatched): applied where the DiT's parameters have their engine names, through the
+// DiT component (checkpoint_keys.h), as the kind ltx2.dit applies them.
+struct DitLoras {
+  std::vector<translate::LoraSpec> loras;
+  translate::LoraOptions options;
+};
+
+// What the DiT is built from: its base weights (views of the mapped checkpoint, unmerged) and
+// config, so that Parts::use_loras builds it again with other LoRAs without reading the file.
+struct DitSource {
+  std::map<std::string, Tensor> base;  // engine names (the checkpoint's minus model.diffusion_model.)
+  nlohmann::json config;               // the DiT component's config (dit_config_json)
+  DType compute = DType::F32;
+  std::string origin;                  // the checkpoint, for messages
+  std::mutex mu;                       // held while the DiT is rebuilt (use_loras)
+  std::vector<translate::LoraSpec> loras;  // the LoRAs the current DiT carries
+  translate::LoraOptions options;
+  std::function<void(const std::string&)> on_stage;  // the load's: each switch reports its LoRAs there
+};
+
 struct Model {
   Preset preset;  // the variant, its defaults and guiders
   CheckpointFiles files;
   std::shared_ptr<const LTXModel> dit;
+  std::shared_ptr<DitSource> dit_source;
   std::shared_ptr<const VideoDecoder> vae;
   // ImageConditioner's VideoEncoder (vae.encoder.* with the shared statistics); null when the
   // checkpoint carries none (a run with images is then refused).
@@ -63,11 +88,17 @@ struct Model {
 };
 
 // Loads every part of `files` for `preset` (the DiT and Gemma computing in `compute`: F32 or BF16;
-// the decoders and the vocoder in fp32). Throws naming the file and the tensor on a missing or
+// the decoders and the vocoder in fp32), the DiT with `loras`. Throws naming the file and the tensor on a missing or
 // mis-shaped parameter, and on one no part takes.
 std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& preset, DType compute,
                                   pipeline::Residency text_encoder,
-                                  const std::function<void(const std::string&)>& on_stage = {});
+                                  const std::function<void(const std::string&)>& on_stage = {},
+                                  const DitLoras& loras = {});
+
+// The DiT of `src` with `loras` (merged or kept at run time, as src.options says; every LoRA's line
+// told to on_stage). Throws naming a bad file, an unmatched key (unless allowed) or a Wan LoRA.
+std::shared_ptr<const LTXModel> build_dit(const DitSource& src, const std::vector<translate::LoraSpec>& loras,
+                                          const std::function<void(const std::string&)>& on_stage = {});
 
 // The size rules: 8k + 1 frames, multiples of 32 (the VAE's 8x / 32x, patch 1), 128 latent channels.
 pipeline::Geometry geometry();

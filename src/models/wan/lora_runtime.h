@@ -4,15 +4,11 @@
 #include <utility>
 
 #include "nn/params.h"
+#include "pipeline/lora_load.h"
 #include "translate/lora.h"
 
 namespace vidax::wan {
 
-inline nn::Adapters to_adapters(translate::LoraDeltas deltas) {
-  nn::Adapters out;
-  for (auto& [name, list] : deltas)
-    for (auto& d : list) out[name].push_back(nn::LowRankAdapter{std::move(d.down), std::move(d.up), std::move(d.label)});
-  return out;
-}
+inline nn::Adapters to_adapters(translate::LoraDeltas deltas) { return pipeline::lora_adapters(std::move(deltas)); }
 
 }  // namespace vidax::wan

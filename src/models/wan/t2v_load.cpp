@@ -17,12 +17,12 @@
 #include "models/wan/dit.h"
 #include "models/wan/dit_pjrt.h"
 #include "models/wan/i2v_conditioning.h"
-#include "models/wan/lora_runtime.h"
 #include "models/wan/vace_source.h"
 #include "models/wan/vae.h"
 #include "models/wan/vae22.h"
 #include "nn/params.h"
 #include "pipeline/interrupt.h"
+#include "pipeline/lora_load.h"
 #include "pipeline/residency.h"
 #include "text/t5_encoder.h"
 #include "text/t5_tokenizer.h"
@@ -412,23 +412,8 @@ nn::ParamSource dit_params_with_loras(std::map<std::string, Tensor> weights, con
                                       const json& dit_json, const translate::LoraOptions& lora_opt,
                                       const std::string& origin, const std::string& which, bool pjrt,
                                       const std::function<void(const std::string&)>& on_stage) {
-  translate::LoraDeltas runtime;
-  const std::vector<translate::LoraPlan> plans =
-      translate::apply_loras(weights, loras, translate::wan::dit_component(), dit_json, lora_opt,
-                             [&](const std::string& m) {
-                               if (on_stage) on_stage("warning: " + m);
-                             },
-                             &runtime);
-  for (size_t i = 0; i < plans.size(); ++i)
-    if (on_stage)
-      on_stage("LoRA " + loras[i].path + " (scale " + std::to_string(loras[i].scale) + ") on " + which + ": " +
-               std::to_string(plans[i].merged) + " target(s) merged, " + std::to_string(plans[i].kept_runtime) +
-               " kept at run time (--lora-mode " + translate::lora_mode_name(lora_opt.mode) + ")");
-  VIDAX_CHECK(runtime.empty() || !pjrt, "--device pjrt with LoRAs kept at run time: the lowered step has no LoRA "
-                                        "branch; use --lora-mode merge (unquantized weights)");
-  nn::ParamSource params = nn::ParamSource::from_map(std::move(weights), origin);
-  if (!runtime.empty()) params.attach_adapters(to_adapters(std::move(runtime)));
-  return params;
+  return pipeline::params_with_loras(std::move(weights), loras, translate::wan::dit_component(), dit_json, lora_opt,
+                                     origin, which, pjrt, on_stage);
 }
 
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
@@ -710,10 +695,7 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
     return r;
   };
   p.check_loras = [dit_json = out.preset.dit](const std::vector<translate::LoraSpec>& loras) {
-    for (const auto& l : loras)
-      translate::check_lora(translate::plan_lora(*translate::CheckpointSource::open(l.path),
-                                                 translate::wan::dit_component(), dit_json),
-                            {});
+    pipeline::check_loras(loras, translate::wan::dit_component(), dit_json);
   };
   p.use_loras = [dit, dit_loras, cache](const std::vector<translate::LoraSpec>& loras) {
     const bool loaded = dit->loaded();  // before dit_loras->mu: acquire() takes the part's lock, then that one
