@@ -2,7 +2,8 @@
 // single-folder layout (checkpoint.h), which `vidax generate --weights DIR` runs end to end in seconds
 // (its video and audio are noise):
 //
-//   DIR/ltx2.3-tiny-demo.safetensors   every part under the bundled checkpoint's prefixes, the
+//   DIR/ltx2.3-tiny-demo.safetensors   every part under the bundled checkpoint's prefixes (the
+//                                      video VAE encoder too, for --image: drawn last), the
 //                                      metadata "config" (presets.h's demo architecture) and
 //                                      "model_version" 2.3.0
 //   DIR/gemma-3-tiny-demo/             config.json (Gemma3ForConditionalGeneration's), model.safetensors

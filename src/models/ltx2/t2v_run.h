@@ -19,7 +19,8 @@
 // __call__'s num_frames / height / width / frame_rate / num_inference_steps / seed; --guidance is the
 // video guider's cfg_scale (--video-cfg-guidance-scale); --negative-prompt. What the run does not take
 // is refused naming the option: --sampler other than euler, --shift, --cfg-scale, guidance step
-// ranges, per-denoiser scales, --noise, --record / --replay.
+// ranges, per-denoiser scales, --noise, --record / --replay, --last-image (an image at the last
+// frame is --image FILE --image-frame N).
 #pragma once
 #include <functional>
 #include <map>
