@@ -243,7 +243,8 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   EncodedPrompt uncond;
   if (any_uncond) {
     res.negative_prompt = req.negative_prompt.empty() ? req.default_negative_prompt : req.negative_prompt;
-    uncond = parts.encode_prompt(res.negative_prompt);
+    uncond = parts.encode_negative_prompt ? parts.encode_negative_prompt(res.negative_prompt)
+                                          : parts.encode_prompt(res.negative_prompt);
     warn_truncated(uncond, "negative prompt");
   }
   res.seconds_text = seconds_since(t0);

@@ -97,6 +97,9 @@ struct Parts {
   PredictionType prediction = PredictionType::FlowVelocity;  // what `predict` returns
   GuidanceKind guidance = GuidanceKind::ClassifierFree;        // how the family is guided
   std::function<EncodedPrompt(const std::string& prompt)> encode_prompt;
+  // The negative prompt's encoding when it differs from encode_prompt's (HunyuanVideo 1.5: the
+  // glyph encoder sees "" for it); unset: encode_prompt.
+  std::function<EncodedPrompt(const std::string& prompt)> encode_negative_prompt;
   // -> the denoiser's output for x (F32, x's shape), of type `prediction`.
   std::function<Tensor(const DenoiseInput& in)> predict;
   // z [z_dim, F', h, w] (normalized latent) -> video [3, F, H, W] in [-1, 1].

@@ -79,6 +79,9 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanVideo15DiT> dit, std
   p.prediction = pipeline::PredictionType::FlowVelocity;
   p.guidance = pipeline::GuidanceKind::ClassifierFree;
   p.encode_prompt = [encoder, c](const std::string& prompt) { return to_encoded_prompt(encoder->encode(prompt), c); };
+  p.encode_negative_prompt = [encoder, c](const std::string& prompt) {
+    return to_encoded_prompt(encoder->encode_negative(prompt), c);
+  };
   // The zero vision states of a t2v run, made once.
   Tensor vision;
   if (c.vision_projection != "none") vision = Tensor::zeros({1, opt.vision_tokens, c.vision_states_dim}, DType::F32);
