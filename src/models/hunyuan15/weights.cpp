@@ -66,7 +66,9 @@ WeightFiles find_weights(const std::string& dir, const std::string& version) {
     for (const std::string& v : transformer_versions(dir)) present += (present.empty() ? "" : ", ") + v;
     throw Error(msg() << "HunyuanVideo 1.5 weights " << dir << ": no transformer/" << version
                       << "/ (the transformer this model needs); present: "
-                      << (present.empty() ? std::string("none (no transformer/ folder)") : present));
+                      << (present.empty() ? std::string("none (no transformer/ folder)") : present)
+                      << " (the cfg-distilled, sparse, step-distilled, i2v and super-resolution transformers are not "
+                         "built yet)");
   }
   f.dit = tr.string();
   need(tr / "config.json", false, "the transformer's config");
