@@ -223,6 +223,32 @@ TEST(Hunyuan15Family, QuotedTextIsTheByT5Input) {
             1e-5);
 }
 
+// create_byt5's other form of byt5_model.pt: {"state_dict": {"module.text_tower.encoder.<T5Stack name>"}},
+// other keys dropped; the same glyph states as the bare state dict.
+TEST(Hunyuan15Family, ReadsTheWrappedGlyphCheckpoint) {
+  const fs::path d = demo_copy("wrapped");
+  const fs::path file = d / "text_encoder" / "Glyph-SDXL-v2" / "checkpoints" / "byt5_model.safetensors";
+  std::map<std::string, Tensor> wrapped;
+  {
+    const io::Checkpoint ck = io::Checkpoint::open(file.string());
+    for (const std::string& n : ck.names()) wrapped["state_dict.module.text_tower.encoder." + n] = ck.get(n).clone();
+    wrapped["state_dict.module.text_tower.projection.weight"] = Tensor::zeros({2, 2}, DType::F32);
+  }
+  io::save_safetensors(file.string(), wrapped, {});
+  const std::string prompt = "a neon sign that reads \"HY\"";
+  const hunyuan15::PromptEmbeds a =
+      hunyuan15::make_prompt_encoder(hunyuan15::find_weights(demo_dir(), "480p_t2v"), "fp32", 64)->encode(prompt);
+  const hunyuan15::PromptEmbeds b =
+      hunyuan15::make_prompt_encoder(hunyuan15::find_weights(d.string(), "480p_t2v"), "fp32", 64)->encode(prompt);
+  EXPECT_GT(sum_of(a.byt5_states), 0.0);
+  EXPECT_EQ(max_abs(a.byt5_states, b.byt5_states), 0.0);
+  // A wrapper with nothing under the prefix is refused naming it.
+  io::save_safetensors(file.string(), {{"state_dict.other.weight", Tensor::zeros({2}, DType::F32)}}, {});
+  const std::string e = error_of(
+      [&] { (void)hunyuan15::make_prompt_encoder(hunyuan15::find_weights(d.string(), "480p_t2v"), "fp32", 64); });
+  EXPECT_NE(e.find("module.text_tower.encoder."), std::string::npos) << e;
+}
+
 // What is not built is refused by its flag, before anything is loaded.
 TEST(Hunyuan15Family, RefusesWhatIsNotBuilt) {
   auto load_error = [](const std::function<void(pipeline::LoadOptions&)>& edit) {

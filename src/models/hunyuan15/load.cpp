@@ -1,5 +1,6 @@
 #include "models/hunyuan15/load.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "core/error.h"
@@ -43,6 +44,23 @@ std::map<std::string, Tensor> load_strict(const std::string& path, const transla
                                           const nlohmann::json& config) {
   auto src = translate::CheckpointSource::open(path);
   return translate::load(*src, comp, config);
+}
+
+// The Glyph ByT5 weights as create_byt5 loads them: a checkpoint holding a "state_dict" (flattened:
+// names under "state_dict.") keeps only its keys under module.text_tower.encoder., that prefix
+// stripped; any other is the T5Stack's state dict itself.
+std::map<std::string, Tensor> load_byt5_weights(const std::string& path, const nlohmann::json& config) {
+  auto src = translate::CheckpointSource::open(path);
+  const std::vector<std::string> names = src->names();
+  const bool wrapped = std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("state_dict.", 0) == 0; });
+  if (!wrapped) return translate::load(*src, translate::t5::umt5_component(), config);
+  constexpr const char* kPrefix = "state_dict.module.text_tower.encoder.";
+  translate::MemorySource kept(path + " " + kPrefix + "*");
+  for (const std::string& n : names)
+    if (n.rfind(kPrefix, 0) == 0) kept.add(n.substr(std::string(kPrefix).size()), src->get(n));
+  VIDAX_CHECK(!kept.names().empty(), "HunyuanVideo 1.5: " << path << " holds a state_dict with no key under "
+                                                           << kPrefix << " (what create_byt5 keeps)");
+  return translate::load(kept, translate::t5::umt5_component(), config);
 }
 
 // The pipeline's TextEncoder + glyph ByT5 (load.h).
@@ -103,8 +121,7 @@ std::shared_ptr<PromptEncoder> make_prompt_encoder(const WeightFiles& files, con
       load_strict(weights_in(files.llm), text::qwen25_vl_text_component(), qcfg.to_json());
   auto llm = std::make_shared<const text::LlamaTextEncoder>(
       qcfg.llama, [&](const std::string& n) { return qp.at(n); }, compute);
-  const std::map<std::string, Tensor> bp =
-      load_strict(files.byt5_weights, translate::t5::umt5_component(), bcfg.to_json());
+  const std::map<std::string, Tensor> bp = load_byt5_weights(files.byt5_weights, bcfg.to_json());
   auto byt5 = std::make_shared<const text::T5Encoder>(bcfg, [&](const std::string& n) { return bp.at(n); }, compute);
 
   // _load_text_encoders' TextEncoder: max_length 1000, skip 2, no final norm, the mask on; encode

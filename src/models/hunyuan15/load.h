@@ -6,7 +6,8 @@
 //     1000, hidden_state_skip_layer 2, no final norm; the glyph ByT5 (text_byt5.h): ByT5's tokenizer
 //     with the Glyph-SDXL-v2 color and font tokens added, the T5 encoder of byt5-small/config.json with
 //     its vocabulary resized to the tokenizer's length (resize_token_embeddings), the weights of
-//     checkpoints/byt5_model.* (T5Stack names); byt5_max_length 256;
+//     checkpoints/byt5_model.* (T5Stack names, or create_byt5's {"state_dict": module.text_tower.encoder.*}
+//     form, the prefix stripped); byt5_max_length 256;
 //   - the DiT (transformer/<version>/) through the translator, strictly;
 //   - the VAE decoder (vae/, load_vae), decoding tiled as get_vae_inference_config (256, 0.125).
 // The negative prompt's glyph half is always zeros with an all-zero mask, as the pipeline's
