@@ -13,3 +13,9 @@ build/bin/vidax make-demo --force out/demo-weights  # --force: a rerun replaces 
 build/bin/vidax generate --weights out/demo-weights \
   --prompt "a red panda climbing a bamboo tree in the snow" \
   --seed 42 -o out/demo.mp4 "$@"
+# LTX-2.3, tiny random weights too: a video with its audio track (AAC) -> out/demo-ltx2.mp4, the
+# waveform also as out/demo-ltx2.wav (docs/models/ltx2.md; about a second).
+build/bin/vidax make-demo --force out/demo-ltx2-weights --model ltx2.3-tiny-demo
+build/bin/vidax generate --weights out/demo-ltx2-weights \
+  --prompt "a red panda climbing a bamboo tree in the snow" \
+  --seed 42 -o out/demo-ltx2.mp4 --audio-output out/demo-ltx2.wav

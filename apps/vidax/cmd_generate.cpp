@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <new>
 #include <optional>
@@ -243,6 +244,7 @@ int run_generate(const GenerateArgs& a) {
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
   const double fps = a.fps.value_or(d.fps);
   check_fps(fps);
+  req.fps = fps;
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
   // A replay runs at the record's precision unless --precision says otherwise.
   const cpu::PrecisionChoice pc =
@@ -476,12 +478,16 @@ int run_generate(const GenerateArgs& a) {
   oreq.warn = ev.warn;
   oreq.audio.waveform = res.audio;
   oreq.audio.sample_rate = res.audio_sample_rate;
-  oreq.audio.drop = a.no_audio;
+  oreq.audio.drop = a.no_audio && res.audio.defined();  // a latents run decodes no audio to drop
   oreq.audio.wav_path = a.audio_output;
   const std::string sidecar = write_output(oreq, res.video, res.latents);
   note("wrote " + out_path + " (" + output_format_name(format) + ") and " + sidecar +
        (a.audio_output.empty() ? std::string() : " and " + a.audio_output));
-  if (a.json) std::printf("%s\n", params.dump(2).c_str());
+  if (a.json) {  // the sidecar's JSON: the run's record with what the writer added (output_format, audio)
+    std::ifstream is(sidecar);
+    const nlohmann::json written = nlohmann::json::parse(is, nullptr, /*allow_exceptions=*/false);
+    std::printf("%s\n", (written.is_object() ? written : params).dump(2).c_str());
+  }
   VIDAX_CHECK(replay_ok, "replay: the final latent differs from the record's beyond --replay-tolerance "
                              << replayer->report().tolerance << " (rel_l2 " << replayer->report().final->rel_l2
                              << ")");

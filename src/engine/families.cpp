@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "models/hunyuan/family.h"
 #include "models/hunyuan15/family.h"
+#include "models/ltx2/family.h"
 #include "models/wan/family.h"
 
 namespace vidax::engine {
@@ -18,6 +19,7 @@ const std::vector<const pipeline::Family*>& families() {
       &wan::family(),
       &hunyuan::family(),
       &hunyuan15::family(),
+      &ltx2::family(),
   };
   return all;
 }
@@ -151,6 +153,7 @@ nlohmann::json models_json() {
                                  {"description", v.description},
                                  {"tasks", v.tasks},
                                  {"demo", v.demo},
+                                 {"audio", v.audio},
                                  {"defaults",
                                   {{"frames", d.frames},
                                    {"height", d.height},
@@ -181,7 +184,8 @@ std::string models_text() {
       const pipeline::Defaults& d = v.defaults;
       std::string tasks;
       for (const auto& t : v.tasks) tasks += (tasks.empty() ? "" : ",") + t;
-      o << "  " << v.name << "  [" << tasks << "]" << (v.demo ? " (demo)" : "") << "\n"
+      o << "  " << v.name << "  [" << tasks << "]" << (v.demo ? " (demo)" : "") << (v.audio ? " (video + audio)" : "")
+        << "\n"
         << "    " << v.description << "\n"
         << "    defaults: " << d.width << "x" << d.height << "x" << d.frames << " frames, " << d.steps << " "
         << d.sampler << " steps, guidance " << d.guidance << ", shift " << d.shift << ", " << d.fps << " fps, "

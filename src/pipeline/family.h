@@ -60,8 +60,7 @@ struct Variant {
   Defaults defaults;
   bool demo = false;  // a random-weight architecture for `vidax make-demo`, not a published model
   // Makes an audio track with the video (Result::audio; LTX-2's audio-video models). `vidax
-  // generate` refuses --no-audio / --audio-output for a variant without one. No variant sets it
-  // yet.
+  // generate` refuses --no-audio / --audio-output for a variant without one.
   bool audio = false;
 };
 

@@ -151,6 +151,14 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
     if (request.image.defined() || control) r.noise = Tensor();
     validate_request(parts.geometry, r);
   }
+  // A family that owns its run (Parts::run): the checks above, then its own steps.
+  if (parts.run) {
+    Result res = parts.run(request, ev, decode);
+    if (res.height == 0) res.height = request.height;
+    if (res.width == 0) res.width = request.width;
+    if (res.frames == 0) res.frames = request.frames;
+    return res;
+  }
   Request req = request;  // image-to-video: with the size its images give
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);

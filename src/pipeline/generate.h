@@ -69,6 +69,9 @@ struct Request {
   // --vae-tile: the VAE decodes in spatial tiles of this many pixels (with overlap, blended);
   // 0 = whole frames. The memory plan counts the tile, not the frame.
   int64_t vae_tile = 0;
+  // The video's frame rate (--fps): a family whose model takes it (LTX-2: the video's RoPE positions
+  // and the audio's length) reads it; the loop does not. 0 = the variant's default.
+  double fps = 0;
 };
 
 struct Events {

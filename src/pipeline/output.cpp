@@ -80,10 +80,10 @@ std::string lower_extension(const std::string& path) {
 void check_audio_options(const std::string& model, bool model_has_audio, const std::string& path,
                          OutputFormat format, bool no_audio, const std::string& wav_path) {
   if (!model_has_audio) {
-    VIDAX_CHECK(!no_audio, "--no-audio: model " << model << " makes no audio (no model vidax runs today does), "
+    VIDAX_CHECK(!no_audio, "--no-audio: model " << model << " makes no audio (`vidax models` marks the variants that do), "
                                                  "so there is no track to drop");
     VIDAX_CHECK(wav_path.empty(), "--audio-output " << wav_path << ": model " << model
-                                                    << " makes no audio (no model vidax runs today does)");
+                                                    << " makes no audio (`vidax models` marks the variants that do)");
     return;
   }
   if (!wav_path.empty()) {
@@ -99,7 +99,11 @@ void check_audio_options(const std::string& model, bool model_has_audio, const s
     VIDAX_CHECK(dir.empty() || std::filesystem::is_directory(dir, ec),
                 "--audio-output " << wav_path << ": directory " << dir.string() << " does not exist");
   }
-  VIDAX_CHECK(format == OutputFormat::Mp4 || no_audio || !wav_path.empty(),
+  // Latents: the run stops before decoding, so no audio is made to keep (nor to write).
+  VIDAX_CHECK(format != OutputFormat::Latents || wav_path.empty(),
+              "--audio-output " << wav_path << ": -o " << path << " writes the latents, and a latents run decodes "
+                                << "neither the video nor the audio; write .mp4 (or .y4m / frames) to get the audio");
+  VIDAX_CHECK(format == OutputFormat::Mp4 || format == OutputFormat::Latents || no_audio || !wav_path.empty(),
               "-o " << path << ": " << output_format_name(format) << " output carries no audio track and model "
                     << model << " makes one; write .mp4, keep the audio with --audio-output FILE.wav, or drop it "
                                 "with --no-audio");

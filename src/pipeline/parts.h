@@ -19,6 +19,10 @@
 
 namespace vidax::pipeline {
 
+struct Request;  // generate.h
+struct Events;
+struct Result;
+
 // The latent grid of a family and the rules a request's size must follow.
 // Frames: (frames - 1) must be a multiple of vae_stride_t * patch_t (Wan: 4k+1,
 // LTX: 8k+1); height and width multiples of vae_stride_s * patch (Wan: 16).
@@ -150,6 +154,15 @@ struct Parts {
   // compile-cache hits, recompilations), for the run's record; empty on the CPU backend.
   std::function<std::string()> device_report;  // one line for the log
   std::function<nlohmann::json()> device_json; // the same as a JSON object
+  // A family whose run is not the loop's (several latent streams, an audio output: LTX-2's
+  // audio-video models) owns the whole run: run_generation checks the request against `geometry`
+  // and the images / control inputs against this struct, then calls `run` instead of its own steps.
+  // `run` reports as the loop does (Events: stages, each step, cancellation, warnings), fills
+  // Result (latents, the video in [-1, 1] when `decode`, Result::audio for a model with audio, the
+  // step count in timesteps, denoiser_calls) and refuses what it does not take, naming the option.
+  // Optional: unset = the loop runs encode_prompt / predict / decode.
+  using Run = std::function<Result(const Request& request, const Events& events, bool decode)>;
+  Run run;
 };
 
 }  // namespace vidax::pipeline

@@ -527,6 +527,7 @@ pipeline::Request to_pipeline_request(const VideoSpec& s, const pipeline::Defaul
   r.guidance_scales = s.guidance_scales;
   r.shift = s.shift;
   r.sampler = s.sampler;
+  r.fps = s.fps;  // the video's frame rate: a family whose model takes it reads it (Request::fps)
   if (!s.image.empty()) r.image = io::read_image(s.image, "input_reference");
   if (!s.last_image.empty()) r.last_image = io::read_image(s.last_image, "last_frame");
   return r;

@@ -111,7 +111,7 @@ VideoTarget video_target(const T2VRequest& r) {
 }
 
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
-                       bool keep_steps, const std::vector<ImageConditioning>& images) {
+                       bool keep_steps, const std::vector<ImageConditioning>& images, const AfterStep& after_step) {
   const LatentGrid g = latent_grid(r);
   const DiTConfig& cfg = model.config();
   VIDAX_CHECK(cfg.model_type == ModelType::AudioVideo,
@@ -233,6 +233,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
     video = sched::ltx2_euler_step(video, dv_kept, out.sigmas, i);
     audio = sched::ltx2_euler_step(audio, da, out.sigmas, i);
     if (keep_steps) out.steps.push_back({video, audio, dv_kept, da, cond_v, cond_a});
+    if (after_step) after_step(i + 1, static_cast<int64_t>(out.sigmas.size()) - 1);
   }
   // clear_conditioning (the appended tokens dropped), then unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.
   if (conditioned) video = video.slice(1, 0, tv).contiguous();

@@ -79,8 +79,12 @@ struct T2VLatents {
 // The denoising of TI2VidOneStagePipeline.__call__ on an audio-video model whose streams take the
 // pipeline's fixed 128 latent channels. gen: torch.Generator().manual_seed(r.seed) (drawn from here).
 // images: the encoded image conditionings, in the order the pipeline applies them (empty: t2v).
+// after_step (optional): called after each step with (steps done, total steps), the latents updated
+// (a caller's progress and cancellation point: what it throws ends the run).
+using AfterStep = std::function<void(int64_t done, int64_t total)>;
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts, TorchGenerator& gen,
-                       bool keep_steps = false, const std::vector<ImageConditioning>& images = {});
+                       bool keep_steps = false, const std::vector<ImageConditioning>& images = {},
+                       const AfterStep& after_step = {});
 
 // The video target of a request (latent_grid's video part, 128 channels, the frame count and rate).
 VideoTarget video_target(const T2VRequest& r);

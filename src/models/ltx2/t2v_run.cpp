@@ -1,0 +1,309 @@
+// The LTX-2 family's whole run (t2v_run.h).
+#include "models/ltx2/t2v_run.h"
+
+#include <chrono>
+#include <map>
+
+#include "backend/ops.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "io/checkpoint.h"
+#include "nn/params.h"
+#include "pipeline/interrupt.h"
+
+namespace vidax::ltx2 {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The bundled checkpoint's parts: the prefixes each takes and the names it gives them (the
+// configurators' SDOps), in checkpoint.h's order (the VAEs take their statistics as
+// per_channel_statistics.*).
+struct PartKeys {
+  const char* what;
+  std::vector<std::pair<std::string, std::string>> renames;  // checkpoint prefix -> module prefix
+};
+
+const PartKeys kConnectorVideo{"the video embeddings connector",
+                               {{"model.diffusion_model.video_embeddings_connector.", ""}}};
+const PartKeys kConnectorAudio{"the audio embeddings connector",
+                               {{"model.diffusion_model.audio_embeddings_connector.", ""}}};
+const PartKeys kDit{"the DiT", {{"model.diffusion_model.", ""}}};
+const PartKeys kFeatures{"the feature extractor", {{"text_embedding_projection.", ""}}};
+const PartKeys kVae{"the video VAE decoder",
+                    {{"vae.decoder.", ""}, {"vae.per_channel_statistics.", "per_channel_statistics."}}};
+const PartKeys kAudioVae{"the audio VAE decoder",
+                         {{"audio_vae.decoder.", ""}, {"audio_vae.per_channel_statistics.", "per_channel_statistics."}}};
+const PartKeys kVocoder{"the vocoder", {{"vocoder.", ""}}};
+// Read by no part of a one-stage text-to-video run (the encoders: image / audio conditioning).
+const std::vector<std::string> kNotRead = {"vae.encoder.", "audio_vae.encoder."};
+
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
+
+// Splits the checkpoint's names among the parts (the first part whose prefix matches wins: the
+// connectors before the DiT), and refuses names no part takes.
+class Split {
+ public:
+  explicit Split(const io::Checkpoint& ck, const std::string& path) : ck_(ck), path_(path) {
+    const std::vector<const PartKeys*> order = {&kConnectorVideo, &kConnectorAudio, &kDit, &kFeatures,
+                                                &kVae,            &kAudioVae,       &kVocoder};
+    std::string stray;
+    for (const std::string& n : ck.names()) {
+      bool placed = false;
+      for (const PartKeys* p : order) {
+        for (const auto& [from, to] : p->renames)
+          if (starts_with(n, from)) {
+            names_[p].emplace(to + n.substr(from.size()), n);
+            placed = true;
+            break;
+          }
+        if (placed) break;
+      }
+      bool skipped = false;
+      for (const auto& s : kNotRead) skipped = skipped || starts_with(n, s);
+      if (!placed && !skipped) stray += "\n  " + n;
+    }
+    VIDAX_CHECK(stray.empty(), "LTX-2: " << path << " holds tensors no part of the model takes (the DiT "
+                                            "model.diffusion_model.*, text_embedding_projection.*, vae.*, audio_vae.*, "
+                                            "vocoder.*):"
+                                         << stray);
+  }
+  // The part's tensors under the module's names; `drop` filters names the module has no use for.
+  nn::ParamSource source(const PartKeys& p, const std::function<bool(const std::string&)>& drop = {}) const {
+    std::map<std::string, Tensor> m;
+    auto it = names_.find(&p);
+    if (it != names_.end())
+      for (const auto& [name, key] : it->second)
+        if (!drop || !drop(name)) m.emplace(name, ck_.get(key));
+    VIDAX_CHECK(!m.empty(), "LTX-2: " << path_ << " holds no tensors of " << p.what << " ("
+                                      << p.renames.front().first << "*)");
+    return nn::ParamSource::from_map(std::move(m), path_ + " (" + p.what + ")");
+  }
+
+ private:
+  const io::Checkpoint& ck_;
+  std::string path_;
+  std::map<const PartKeys*, std::map<std::string, std::string>> names_;
+};
+
+constexpr int64_t kVideoChannels = 128;
+
+}  // namespace
+
+pipeline::Geometry geometry() {
+  pipeline::Geometry g;
+  g.vae_label = "the LTX-2 video VAE";
+  g.z_dim = kVideoChannels;
+  g.vae_stride_t = 8;
+  g.vae_stride_s = 32;
+  g.patch_t = g.patch_h = g.patch_w = 1;
+  g.text_len = kPromptMaxLength;
+  return g;
+}
+
+std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& preset, DType compute,
+                                  pipeline::Residency text_encoder,
+                                  const std::function<void(const std::string&)>& on_stage) {
+  auto stage = [&](const std::string& s) {
+    if (on_stage) on_stage(s);
+  };
+  VIDAX_CHECK(compute == DType::F32 || compute == DType::BF16, "LTX-2: the DiT and Gemma compute in fp32 or bf16");
+  const nlohmann::json& c = files.config;
+  VIDAX_CHECK(VocoderBweConfig::is_bwe(c.at("vocoder")),
+              "LTX-2: " << files.checkpoint
+                        << ": the vocoder has no bandwidth extension (\"bwe\"): an LTX-2.0 checkpoint; the variants are "
+                           "LTX-2.3's");
+  auto m = std::make_shared<Model>();
+  m->preset = preset;
+  m->files = files;
+
+  // The text side first: a missing tokenizer or Gemma file fails before the DiT is read.
+  stage("loading the Gemma-3 text encoder " + files.gemma_root);
+  m->text.tokenizer = std::make_shared<const text::GemmaTokenizer>(text::GemmaTokenizer::from_dir(files.gemma_root));
+  const text::Gemma3Config gemma_cfg = read_gemma_config(files.gemma_root);
+  const std::string root = files.gemma_root;
+  m->text.gemma = std::make_shared<pipeline::ResidentPart<const text::Gemma3TextEncoder>>(
+      "the Gemma-3 text encoder", text_encoder, [root, gemma_cfg, compute] {
+        const std::map<std::string, Tensor> w = read_gemma_weights(root, gemma_cfg);
+        return std::make_shared<const text::Gemma3TextEncoder>(
+            gemma_cfg, [&](const std::string& n) { return w.at(n); }, compute);
+      });
+  (void)m->text.gemma->acquire();  // read now: its errors before the DiT's gigabytes
+
+  const io::Checkpoint ck = io::Checkpoint::open(files.checkpoint);
+  const Split split(ck, files.checkpoint);
+  const nlohmann::json& t = c.at("transformer");
+  {
+    nn::ParamSource src = split.source(kFeatures);
+    m->text.features = std::make_shared<const FeatureExtractor>(
+        feature_extractor_version_of(t), gemma_cfg,
+        [&](const std::string& n) {
+          return src.take(n, ck.info("text_embedding_projection." + n).shape).to(DType::F32);
+        });
+    src.expect_all_taken();
+  }
+  {
+    nn::ParamSource src = split.source(kConnectorVideo);
+    m->text.video = std::make_shared<const EmbeddingsConnector>(video_connector_config(t), src, "");
+    src.expect_all_taken();
+    nn::ParamSource asrc = split.source(kConnectorAudio);
+    m->text.audio = std::make_shared<const EmbeddingsConnector>(audio_connector_config(t), asrc, "");
+    asrc.expect_all_taken();
+  }
+  stage("loading the DiT " + files.checkpoint);
+  {
+    nn::ParamSource src = split.source(kDit);
+    m->dit = std::make_shared<const LTXModel>(DiTConfig::from_json(t), src, compute);
+    src.expect_all_taken();
+  }
+  stage("loading the VAE decoders and the vocoder");
+  {
+    nn::ParamSource src = split.source(kVae, is_unused_checkpoint_buffer);
+    m->vae = std::make_shared<const VideoDecoder>(VideoVaeConfig::from_json(c.at("vae")), src, "", DType::F32);
+    src.expect_all_taken();
+    nn::ParamSource asrc = split.source(kAudioVae);
+    m->audio_vae = std::make_shared<const AudioDecoder>(AudioVaeConfig::from_json(c.at("audio_vae")), asrc);
+    asrc.expect_all_taken();
+    nn::ParamSource vsrc = split.source(kVocoder);
+    m->vocoder = std::make_shared<const VocoderWithBwe>(VocoderBweConfig::from_json(c.at("vocoder")), vsrc);
+    vsrc.expect_all_taken();
+  }
+  const int64_t vae_t = m->vae->config().decoder_time_factor(), vae_s = m->vae->config().decoder_space_factor();
+  VIDAX_CHECK(vae_t == 8 && vae_s == 32 && m->vae->config().latent_channels == kVideoChannels,
+              "LTX-2: the video VAE decodes " << vae_t << "x in time and " << vae_s << "x in space from "
+                                              << m->vae->config().latent_channels
+                                              << " channels; the pipeline's latents are 8x / 32x with 128 channels");
+  return m;
+}
+
+T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
+  const pipeline::Defaults& d = preset.variant.defaults;
+  VIDAX_CHECK(q.sampler == d.sampler, "--sampler " << q.sampler << ": LTX-2 samples with Euler steps on LTX2Scheduler's "
+                                                      "sigmas, as the reference (--sampler "
+                                                   << d.sampler << " only)");
+  VIDAX_CHECK(q.shift == d.shift, "--shift " << q.shift
+                                             << ": LTX-2's schedule (LTX2Scheduler) shifts by the latent's token count "
+                                                "itself; it takes no --shift");
+  VIDAX_CHECK(q.cfg_scale == 1.0, "--cfg-scale " << q.cfg_scale
+                                                 << ": LTX-2 is guided classifier-free by its guiders; the video "
+                                                    "guider's scale is --guidance");
+  VIDAX_CHECK(q.cfg_from_step == 0 && q.cfg_to_step < 0,
+              "a guidance step range: LTX-2's guiders run on every step (their skip_step is not an option yet)");
+  VIDAX_CHECK(q.guidance_scales.empty(), "per-denoiser guidance scales: LTX-2 has one denoiser; use --guidance");
+  VIDAX_CHECK(!q.noise.defined(), "--noise: LTX-2 draws two noise tensors (the video's, then the audio's) from one "
+                                  "seeded generator; a noise file is not taken, give --seed");
+  VIDAX_CHECK(!q.image.defined() && !q.last_image.defined(),
+              "--image: the LTX-2 variants here are text-to-video (image conditioning is not built yet)");
+  VIDAX_CHECK(!q.has_control(), "--control-video / --mask-video / --reference-image: LTX-2 takes no control video");
+  T2VRequest r;
+  r.height = q.height;
+  r.width = q.width;
+  r.num_frames = q.frames;
+  r.frame_rate = q.fps > 0 ? q.fps : d.fps;
+  r.num_inference_steps = q.steps;
+  r.seed = q.seed;
+  r.video_guider = preset.video_guider;
+  r.video_guider.cfg_scale = q.guidance;
+  r.audio_guider = preset.audio_guider;
+  check_t2v_request(r);
+  return r;
+}
+
+PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
+                               bool* prompt_truncated, bool* negative_truncated) {
+  const std::shared_ptr<const text::Gemma3TextEncoder> gemma = m.text.gemma->acquire();
+  PromptEncoder enc;
+  enc.tokenizer = m.text.tokenizer.get();
+  enc.gemma = gemma.get();
+  enc.features = m.text.features.get();
+  enc.video = m.text.video.get();
+  enc.audio = m.text.audio.get();
+  // PromptEncoder.__call__: text_encoder.encode per prompt, then process_hidden_states per prompt.
+  const EncodedPrompts p = encode_prompts(enc, {prompt});
+  const EncodedPrompts n = encode_prompts(enc, {negative_prompt});
+  if (prompt_truncated) *prompt_truncated = p.tokens.prompts.at(0).truncated;
+  if (negative_truncated) *negative_truncated = n.tokens.prompts.at(0).truncated;
+  return {p.context.video, p.context.audio, n.context.video, n.context.audio};
+}
+
+pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline::Events& ev, bool decode) {
+  VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise,
+              "--record / --replay: not wired for LTX-2 yet (its run has two latent streams, video and audio)");
+  const T2VRequest r = t2v_request(m.preset, q);
+  auto stage = [&](const std::string& s) {
+    if (ev.on_stage) ev.on_stage(s);
+  };
+  auto stop_point = [&](const std::string& where) {
+    pipeline::throw_if_interrupted(where);
+    if (ev.cancelled && ev.cancelled()) throw pipeline::Cancelled("cancelled during " + where);
+  };
+  pipeline::Result res;
+  res.height = r.height;
+  res.width = r.width;
+  res.frames = r.num_frames;
+
+  stage("encoding the prompts");
+  auto t0 = Clock::now();
+  res.negative_prompt = q.negative_prompt.empty() ? q.default_negative_prompt : q.negative_prompt;
+  bool cut_p = false, cut_n = false;
+  const PromptContexts ctx = encode_contexts(m, q.prompt, res.negative_prompt, &cut_p, &cut_n);
+  for (const auto& [cut, which] : {std::pair{cut_p, "prompt"}, std::pair{cut_n, "negative prompt"}})
+    if (cut && ev.warn)
+      ev.warn(msg() << "the " << which << " is longer than " << kPromptMaxLength
+                    << " tokens; it was truncated to that length (as the reference does)");
+  m.text.gemma->release();  // PromptEncoder frees Gemma after encoding (kept under a server's residency)
+  res.seconds_text = seconds_since(t0);
+  stop_point("prompt encoding");
+
+  stage("denoising");
+  auto t1 = Clock::now();
+  auto ts = Clock::now();
+  TorchGenerator gen(r.seed);  // torch.Generator(device).manual_seed(seed): the noiser's and the decode's
+  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, {}, [&](int64_t done, int64_t total) {
+    if (ev.on_step) ev.on_step(static_cast<int>(done), static_cast<int>(total), seconds_since(ts));
+    ts = Clock::now();
+    stop_point(msg() << "denoising step " << done << "/" << total);
+  });
+  res.seconds_denoise = seconds_since(t1);
+  for (size_t i = 0; i + 1 < lat.sigmas.size(); ++i) res.timesteps.push_back(lat.sigmas[i]);
+  const int64_t passes = static_cast<int64_t>(guidance_passes(r.video_guider, r.audio_guider).size());
+  res.denoiser_calls = passes * r.num_inference_steps;
+  res.denoiser_calls_by_index = {res.denoiser_calls};
+  res.latents = lat.video.select(0, 0).contiguous();
+  res.taps["audio_latent"] = lat.audio.select(0, 0).contiguous();
+  VIDAX_CHECK(ops::all_finite(lat.video) && ops::all_finite(lat.audio),
+              "the LTX-2 latents contain NaN or Inf after denoising; with --precision bf16, try fp32");
+  if (!decode) return res;
+
+  stage("decoding the video");
+  auto t2 = Clock::now();
+  auto tc = Clock::now();
+  // decode_video(latent, tiling None, generator): the same generator, after both noise draws.
+  DecoderConditioning cond;
+  cond.generator = &gen;
+  const Tensor v = m.vae->forward(lat.video, {}, cond);
+  res.video = ops::clamp(v.select(0, 0), -1.0, 1.0).contiguous();
+  if (ev.on_decode) ev.on_decode(1, 2, seconds_since(tc));
+  tc = Clock::now();
+  stop_point("VAE decoding");
+  stage("decoding the audio");
+  // decode_audio: vocoder(audio_decoder(latent)).squeeze(0).
+  res.audio = m.vocoder->forward(m.audio_vae->forward(lat.audio)).select(0, 0).contiguous();
+  res.audio_sample_rate = m.vocoder->config().output_sampling_rate;
+  if (ev.on_decode) ev.on_decode(2, 2, seconds_since(tc));
+  res.seconds_decode = seconds_since(t2);
+  stop_point("audio decoding");
+  return res;
+}
+
+pipeline::Parts make_parts(std::shared_ptr<Model> m) {
+  VIDAX_CHECK(m, "LTX-2: no model");
+  pipeline::Parts p;
+  p.geometry = geometry();
+  p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
+  return p;
+}
+
+}  // namespace vidax::ltx2
