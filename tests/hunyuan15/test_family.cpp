@@ -12,6 +12,8 @@
 
 #include "cli_child.h"
 #include "core/error.h"
+#include "dist/communicator.h"
+#include "dist/mesh.h"
 #include "engine/families.h"
 #include "io/checkpoint.h"
 #include "io/video.h"
@@ -262,8 +264,9 @@ TEST(Hunyuan15Family, RefusesWhatIsNotBuilt) {
   EXPECT_NE(load_error([](auto& o) { o.loras.push_back({}); }).find("--lora"), std::string::npos);
   EXPECT_NE(load_error([](auto& o) { o.files.diffusion_model = "x.safetensors"; }).find("--diffusion-model"),
             std::string::npos);
-  EXPECT_NE(load_error([](auto& o) { o.mesh = reinterpret_cast<const dist::Mesh*>(&o); }).find("--mesh"),
-            std::string::npos);
+  dist::LocalCommunicator one_rank;
+  const dist::Mesh mesh(one_rank, dist::MeshShape{1, 1, 1});
+  EXPECT_NE(load_error([&](auto& o) { o.mesh = &mesh; }).find("--mesh"), std::string::npos);
   EXPECT_NE(load_error([](auto& o) { o.precision = "fp16"; }).find("fp32 or bf16"), std::string::npos);
 }
 
