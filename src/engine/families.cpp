@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "models/hunyuan/family.h"
+#include "models/hunyuan15/family.h"
 #include "models/ltx2/family.h"
 #include "models/wan/family.h"
 
@@ -17,6 +18,7 @@ const std::vector<const pipeline::Family*>& families() {
   static const std::vector<const pipeline::Family*> all = {
       &wan::family(),
       &hunyuan::family(),
+      &hunyuan15::family(),
       &ltx2::family(),
   };
   return all;

@@ -185,10 +185,13 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
               req.guidance_scales.size() << " guidance scales given, but the model has " << denoisers
                                          << " denoiser" << (denoisers == 1 ? "" : "s") << " (one scale each)");
   std::vector<std::unique_ptr<Guidance>> guidances;
+  // Parts::guidance_below_one_is_one: a classifier-free scale under 1 runs as 1 (one pass).
+  auto scale_of = [&](double s) { return parts.guidance_below_one_is_one && s < 1.0 ? 1.0 : s; };
   if (req.guidance_scales.empty())
-    guidances.push_back(make_guidance(parts.guidance, {req.guidance, req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
+    guidances.push_back(
+        make_guidance(parts.guidance, {scale_of(req.guidance), req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
   for (double s : req.guidance_scales)
-    guidances.push_back(make_guidance(parts.guidance, {s, req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
+    guidances.push_back(make_guidance(parts.guidance, {scale_of(s), req.cfg_from_step, req.cfg_to_step, req.cfg_scale}));
   auto denoiser_at = [&](int i) -> size_t {
     if (!parts.denoiser_index) return 0;
     const size_t d = parts.denoiser_index(i, res.timesteps[static_cast<size_t>(i)]);
@@ -257,7 +260,8 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   EncodedPrompt uncond;
   if (any_uncond) {
     res.negative_prompt = req.negative_prompt.empty() ? req.default_negative_prompt : req.negative_prompt;
-    uncond = parts.encode_prompt(res.negative_prompt);
+    uncond = parts.encode_negative_prompt ? parts.encode_negative_prompt(res.negative_prompt)
+                                          : parts.encode_prompt(res.negative_prompt);
     warn_truncated(uncond, "negative prompt");
   }
   res.seconds_text = seconds_since(t0);

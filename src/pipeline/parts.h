@@ -100,7 +100,13 @@ struct Parts {
   Geometry geometry;
   PredictionType prediction = PredictionType::FlowVelocity;  // what `predict` returns
   GuidanceKind guidance = GuidanceKind::ClassifierFree;        // how the family is guided
+  // The reference guides only for a scale > 1 (diffusers' do_classifier_free_guidance): a scale
+  // under 1 then runs as 1, the prompt alone. false: the scale as given.
+  bool guidance_below_one_is_one = false;
   std::function<EncodedPrompt(const std::string& prompt)> encode_prompt;
+  // The negative prompt's encoding when it differs from encode_prompt's (a family whose glyph
+  // encoder sees "" for it); unset: encode_prompt.
+  std::function<EncodedPrompt(const std::string& prompt)> encode_negative_prompt;
   // -> the denoiser's output for x (F32, x's shape), of type `prediction`.
   std::function<Tensor(const DenoiseInput& in)> predict;
   // z [z_dim, F', h, w] (normalized latent) -> video [3, F, H, W] in [-1, 1].

@@ -120,6 +120,12 @@ void save_part(const fs::path& dir, const std::string& file, const std::map<std:
 
 }  // namespace
 
+std::map<std::string, Tensor> demo_random_weights(const std::vector<std::pair<std::string, Shape>>& shapes,
+                                                  uint64_t seed) {
+  DemoRandom rng(seed);
+  return random_weights(shapes, rng);
+}
+
 int64_t write_demo_llm_tokenizer(const std::string& dir) {
   fs::create_directories(dir);
   json vocab = json::object();

@@ -18,9 +18,11 @@
 //  - tokenizer_2/vocab.json + merges.txt: CLIP's format with the 256 byte symbols, each also with
 //    "</w>", <|startoftext|> and <|endoftext|> (514 ids), no merges.
 #pragma once
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/tensor.h"
 #include "pipeline/family.h"
 
 namespace vidax::hunyuan {
@@ -30,6 +32,12 @@ namespace vidax::hunyuan {
 int64_t write_demo_llm_tokenizer(const std::string& dir);
 // Write the demo CLIP tokenizer into `dir` (vocab.json, merges.txt); returns its id count.
 int64_t write_demo_clip_tokenizer(const std::string& dir);
+
+// The demo's random weights for `shapes` from `seed` (splitmix64 + Box-Muller, portable): norm
+// weights 1 and their biases 0, other biases ~ N(0, 0.02^2), matrices ~ N(0, 1 / fan_in). Also
+// HunyuanVideo 1.5's demo (models/hunyuan15/demo.h).
+std::map<std::string, Tensor> demo_random_weights(const std::vector<std::pair<std::string, Shape>>& shapes,
+                                                  uint64_t seed);
 
 // The whole demo checkpoint of `model` (a demo variant) into opt.out_dir; returns what was written
 // (also saved as vidax_model.json).

@@ -78,7 +78,11 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanVideo15DiT> dit, std
   p.geometry = geometry_of(c, vc, opt.text_len);
   p.prediction = pipeline::PredictionType::FlowVelocity;
   p.guidance = pipeline::GuidanceKind::ClassifierFree;
+  p.guidance_below_one_is_one = true;  // do_classifier_free_guidance: guidance_scale > 1
   p.encode_prompt = [encoder, c](const std::string& prompt) { return to_encoded_prompt(encoder->encode(prompt), c); };
+  p.encode_negative_prompt = [encoder, c](const std::string& prompt) {
+    return to_encoded_prompt(encoder->encode_negative(prompt), c);
+  };
   // The zero vision states of a t2v run, made once.
   Tensor vision;
   if (c.vision_projection != "none") vision = Tensor::zeros({1, opt.vision_tokens, c.vision_states_dim}, DType::F32);

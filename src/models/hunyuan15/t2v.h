@@ -47,6 +47,8 @@ class PromptEncoder {
  public:
   virtual ~PromptEncoder() = default;
   virtual PromptEmbeds encode(const std::string& prompt) = 0;
+  // The negative prompt's embeddings (the loop's encode_negative_prompt); default: encode's.
+  virtual PromptEmbeds encode_negative(const std::string& prompt) { return encode(prompt); }
 };
 
 // Checks the embeddings against the DiT (throws naming the tensor, its shape and what was

@@ -1,0 +1,48 @@
+// Named HunyuanVideo 1.5 models: the official t2v sampling defaults (Tencent-Hunyuan/HunyuanVideo-1.5
+// 60783e7) as the engine's Variant, and the architecture of each part.
+//
+// Where each default comes from:
+//   - guidance 6.0 and flow_shift 5.0 (480p) / 9.0 (720p): hyvideo/commons PIPELINE_CONFIGS['480p_t2v']
+//     / ['720p_t2v'] (embedded_guidance_scale None: classifier-free guidance, a negative pass);
+//   - steps 50: the pipeline's num_inference_steps (generate.py --num_inference_steps None keeps it);
+//   - frames 121: generate.py --video_length; fps 24: generate.py save_video; bf16: --dtype;
+//   - negative prompt "": generate.py --negative_prompt;
+//   - size: the t2v bucket of generate.py's --aspect_ratio 16:9 at the transformer's
+//     ideal_resolution (get_closest_resolution_given_original_size: generate_crop_size_list(640 /
+//     960, 16)): 480x848 (480p), 720x1280 (720p);
+//   - text_len 1000 (_load_text_encoders' TextEncoder max_length), vision tokens 729
+//     (vision_num_semantic_tokens), the decode's tile (get_vae_inference_config: 256, 0.125).
+// Not offered (refused by name): the cfg-distilled, sparse and step-distilled transformers, the
+// i2v ones and the super-resolution stage.
+#pragma once
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "pipeline/family.h"
+
+namespace vidax::hunyuan15 {
+
+struct Preset {
+  pipeline::Variant variant;
+  const std::string& name() const { return variant.name; }
+  std::string transformer_version;  // the folder under transformer/ ("480p_t2v")
+  nlohmann::json dit;   // HunyuanVideo_1_5_DiffusionTransformer init args (dit_config.h)
+  nlohmann::json vae;   // AutoencoderKLConv3D init args (vae.h)
+  int64_t text_len = 1000;
+  int64_t vision_tokens = 729;
+  // The text encoders' configs (a Qwen2.5-VL text config, ByT5's T5Config): the published
+  // Qwen2.5-VL-7B-Instruct and byt5-small (the memory plan's sizes; a folder's own configs are what
+  // load), a demo's tiny ones (what make-demo writes).
+  nlohmann::json llm, byt5;
+};
+
+const std::vector<Preset>& presets();
+// Throws listing the known names when `name` is not one (and naming what is not built).
+const Preset& preset(const std::string& name);
+
+inline constexpr const char* kT2V480p = "hunyuanvideo1.5-t2v-480p";
+inline constexpr const char* kT2V720p = "hunyuanvideo1.5-t2v-720p";
+inline constexpr const char* kT2VTinyDemo = "hunyuanvideo1.5-t2v-tiny-demo";  // `vidax make-demo` (demo.h)
+
+}  // namespace vidax::hunyuan15
