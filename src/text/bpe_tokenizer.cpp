@@ -10,6 +10,7 @@
 #include "io/text_file.h"
 #include "text/bpe_merge.h"
 #include "text/text_clean.h"
+#include "text/tokenized_batch.h"
 #include "text/tokenizer_json.h"
 #include "text/unicode_classes.h"
 
@@ -278,8 +279,7 @@ TokenizedBatch ByteLevelBpeTokenizer::encode_batch(const std::vector<std::string
   const int64_t specials = static_cast<int64_t>(prefix_.size() + suffix_.size());
   VIDAX_CHECK(max_length > specials, "BPE tokenizer: max_length " << max_length << " leaves no room beside the "
                                                                   << specials << " special tokens");
-  TokenizedBatch batch;
-  std::vector<int64_t> all_ids, all_mask;
+  std::vector<TokenizedPrompt> prompts;
   for (const std::string& text : texts) {
     TokenizedPrompt p;
     p.cleaned = text;
@@ -292,18 +292,10 @@ TokenizedBatch ByteLevelBpeTokenizer::encode_batch(const std::vector<std::string
     p.ids = prefix_;
     p.ids.insert(p.ids.end(), body.begin(), body.end());
     p.ids.insert(p.ids.end(), suffix_.begin(), suffix_.end());
-    p.length = static_cast<int64_t>(p.ids.size());
-    p.mask.assign(p.ids.size(), 1);
-    p.ids.resize(static_cast<size_t>(max_length), *pad_id_);
-    p.mask.resize(static_cast<size_t>(max_length), 0);
-    all_ids.insert(all_ids.end(), p.ids.begin(), p.ids.end());
-    all_mask.insert(all_mask.end(), p.mask.begin(), p.mask.end());
-    batch.prompts.push_back(std::move(p));
+    pad_right(p, max_length, *pad_id_);
+    prompts.push_back(std::move(p));
   }
-  const auto b = static_cast<int64_t>(texts.size());
-  batch.ids = Tensor::from_i64(all_ids, {b, max_length});
-  batch.mask = Tensor::from_i64(all_mask, {b, max_length});
-  return batch;
+  return stack_prompts(std::move(prompts), max_length);
 }
 
 }  // namespace vidax::text

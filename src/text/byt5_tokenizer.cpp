@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "text/text_clean.h"
+#include "text/tokenized_batch.h"
 #include "text/unicode_classes.h"
 
 namespace vidax::text {
@@ -88,8 +89,7 @@ std::vector<int64_t> ByT5Tokenizer::encode(std::string_view text, bool add_eos) 
 
 TokenizedBatch ByT5Tokenizer::encode_batch(const std::vector<std::string>& texts, int64_t max_length) const {
   VIDAX_CHECK(max_length >= 1, "ByT5 tokenizer: max_length " << max_length << " leaves no room for </s>");
-  TokenizedBatch batch;
-  std::vector<int64_t> all_ids, all_mask;
+  std::vector<TokenizedPrompt> prompts;
   for (const std::string& text : texts) {
     TokenizedPrompt p;
     p.cleaned = text;
@@ -99,18 +99,10 @@ TokenizedBatch ByT5Tokenizer::encode_batch(const std::vector<std::string>& texts
       p.truncated = true;
     }
     if (p.ids.empty() || p.ids.back() != kEos) p.ids.push_back(kEos);
-    p.length = static_cast<int64_t>(p.ids.size());
-    p.mask.assign(p.ids.size(), 1);
-    p.ids.resize(static_cast<size_t>(max_length), kPad);
-    p.mask.resize(static_cast<size_t>(max_length), 0);
-    all_ids.insert(all_ids.end(), p.ids.begin(), p.ids.end());
-    all_mask.insert(all_mask.end(), p.mask.begin(), p.mask.end());
-    batch.prompts.push_back(std::move(p));
+    pad_right(p, max_length, kPad);
+    prompts.push_back(std::move(p));
   }
-  const auto b = static_cast<int64_t>(texts.size());
-  batch.ids = Tensor::from_i64(all_ids, {b, max_length});
-  batch.mask = Tensor::from_i64(all_mask, {b, max_length});
-  return batch;
+  return stack_prompts(std::move(prompts), max_length);
 }
 
 }  // namespace vidax::text

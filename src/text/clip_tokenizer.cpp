@@ -12,6 +12,7 @@
 #include "text/bpe_merge.h"
 #include "text/bpe_tokenizer.h"
 #include "text/text_clean.h"
+#include "text/tokenized_batch.h"
 #include "text/unicode_classes.h"
 
 namespace vidax::text {
@@ -180,8 +181,7 @@ std::vector<int64_t> ClipBpeTokenizer::encode(std::string_view text, bool add_sp
 
 TokenizedBatch ClipBpeTokenizer::encode_batch(const std::vector<std::string>& texts, int64_t max_length) const {
   VIDAX_CHECK(max_length > 2, "CLIP tokenizer: max_length " << max_length << " leaves no room beside the 2 special tokens");
-  TokenizedBatch batch;
-  std::vector<int64_t> all_ids, all_mask;
+  std::vector<TokenizedPrompt> prompts;
   for (const std::string& text : texts) {
     TokenizedPrompt p;
     p.cleaned = u32_to_utf8(clip_normalize(utf8_to_u32(text)));
@@ -193,18 +193,10 @@ TokenizedBatch ClipBpeTokenizer::encode_batch(const std::vector<std::string>& te
     p.ids.push_back(bos_);
     p.ids.insert(p.ids.end(), body.begin(), body.end());
     p.ids.push_back(eos_);
-    p.length = static_cast<int64_t>(p.ids.size());
-    p.mask.assign(p.ids.size(), 1);
-    p.ids.resize(static_cast<size_t>(max_length), pad_);
-    p.mask.resize(static_cast<size_t>(max_length), 0);
-    all_ids.insert(all_ids.end(), p.ids.begin(), p.ids.end());
-    all_mask.insert(all_mask.end(), p.mask.begin(), p.mask.end());
-    batch.prompts.push_back(std::move(p));
+    pad_right(p, max_length, pad_);
+    prompts.push_back(std::move(p));
   }
-  const auto b = static_cast<int64_t>(texts.size());
-  batch.ids = Tensor::from_i64(all_ids, {b, max_length});
-  batch.mask = Tensor::from_i64(all_mask, {b, max_length});
-  return batch;
+  return stack_prompts(std::move(prompts), max_length);
 }
 
 }  // namespace vidax::text

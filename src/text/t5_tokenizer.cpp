@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "io/text_file.h"
 #include "text/text_clean.h"
+#include "text/tokenized_batch.h"
 
 namespace vidax::text {
 #ifdef VIDAX_HAVE_SENTENCEPIECE
@@ -174,28 +175,17 @@ TokenizedPrompt T5Tokenizer::encode(std::string_view prompt, int64_t max_length,
     ids.resize(max_length - 1);
   }
   ids.push_back(eos_id_);
-  r.length = static_cast<int64_t>(ids.size());
-  r.ids = ids;
-  r.ids.resize(max_length, pad_id_);
-  r.mask.assign(max_length, 0);
-  std::fill(r.mask.begin(), r.mask.begin() + r.length, 1);
+  r.ids = std::move(ids);
+  pad_right(r, max_length, pad_id_);
   return r;
 }
 
 TokenizedBatch T5Tokenizer::encode_batch(const std::vector<std::string>& prompts, int64_t max_length,
                                          PromptClean clean) const {
   VIDAX_CHECK(!prompts.empty(), "encode_batch: no prompts");
-  TokenizedBatch b;
-  std::vector<int64_t> ids, mask;
-  for (const auto& p : prompts) {
-    b.prompts.push_back(encode(p, max_length, clean));
-    ids.insert(ids.end(), b.prompts.back().ids.begin(), b.prompts.back().ids.end());
-    mask.insert(mask.end(), b.prompts.back().mask.begin(), b.prompts.back().mask.end());
-  }
-  const int64_t n = static_cast<int64_t>(prompts.size());
-  b.ids = Tensor::from_i64(ids, {n, max_length});
-  b.mask = Tensor::from_i64(mask, {n, max_length});
-  return b;
+  std::vector<TokenizedPrompt> encoded;
+  for (const auto& p : prompts) encoded.push_back(encode(p, max_length, clean));
+  return stack_prompts(std::move(encoded), max_length);
 }
 
 #else  // VIDAX_HAVE_SENTENCEPIECE: built without sentencepiece (VIDAX_SENTENCEPIECE off, VIDAX_MINIMAL)

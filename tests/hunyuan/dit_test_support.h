@@ -19,6 +19,7 @@
 #include "translate/source.h"
 #include "translate/translate.h"
 #include "test_diff.h"
+#include "test_expect.h"
 #include "test_names.h"
 
 namespace vidax::test::hunyuan_dit {
@@ -100,15 +101,7 @@ inline std::vector<int64_t> ints(const Tensor& t) {
 }
 
 // f() must throw an Error whose message contains `what`.
-template <class F>
-void expect_error(F&& f, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "expected an error naming " << what;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // A key list the reference code wrote (name -> shape, a JSON object; tools/golden/*_keylists.py).
 inline std::map<std::string, Shape> key_list(const std::filesystem::path& path) {

@@ -19,6 +19,7 @@
 #include "models/hunyuan15/vae_keys.h"
 #include "parity/parity.h"
 #include "test_diff.h"
+#include "vae_test_support.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
 #include "translate/translate.h"
@@ -33,22 +34,11 @@ std::string golden(const char* name) {
   return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / "hunyuan15" / name).string();
 }
 
-struct Loaded {
-  io::Checkpoint file;
-  h15::VAEConfig cfg;
-  std::map<std::string, Tensor> params;  // official names
-};
+namespace hv = vidax::test::hunyuan_vae;
+using Loaded = hv::Loaded<h15::VAEConfig>;
 
 Loaded load(const char* name, const translate::Component& comp) {
-  const std::string path = golden(name);
-  Loaded l{io::Checkpoint::open(path), {}, {}};
-  const auto config = nlohmann::json::parse(l.file.metadata().at("config"));
-  l.cfg = h15::VAEConfig::from_json(config);
-  translate::MemorySource src(path);
-  for (const std::string& n : l.file.names())
-    if (!translate::is_golden_io_key(n)) src.add(n, l.file.get(n));
-  l.params = translate::load(src, comp, l.cfg.to_json());
-  return l;
+  return hv::load<h15::VAEConfig>(golden(name), comp, /*normalized=*/true);
 }
 
 constexpr h15::VAEParts kDecoder{.encoder = false, .decoder = true};
@@ -56,10 +46,7 @@ constexpr h15::VAEParts kEncoder{.encoder = true, .decoder = false};
 
 h15::HunyuanVideo15VAE build(const Loaded& l, std::map<std::string, Tensor> params, h15::VAEParts parts,
                              DType compute = DType::F32) {
-  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
-  h15::HunyuanVideo15VAE vae(l.cfg, src, parts, compute);
-  src.expect_all_taken();
-  return vae;
+  return hv::build<h15::HunyuanVideo15VAE>(l, std::move(params), parts, compute);
 }
 
 Loaded dec_golden() { return load("hy15_vae_decode.safetensors", h15::vae_decoder_component()); }
@@ -68,33 +55,11 @@ Loaded enc_golden() { return load("hy15_vae_encode.safetensors", h15::vae_encode
 // Every output* and inter.* tensor of the golden against what the kind produces (vidax parity's run).
 void expect_golden(const char* name, const std::string& precision, double rel_bound, double abs_bound,
                    int min_compared) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = precision;
-  opt.rtol = rel_bound;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %-34s %s max_abs=%.3g rel_l2=%.3g\n", c.name.c_str(), precision.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;  // every tap is produced
-    EXPECT_LE(c.max_abs, abs_bound) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_GE(rep.compared, min_compared);
+  hv::expect_golden(golden(name), precision, rel_bound, abs_bound, min_compared, 34);
 }
 
-std::map<std::string, Shape> key_list(const char* file) {
-  std::ifstream f(fs::path(VIDAX_TEST_DATA_DIR) / "hunyuan" / "data" / file);
-  const auto j = nlohmann::json::parse(f);
-  std::map<std::string, Shape> out;
-  for (const auto& [k, v] : j.items()) out[k] = v.get<Shape>();
-  return out;
-}
-
-translate::MemorySource shapes_only(const std::map<std::string, Shape>& keys) {
-  translate::MemorySource src("key list");
-  for (const auto& [k, s] : keys) src.add(k, DType::F32, s);
-  return src;
-}
+using hv::key_list;
+using hv::shapes_only;
 
 std::string error_of(const std::function<void()>& f) {
   try {

@@ -18,6 +18,7 @@
 #include "models/hunyuan/vae_keys.h"
 #include "parity/parity.h"
 #include "test_diff.h"
+#include "vae_test_support.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
 #include "translate/translate.h"
@@ -29,64 +30,29 @@ namespace {
 
 std::string golden(const char* name) { return (fs::path(VIDAX_TEST_DATA_DIR) / "golden" / name).string(); }
 
-struct Loaded {
-  io::Checkpoint file;
-  hunyuan::VAEConfig cfg;
-  std::map<std::string, Tensor> params;  // official names
-};
+namespace hv = vidax::test::hunyuan_vae;
+using Loaded = hv::Loaded<hunyuan::VAEConfig>;
 
 Loaded load(const char* name, const translate::Component& comp) {
-  const std::string path = golden(name);
-  Loaded l{io::Checkpoint::open(path), {}, {}};
-  const auto config = nlohmann::json::parse(l.file.metadata().at("config"));
-  l.cfg = hunyuan::VAEConfig::from_json(config);
-  translate::MemorySource src(path);
-  for (const std::string& n : l.file.names())
-    if (!translate::is_golden_io_key(n)) src.add(n, l.file.get(n));
-  l.params = translate::load(src, comp, config);
-  return l;
+  return hv::load<hunyuan::VAEConfig>(golden(name), comp, /*normalized=*/false);
 }
 
 hunyuan::HunyuanVAE build(const Loaded& l, std::map<std::string, Tensor> params, hunyuan::VAEParts parts,
                           DType compute = DType::F32) {
-  nn::ParamSource src = nn::ParamSource::from_map(std::move(params), "golden");
-  hunyuan::HunyuanVAE vae(l.cfg, src, parts, compute);
-  src.expect_all_taken();
-  return vae;
+  return hv::build<hunyuan::HunyuanVAE>(l, std::move(params), parts, compute);
 }
 
 constexpr hunyuan::VAEParts kDecoder{.encoder = false, .decoder = true};
 constexpr hunyuan::VAEParts kEncoder{.encoder = true, .decoder = false};
 
-std::map<std::string, Shape> published_keys() {
-  std::ifstream f(fs::path(VIDAX_TEST_DATA_DIR) / "hunyuan" / "data" / "vae_keys.json");
-  const auto j = nlohmann::json::parse(f);
-  std::map<std::string, Shape> out;
-  for (const auto& [k, v] : j.items()) out[k] = v.get<Shape>();
-  return out;
-}
+std::map<std::string, Shape> published_keys() { return hv::key_list("vae_keys.json"); }
 
-translate::MemorySource shapes_only(const std::map<std::string, Shape>& keys, const std::string& prefix = "") {
-  translate::MemorySource src("key list");
-  for (const auto& [k, s] : keys) src.add(prefix + k, DType::F32, s);
-  return src;
-}
+using hv::shapes_only;
 
 // Every output* and inter.* tensor of the golden against what the kind produces (vidax parity's run).
 void expect_golden(const char* name, const std::string& precision, double rel_bound, double abs_bound,
                    int min_compared = 6) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = precision;
-  opt.rtol = rel_bound;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %-32s %s max_abs=%.3g rel_l2=%.3g\n", c.name.c_str(), precision.c_str(), c.max_abs, c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;  // every tap is produced
-    EXPECT_LE(c.max_abs, abs_bound) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_GE(rep.compared, min_compared);
+  hv::expect_golden(golden(name), precision, rel_bound, abs_bound, min_compared, 32);
 }
 
 }  // namespace

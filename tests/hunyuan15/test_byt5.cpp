@@ -15,6 +15,7 @@
 #include "models/hunyuan15/text_byt5.h"
 #include "parity/parity.h"
 #include "test_diff.h"
+#include "test_expect.h"
 #include "text/t5_parity.h"
 #include "translate/inspect.h"
 
@@ -56,15 +57,7 @@ Encoder load() {
   return e;
 }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 }  // namespace
 

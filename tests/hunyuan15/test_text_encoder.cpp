@@ -16,6 +16,7 @@
 #include "models/hunyuan15/text_encoder.h"
 #include "parity/parity.h"
 #include "test_diff.h"
+#include "test_expect.h"
 #include "translate/inspect.h"
 #include "translate/source.h"
 
@@ -35,19 +36,7 @@ const text::ByteLevelBpeTokenizer& qwen_tokenizer() {
 }
 
 void expect_golden(const char* name, const std::string& precision, double rel_bound, double abs_bound) {
-  engine::register_builtins();
-  parity::Options opt;
-  opt.precision = precision;
-  opt.rtol = rel_bound;
-  const parity::Report rep = parity::run(golden(name), opt);
-  for (const auto& c : rep.rows) {
-    std::printf("  %s %-24s %s max_abs=%.3g rel_l2=%.3g\n", name, c.name.c_str(), precision.c_str(), c.max_abs,
-                c.rel_l2);
-    EXPECT_EQ(c.status, parity::Comparison::Status::Ok) << c.name << " " << c.note;
-    EXPECT_LE(c.max_abs, abs_bound) << c.name;
-  }
-  EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
-  EXPECT_EQ(rep.compared, 2);  // output, output.attention_mask
+  test::expect_parity_golden(golden(name), name, precision, rel_bound, abs_bound, 2);  // output, output.attention_mask
 }
 
 struct Qwen {
@@ -80,15 +69,7 @@ hunyuan::LlmEncoding encode(const Qwen& q, const std::map<std::string, Tensor>& 
                              hunyuan15::encode_options(q.config));
 }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 }  // namespace
 

@@ -1,12 +1,16 @@
 // What the LTX-2 golden tests share (test_dit, test_video_vae, test_audio_vae, test_vocoder,
-// test_text_encoder, test_text_connector):
+// test_text_encoder, test_text_connector, test_pipeline, test_i2v):
 // the golden files' folder, a file's parameters apart from its inputs and outputs, and the run of
-// a file through its kind with every row checked, an error check.
+// a file through its kind with every row checked, the run of an edited copy, a row's status, an
+// error check.
 #pragma once
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -59,6 +63,36 @@ inline parity::Report expect_golden_rows(const char* name, const char* precision
   }
   EXPECT_TRUE(rep.ok()) << rep.passed << "/" << rep.compared;
   return rep;
+}
+
+// A copy of a golden with its tensors and config edited, run through its kind (`vidax parity`'s
+// run, default options); the copy, in the temporary folder, removed afterwards.
+inline parity::Report run_edited(const char* name,
+                                 const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
+  engine::register_builtins();
+  io::Checkpoint ck = io::Checkpoint::open(golden(name));
+  std::map<std::string, Tensor> t;
+  for (const auto& n : ck.names()) t[n] = ck.get(n);
+  auto meta = ck.metadata();
+  nlohmann::json config = nlohmann::json::parse(meta.at("config"));
+  edit(t, config);
+  meta["config"] = config.dump();
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("vidax_edited_" + std::to_string(::getpid()) + "_" + name)).string();
+  io::save_safetensors(path, t, meta);
+  struct Remove {
+    std::string p;
+    ~Remove() { std::filesystem::remove(p); }
+  } remove{path};
+  return parity::run(path, parity::Options{});
+}
+
+// The status of the report's row `row` (a failure when there is none).
+inline parity::Comparison::Status row_status(const parity::Report& rep, const std::string& row) {
+  for (const auto& c : rep.rows)
+    if (c.name == row) return c.status;
+  ADD_FAILURE() << "no row " << row;
+  return parity::Comparison::Status::Fail;
 }
 
 // f() throws an error whose message holds `needle`.

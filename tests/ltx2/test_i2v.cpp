@@ -46,34 +46,6 @@ parity::Report expect_i2v_rows(const char* name) {
   return rep;
 }
 
-parity::Report run_edited(const char* name,
-                          const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
-  engine::register_builtins();
-  io::Checkpoint ck = io::Checkpoint::open(golden(name));
-  std::map<std::string, Tensor> t;
-  for (const auto& n : ck.names()) t[n] = ck.get(n);
-  auto meta = ck.metadata();
-  nlohmann::json config = nlohmann::json::parse(meta.at("config"));
-  edit(t, config);
-  meta["config"] = config.dump();
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("vidax_ltx2_i2v_" + std::to_string(::getpid()) + ".safetensors"))
-          .string();
-  io::save_safetensors(path, t, meta);
-  struct Remove {
-    std::string p;
-    ~Remove() { std::filesystem::remove(p); }
-  } remove{path};
-  return parity::run(path, parity::Options{});
-}
-
-parity::Comparison::Status row_status(const parity::Report& rep, const std::string& row) {
-  for (const auto& c : rep.rows)
-    if (c.name == row) return c.status;
-  ADD_FAILURE() << "no row " << row;
-  return parity::Comparison::Status::Fail;
-}
-
 using Status = parity::Comparison::Status;
 
 TEST(Ltx2I2VGolden, FirstFrameWithDecodersMatchesTheReference) {

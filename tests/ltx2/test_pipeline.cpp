@@ -69,35 +69,6 @@ parity::Report expect_pipeline_rows(const char* name) {
   return rep;
 }
 
-// A copy of a golden with its tensors and config edited, run through the kind (the copy removed).
-parity::Report run_edited(const char* name,
-                          const std::function<void(std::map<std::string, Tensor>&, nlohmann::json&)>& edit) {
-  engine::register_builtins();
-  io::Checkpoint ck = io::Checkpoint::open(golden(name));
-  std::map<std::string, Tensor> t;
-  for (const auto& n : ck.names()) t[n] = ck.get(n);
-  auto meta = ck.metadata();
-  nlohmann::json config = nlohmann::json::parse(meta.at("config"));
-  edit(t, config);
-  meta["config"] = config.dump();
-  const std::string path =
-      (std::filesystem::temp_directory_path() / ("vidax_ltx2_pipeline_" + std::to_string(::getpid()) + ".safetensors"))
-          .string();
-  io::save_safetensors(path, t, meta);
-  struct Remove {
-    std::string p;
-    ~Remove() { std::filesystem::remove(p); }
-  } remove{path};
-  return parity::run(path, parity::Options{});
-}
-
-parity::Comparison::Status row_status(const parity::Report& rep, const std::string& row) {
-  for (const auto& c : rep.rows)
-    if (c.name == row) return c.status;
-  ADD_FAILURE() << "no row " << row;
-  return parity::Comparison::Status::Fail;
-}
-
 TEST(Ltx2PipelineGolden, CfgRunWithDecodersMatchesTheReference) {
   const parity::Report rep = expect_pipeline_rows("ltx2_pipeline_t2v.safetensors");
   EXPECT_EQ(rep.compared, 2 + 2 + 3 + 2 * 6);  // latents, video + audio, sigmas + 2 noises, 2 steps x 6 taps

@@ -16,6 +16,7 @@
 #include "ltx2_golden.h"
 #include "models/ltx2/prompt.h"
 #include "nn/params.h"
+#include "test_expect.h"
 #include "text/gemma_tokenizer.h"
 
 using namespace vidax;
@@ -41,15 +42,7 @@ text::GemmaTokenizer fixture_tokenizer(const std::string& name) {
   return text::GemmaTokenizer::from_json(text, cfg.dump(), name);
 }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 }  // namespace
 

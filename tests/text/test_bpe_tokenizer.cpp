@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/error.h"
+#include "test_expect.h"
 #include "text/bpe_tokenizer.h"
 #include "text/text_clean.h"
 
@@ -31,15 +32,7 @@ const text::ByteLevelBpeTokenizer& tokenizer() {
 
 std::string printable(const std::string& s) { return nlohmann::json(s).dump(); }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 // A copy of the fixture's tokenizer.json with `edit` applied, in a temporary file.
 std::string edited_copy(const std::function<void(nlohmann::json&)>& edit) {

@@ -15,6 +15,7 @@
 #include "core/error.h"
 #include "core/tensor.h"
 #include "io/checkpoint.h"
+#include "test_expect.h"
 #include "text/gemma_tokenizer.h"
 
 using namespace vidax;
@@ -40,15 +41,7 @@ const text::GemmaTokenizer& tokenizer() {
 
 std::string printable(const std::string& s) { return nlohmann::json(s).dump().substr(0, 160); }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 nlohmann::json read_json(const fs::path& p) {
   std::ifstream f(p);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "test_expect.h"
 #include "text/bpe_tokenizer.h"
 #include "text/text_clean.h"
 #include "text/unicode_classes.h"
@@ -38,15 +39,7 @@ const text::ByteLevelBpeTokenizer& tokenizer() {
 
 std::string printable(const std::string& s) { return nlohmann::json(s).dump(); }
 
-template <class F>
-void expect_error(F&& f, const std::string& needle) {
-  try {
-    f();
-    ADD_FAILURE() << "no error (expected one saying '" << needle << "')";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using test::expect_error;
 
 std::string edited_copy(const std::function<void(nlohmann::json&)>& edit) {
   std::ifstream f(kData / "qwen2_bpe" / "tokenizer.json");

@@ -18,6 +18,7 @@
 #include "parity/parity.h"
 #include "engine/builtin_kinds.h"
 #include "translate/inspect.h"
+#include "keylist_header.h"
 #include "test_names.h"
 
 using namespace vidax;
@@ -25,7 +26,7 @@ using namespace vidax::translate;
 
 namespace {
 
-std::string data_path(const std::string& name) { return std::string(VIDAX_TEST_DATA_DIR) + "/translate/data/" + name; }
+using test::data_path;
 std::string golden_path(const std::string& name) { return std::string(VIDAX_TEST_DATA_DIR) + "/golden/ltx2/" + name; }
 
 struct Registered : ::testing::Environment {
@@ -33,20 +34,8 @@ struct Registered : ::testing::Environment {
 };
 const auto* const kRegistered = ::testing::AddGlobalTestEnvironment(new Registered);
 
-struct Header {
-  Json config;
-  int64_t parameters = -1;
-};
-Header read_header(const std::string& name) {
-  std::ifstream f(data_path(name));
-  Header h;
-  std::string line;
-  while (std::getline(f, line) && !line.empty() && line[0] == '#') {
-    if (line.rfind("# config: ", 0) == 0) h.config = Json::parse(line.substr(10));
-    if (line.rfind("# parameters: ", 0) == 0) h.parameters = std::stoll(line.substr(14));
-  }
-  return h;
-}
+using Header = test::KeyListHeader;
+using test::read_header;
 
 struct Case {
   std::string file, layout, variant;

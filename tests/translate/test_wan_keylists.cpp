@@ -10,6 +10,7 @@
 
 #include "models/wan/checkpoint_keys.h"
 #include "text/umt5_keys.h"
+#include "keylist_header.h"
 #include "test_names.h"
 
 using namespace vidax;
@@ -17,23 +18,10 @@ using namespace vidax::translate;
 
 namespace {
 
-std::string data_path(const std::string& name) { return std::string(VIDAX_TEST_DATA_DIR) + "/translate/data/" + name; }
+using test::data_path;
 
-// The "# config: {...}" and "# parameters: N" header lines of a key list.
-struct KeyListHeader {
-  Json config;
-  int64_t parameters = -1;
-};
-KeyListHeader read_header(const std::string& name) {
-  std::ifstream f(data_path(name));
-  KeyListHeader h;
-  std::string line;
-  while (std::getline(f, line) && !line.empty() && line[0] == '#') {
-    if (line.rfind("# config: ", 0) == 0) h.config = Json::parse(line.substr(10));
-    if (line.rfind("# parameters: ", 0) == 0) h.parameters = std::stoll(line.substr(14));
-  }
-  return h;
-}
+using test::KeyListHeader;  // the "# config: {...}" and "# parameters: N" header lines of a key list
+using test::read_header;
 
 struct Case {
   std::string file;

@@ -96,13 +96,7 @@ def save(name, tensors, config, prompts, text_len):
             "text_len": str(text_len), "generator": "tools/golden/hunyuan15_text.py",
             "reference": "Tencent-Hunyuan/HunyuanVideo-1.5 hyvideo/models/text_encoders/__init__.py TextEncoder",
             "commit": "60783e7", "torch": torch.__version__, "transformers": transformers.__version__}
-    out = {}
-    for k, v in tensors.items():
-        v = v.detach().contiguous().clone()
-        out[k] = v if v.dtype == torch.int64 else v.to(torch.float32)
-    path = os.path.join(OUT, name)
-    save_file(out, path, metadata=meta)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(out)} tensors)")
+    hunyuan_reference.save_golden(os.path.join(OUT, name), tensors, meta)
 
 
 def run(te, name, config, template_name, skip, final_norm, text_len, seed, layout):

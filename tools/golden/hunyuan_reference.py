@@ -30,3 +30,16 @@ def load(name):
         package(".".join(parts[:i]))
     package("hyvideo.utils")  # modules import ..utils.helpers
     return importlib.import_module(name)
+
+
+def save_golden(path, tensors, meta):
+    """Writes a golden file (hunyuan_text.py, hunyuan15_text.py): each tensor detached, contiguous,
+    int64 kept and the rest as float32, under `meta`; prints its size."""
+    import torch
+    from safetensors.torch import save_file
+    out = {}
+    for k, v in tensors.items():
+        v = v.detach().contiguous().clone()
+        out[k] = v if v.dtype == torch.int64 else v.to(torch.float32)
+    save_file(out, path, metadata=meta)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(out)} tensors)")

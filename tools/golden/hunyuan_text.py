@@ -53,9 +53,8 @@ import tempfile
 
 import torch
 import transformers
-from safetensors.torch import save_file
 
-from hunyuan_reference import load
+from hunyuan_reference import load, save_golden
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "tests", "golden", "hunyuan")
@@ -106,13 +105,7 @@ def model_config(model):
 def save(name, tensors, kind, config, **extra):
     meta = {**extra, "kind": kind, "config": json.dumps(config), "generator": "tools/golden/hunyuan_text.py",
             "torch": torch.__version__, "transformers": transformers.__version__}
-    out = {}
-    for k, v in tensors.items():
-        v = v.detach().contiguous().clone()
-        out[k] = v if v.dtype == torch.int64 else v.to(torch.float32)
-    path = os.path.join(OUT, name)
-    save_file(out, path, metadata=meta)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(out)} tensors)")
+    save_golden(os.path.join(OUT, name), tensors, meta)
 
 
 def llama_inputs(vocab, lengths, L, seed):

@@ -26,15 +26,14 @@ Usage: python tools/golden/llama_tokenizer_fixture.py
 """
 import json
 import os
-import random
 import tempfile
 
-import tokenizers
 import transformers
 from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from hunyuan_reference import load
 from tokenizer_fixture import PROMPTS as T5_PROMPTS
+from tokenizer_fixture import random_split_cases, write_bpe_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "text", "data")
@@ -116,20 +115,8 @@ def main():
         n = len(official(template["template"].split("{}")[0])["input_ids"])
         print(f"template prefix: {n} tokens here (crop_start {template['crop_start']} with Llama-3's vocabulary)")
     # The Split regex on random strings mixing the classes it tells apart.
-    rng = random.Random(5)
-    pool = list(" \t\n\r\u00a0\u3000\u2028'\u017f") + list("sStTrReEvVmMlLdD") + list("0123\u0663\u2167\u00bd") + \
-        list("!?.,-_'\"(") + ["\u0301", "\u1c89", "\ua7cb", "\U0001F600", "\u4e00", "\u0905", "\u093f", "\u0130"]
-    random_cases = []
-    for _ in range(300):
-        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
-        random_cases.append({"text": text, "pieces": [piece for piece, _ in split.pre_tokenize_str(text)]})
-    out = {"generator": "tools/golden/llama_tokenizer_fixture.py",
-           "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__},
-           "cases": cases, "random_split": random_cases, "hunyuan": hunyuan}
-    path = os.path.join(DATA, "llama3_bpe_cases.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=True, indent=0)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(cases)} prompts); {OUT_DIR}: {os.listdir(OUT_DIR)}")
+    write_bpe_cases(os.path.join(DATA, "llama3_bpe_cases.json"), "tools/golden/llama_tokenizer_fixture.py", cases,
+                    random_split_cases(split, seed=5), "hunyuan", hunyuan, OUT_DIR)
 
 
 if __name__ == "__main__":

@@ -89,7 +89,6 @@ from ltx_core.components.guiders import MultiModalGuiderParams, create_multimoda
 from ltx_core.components.noisers import GaussianNoiser  # noqa: E402
 from ltx_core.components.patchifiers import VideoLatentPatchifier  # noqa: E402
 from ltx_core.components.schedulers import LTX2Scheduler  # noqa: E402
-from ltx_core.model.audio_vae.audio_vae import decode_audio  # noqa: E402
 from ltx_core.model.video_vae.model_configurator import VideoEncoderConfigurator  # noqa: E402
 from ltx_core.tools import VideoLatentTools  # noqa: E402
 from ltx_core.types import VideoLatentShape, VideoPixelShape  # noqa: E402
@@ -200,19 +199,7 @@ def run_i2v(req, dit, dit_config, decoders, contexts, images, encoder):
            "inter.state.positions": v0.positions}
     for i, image in enumerate(encoder.images):
         out[f"inter.image.{i}"] = image
-    for k, (i, denoised, latent) in enumerate(stepper.results):
-        stream = "video" if k % 2 == 0 else "audio"
-        out[f"inter.step{i}.{stream}"] = latent
-        out[f"inter.step{i}.{stream}_denoised"] = denoised
-    out.update(denoiser.conds)
-    if decoders is not None:
-        vae, audio_decoder, vocoder = decoders
-        with torch.no_grad():
-            chunks = list(vae.decode_video(video_state.latent, None, generator))
-            audio = decode_audio(audio_state.latent, audio_decoder, vocoder)
-        out["output.video"] = torch.cat(chunks, dim=0)
-        out["output.audio"] = audio.waveform
-    return out
+    return t2v.record_steps_and_decode(out, stepper, denoiser, decoders, video_state, audio_state, generator)
 
 
 def make_pipeline(path, req, seed, with_decoders, num_layers, image_specs, picture_sizes, dit_extra=None):
@@ -233,16 +220,7 @@ def make_pipeline(path, req, seed, with_decoders, num_layers, image_specs, pictu
         out = run_i2v(req, dit, dit_config, decoders, contexts, images, StandInEncoder(latents))
     tensors = {"model.diffusion_model." + n: p.detach().float().contiguous() for n, p in dit.state_dict().items()}
     config = dict(req, transformer=dit_config, images=image_specs)
-    if decoders is not None:
-        vae, audio_decoder, vocoder = decoders
-        for n, p in vae.state_dict().items():
-            key = n if n.startswith("per_channel_statistics.") else "decoder." + n
-            tensors["vae." + key] = p.detach().float().contiguous()
-        for n, p in audio_decoder.state_dict().items():
-            key = n if n.startswith("per_channel_statistics.") else "decoder." + n
-            tensors["audio_vae." + key] = p.detach().float().contiguous()
-        tensors.update({"vocoder." + n: p.detach().float().contiguous() for n, p in vocoder.state_dict().items()})
-        config.update(vae=t2v.VAE, audio_vae=t2v.AUDIO_VAE, vocoder=t2v.VOCODER)
+    t2v.add_decoders(tensors, config, decoders)
     names = ("v_context_p", "a_context_p", "v_context_n", "a_context_n")
     tensors.update({"input." + n: c.contiguous() for n, c in zip(names, contexts)})
     for i, (pic, lat) in enumerate(zip(pictures, latents)):

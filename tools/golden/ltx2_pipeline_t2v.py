@@ -198,6 +198,42 @@ def build_decoders(seed):
     return vae.float(), audio.float(), vocoder.float()
 
 
+def record_steps_and_decode(out, stepper, denoiser, decoders, video_state, audio_state, generator):
+    """Adds to `out` each step's states (inter.step{i}.video / .audio and their _denoised), the
+    denoiser's conditioned passes and, with decoders, output.video (decode_video(latent, None,
+    generator)) and output.audio (decode_audio's waveform). Shared with ltx2_pipeline_i2v.py."""
+    # euler_denoising_loop steps the video state, then the audio state, at every step.
+    for k, (i, denoised, latent) in enumerate(stepper.results):
+        stream = "video" if k % 2 == 0 else "audio"
+        out[f"inter.step{i}.{stream}"] = latent
+        out[f"inter.step{i}.{stream}_denoised"] = denoised
+    out.update(denoiser.conds)
+    if decoders is not None:
+        vae, audio_decoder, vocoder = decoders
+        with torch.no_grad():
+            chunks = list(vae.decode_video(video_state.latent, None, generator))
+            audio = decode_audio(audio_state.latent, audio_decoder, vocoder)
+        out["output.video"] = torch.cat(chunks, dim=0)
+        out["output.audio"] = audio.waveform
+    return out
+
+
+def add_decoders(tensors, config, decoders):
+    """With decoders: their weights under vae.decoder.* / audio_vae.decoder.* (per_channel_statistics.*
+    at the top) and vocoder.*, their configs in config. Shared with ltx2_pipeline_i2v.py."""
+    if decoders is None:
+        return
+    vae, audio_decoder, vocoder = decoders
+    for n, p in vae.state_dict().items():
+        key = n if n.startswith("per_channel_statistics.") else "decoder." + n
+        tensors["vae." + key] = p.detach().float().contiguous()
+    for n, p in audio_decoder.state_dict().items():
+        key = n if n.startswith("per_channel_statistics.") else "decoder." + n
+        tensors["audio_vae." + key] = p.detach().float().contiguous()
+    tensors.update({"vocoder." + n: p.detach().float().contiguous() for n, p in vocoder.state_dict().items()})
+    config.update(vae=VAE, audio_vae=AUDIO_VAE, vocoder=VOCODER)
+
+
 def run(req, dit, dit_config, decoders, contexts):
     """TI2VidOneStagePipeline.__call__ from the prompt contexts on (images=[], fp32, untiled decode)."""
     assert_resolution(height=req["height"], width=req["width"], is_two_stage=False)
@@ -220,20 +256,7 @@ def run(req, dit, dit_config, decoders, contexts):
         audio=ModalitySpec(context=a_context_p), stepper=stepper, max_batch_size=1)
     out = {"output.video_latent": video_state.latent, "output.audio_latent": audio_state.latent,
            "inter.sigmas": sigmas, "inter.noise.video": noiser.states[0], "inter.noise.audio": noiser.states[1]}
-    # euler_denoising_loop steps the video state, then the audio state, at every step.
-    for k, (i, denoised, latent) in enumerate(stepper.results):
-        stream = "video" if k % 2 == 0 else "audio"
-        out[f"inter.step{i}.{stream}"] = latent
-        out[f"inter.step{i}.{stream}_denoised"] = denoised
-    out.update(denoiser.conds)
-    if decoders is not None:
-        vae, audio_decoder, vocoder = decoders
-        with torch.no_grad():
-            chunks = list(vae.decode_video(video_state.latent, None, generator))
-            audio = decode_audio(audio_state.latent, audio_decoder, vocoder)
-        out["output.video"] = torch.cat(chunks, dim=0)
-        out["output.audio"] = audio.waveform
-    return out
+    return record_steps_and_decode(out, stepper, denoiser, decoders, video_state, audio_state, generator)
 
 
 def make(path, req, seed, with_decoders, num_layers):
@@ -249,16 +272,7 @@ def make(path, req, seed, with_decoders, num_layers):
         out = run(req, dit, dit_config, decoders, contexts)
     tensors = {"model.diffusion_model." + n: p.detach().float().contiguous() for n, p in dit.state_dict().items()}
     config = dict(req, transformer=dit_config)
-    if decoders is not None:
-        vae, audio_decoder, vocoder = decoders
-        for n, p in vae.state_dict().items():
-            key = n if n.startswith("per_channel_statistics.") else "decoder." + n
-            tensors["vae." + key] = p.detach().float().contiguous()
-        for n, p in audio_decoder.state_dict().items():
-            key = n if n.startswith("per_channel_statistics.") else "decoder." + n
-            tensors["audio_vae." + key] = p.detach().float().contiguous()
-        tensors.update({"vocoder." + n: p.detach().float().contiguous() for n, p in vocoder.state_dict().items()})
-        config.update(vae=VAE, audio_vae=AUDIO_VAE, vocoder=VOCODER)
+    add_decoders(tensors, config, decoders)
     names = ("v_context_p", "a_context_p", "v_context_n", "a_context_n")
     tensors.update({"input." + n: c.contiguous() for n, c in zip(names, contexts)})
     tensors.update({k: v.detach().float().contiguous() for k, v in out.items()})

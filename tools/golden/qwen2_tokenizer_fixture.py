@@ -30,16 +30,15 @@ Usage: HUNYUAN15_REPO=/work/ref/hunyuan15 python tools/golden/qwen2_tokenizer_fi
 """
 import json
 import os
-import random
 import tempfile
 
-import tokenizers
 import transformers
 from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 import hunyuan_reference
 hunyuan_reference.HUNYUAN_REPO = os.environ.get("HUNYUAN15_REPO", "/work/ref/hunyuan15")
 from tokenizer_fixture import PROMPTS as T5_PROMPTS
+from tokenizer_fixture import random_split_cases, write_bpe_cases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "text", "data")
@@ -165,20 +164,8 @@ def main():
                           "prompts": PROMPTS, "input_ids": enc["input_ids"].tolist(),
                           "attention_mask": enc["attention_mask"].tolist()})
         print(f"{name}: crop_start {crop_start} with this vocabulary")
-    rng = random.Random(7)
-    pool = list(" \t\n\r\u00a0\u3000\u2028'\u017f") + list("sStTrReEvVmMlLdD") + list("0123\u0663\u2167\u00bd") + \
-        list("!?.,-_'\"(") + ["\u0301", "\u1c89", "\ua7cb", "\U0001F600", "\u4e00", "\u0905", "\u093f", "\u0130"]
-    random_cases = []
-    for _ in range(300):
-        text = "".join(rng.choice(pool) for _ in range(rng.randint(1, 12)))
-        random_cases.append({"text": text, "pieces": [piece for piece, _ in split.pre_tokenize_str(text)]})
-    out = {"generator": "tools/golden/qwen2_tokenizer_fixture.py",
-           "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__},
-           "cases": cases, "random_split": random_cases, "hunyuan15": hunyuan15}
-    path = os.path.join(DATA, "qwen2_bpe_cases.json")
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(out, f, ensure_ascii=True, indent=0)
-    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(cases)} prompts); {OUT_DIR}: {os.listdir(OUT_DIR)}")
+    write_bpe_cases(os.path.join(DATA, "qwen2_bpe_cases.json"), "tools/golden/qwen2_tokenizer_fixture.py", cases,
+                    random_split_cases(split, seed=7), "hunyuan15", hunyuan15, OUT_DIR)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,36 @@ PROMPTS = [
 SHORT_CASES = [(0, 4), (0, 9), (0, 10), (7, 1), (26, 6)]
 
 
+
+# The byte-level BPE fixtures' shared parts (llama_tokenizer_fixture.py, qwen2_tokenizer_fixture.py).
+# The characters their "random_split" strings mix: white space, contraction letters, digits,
+# punctuation, marks and other scripts (the classes the Split regexes tell apart).
+SPLIT_POOL = list(" \t\n\r\u00a0\u3000\u2028'\u017f") + list("sStTrReEvVmMlLdD") + list("0123\u0663\u2167\u00bd") + \
+    list("!?.,-_'\"(") + ["\u0301", "\u1c89", "\ua7cb", "\U0001F600", "\u4e00", "\u0905", "\u093f", "\u0130"]
+
+
+def random_split_cases(split, seed, count=300):
+    """The Split pre-tokenizer's pieces of `count` random strings (1 to 12 SPLIT_POOL characters)."""
+    import random
+    rng = random.Random(seed)
+    cases = []
+    for _ in range(count):
+        text = "".join(rng.choice(SPLIT_POOL) for _ in range(rng.randint(1, 12)))
+        cases.append({"text": text, "pieces": [piece for piece, _ in split.pre_tokenize_str(text)]})
+    return cases
+
+
+def write_bpe_cases(path, generator, cases, random_split, family, family_cases, out_dir):
+    """Writes a fixture's cases JSON: generator, versions, cases, random_split, then `family`'s."""
+    import tokenizers
+    out = {"generator": generator,
+           "versions": {"tokenizers": tokenizers.__version__, "transformers": transformers.__version__},
+           "cases": cases, "random_split": random_split, family: family_cases}
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(out, f, ensure_ascii=True, indent=0)
+    print(f"wrote {path} ({os.path.getsize(path)} bytes, {len(cases)} prompts); {out_dir}: {os.listdir(out_dir)}")
+
+
 def main():
     wan = load("wan.modules.tokenizers")
     model = os.path.join(DATA, "tiny_spiece.model")

@@ -1,6 +1,7 @@
 #include "models/hunyuan/prompt.h"
 
 #include "core/error.h"
+#include "pipeline/carried_embeddings.h"
 
 namespace vidax::hunyuan {
 
@@ -17,17 +18,13 @@ pipeline::EncodedPrompt to_encoded_prompt(PromptEmbeds e, int64_t text_states_di
               "HunyuanVideo prompt: text_states_2 "
                   << (e.text_states_2.defined() ? e.text_states_2.str() : "missing") << ", expected ["
                   << text_states_dim_2 << "] (CLIP's pooled output)");
-  pipeline::EncodedPrompt p;
-  p.context = e.text_states;
-  p.truncated = e.truncated;
-  p.conditioning = std::make_shared<const PromptEmbeds>(std::move(e));
-  return p;
+  const Tensor context = e.text_states;
+  const bool truncated = e.truncated;
+  return pipeline::carry_embeddings(std::move(e), context, truncated);
 }
 
 const PromptEmbeds& prompt_embeds_of(const pipeline::EncodedPrompt& p) {
-  VIDAX_CHECK(p.conditioning, "HunyuanVideo predict: the prompt carries no embeddings (not encoded by this "
-                              "family's encode_prompt)");
-  return *static_cast<const PromptEmbeds*>(p.conditioning.get());
+  return pipeline::carried_embeddings<PromptEmbeds>(p, "HunyuanVideo predict");
 }
 
 }  // namespace vidax::hunyuan

@@ -21,7 +21,6 @@ using vae_blocks::Loader;
 std::string idx(const std::string& prefix, int64_t i) { return prefix + "." + std::to_string(i); }
 
 using vae_blocks::CausalConv;  // vae_blocks.h (the 1.5 VAE's too)
-using vae_blocks::nearest;
 
 struct GroupNorm {
   Tensor w, b;
@@ -248,36 +247,16 @@ HunyuanVAE::HunyuanVAE(HunyuanVAE&&) noexcept = default;
 HunyuanVAE& HunyuanVAE::operator=(HunyuanVAE&&) noexcept = default;
 
 std::vector<std::pair<std::string, Shape>> HunyuanVAE::parameter_shapes(const VAEConfig& config, VAEParts parts) {
-  std::vector<std::pair<std::string, Shape>> out;
-  nn::ParamSource src = nn::ParamSource::generated(
-      [&out](const std::string& name, const Shape& shape) {
-        out.emplace_back(name, shape);
-        return Tensor::empty(shape, DType::F32, Device::Meta);
-      },
-      "shapes");
-  HunyuanVAE probe(config, src, parts, DType::F32);
-  return out;
+  return vae_blocks::recorded_shapes([&](nn::ParamSource& src) { HunyuanVAE probe(config, src, parts, DType::F32); });
 }
 
 void HunyuanVAE::check_video(const Shape& s) const {
-  VIDAX_CHECK(s.size() == 5, "HunyuanVideo VAE: the video must be [B, C, F, H, W], found " << shape_str(s));
-  VIDAX_CHECK(s[1] == config_.in_channels, "HunyuanVideo VAE: the video has " << s[1] << " channels, the encoder takes "
-                                                                              << config_.in_channels);
-  const int64_t tf = config_.temporal_factor(), sf = config_.spatial_factor();
-  VIDAX_CHECK(s[2] >= 1 && (s[2] - 1) % tf == 0, "HunyuanVideo VAE: " << s[2] << " frames; the VAE takes " << tf
-                                                                     << "k+1 frames (nearest: "
-                                                                     << nearest(s[2], tf, 1) << ")");
-  for (int i = 3; i < 5; ++i)
-    VIDAX_CHECK(s[i] >= sf && s[i] % sf == 0, "HunyuanVideo VAE: " << (i == 3 ? "height " : "width ") << s[i]
-                                                                   << " is not a multiple of " << sf << " (nearest: "
-                                                                   << nearest(s[i], sf, 0) << ")");
+  vae_blocks::check_video("HunyuanVideo VAE", s, config_.in_channels, config_.temporal_factor(),
+                          config_.spatial_factor());
 }
 
 void HunyuanVAE::check_latent(const Shape& s) const {
-  VIDAX_CHECK(s.size() == 5, "HunyuanVideo VAE: the latent must be [B, C, F, H, W], found " << shape_str(s));
-  VIDAX_CHECK(s[1] == config_.latent_channels, "HunyuanVideo VAE: the latent has " << s[1] << " channels, the VAE has "
-                                                                                   << config_.latent_channels);
-  VIDAX_CHECK(s[2] >= 1 && s[3] >= 1 && s[4] >= 1, "HunyuanVideo VAE: empty latent " << shape_str(s));
+  vae_blocks::check_latent("HunyuanVideo VAE", s, config_.latent_channels);
 }
 
 Tensor HunyuanVAE::run_encoder(const Tensor& video, const VAETap& tap) const {

@@ -1,13 +1,14 @@
 // What the HunyuanVideo VAEs share (1.0's AutoencoderKLCausal3D, vae.cpp / vae_tiling.cpp, and 1.5's
-// AutoencoderKLConv3D, src/models/hunyuan15/vae.cpp): the parameter loader, the size errors' nearest
-// valid values, the replicate-padded causal Conv3d, the frame-causal attention and the reference's
-// spatial tiling (blend_v / blend_h over row-major tiles, cropped). Internal to the two
-// families' VAEs.
+// AutoencoderKLConv3D, src/models/hunyuan15/vae.cpp): the parameter loader, the shape recorder, the
+// config's power-of-two check, the size checks and their errors' nearest valid values, the
+// replicate-padded causal Conv3d, the frame-causal attention and the reference's spatial tiling
+// (blend_v / blend_h over row-major tiles, cropped). Internal to the two families' VAEs.
 #pragma once
 #include <algorithm>
 #include <array>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backend/ops.h"
@@ -37,6 +38,50 @@ inline std::string nearest(int64_t v, int64_t step, int64_t offset) {
   if (lo >= first) s << lo << " or ";
   s << hi;
   return s.str();
+}
+
+// The names and shapes `build(ParamSource&)` takes, in build order (no data: meta tensors): what
+// parameter_shapes gives for a config.
+template <class Build>
+std::vector<std::pair<std::string, Shape>> recorded_shapes(const Build& build) {
+  std::vector<std::pair<std::string, Shape>> out;
+  nn::ParamSource src = nn::ParamSource::generated(
+      [&out](const std::string& name, const Shape& shape) {
+        out.emplace_back(name, shape);
+        return Tensor::empty(shape, DType::F32, Device::Meta);
+      },
+      "shapes");
+  build(src);
+  return out;
+}
+
+// log2(v) for a power of two v; otherwise throws "<who>: <field> must be a power of two" (who:
+// "HunyuanVideo VAE config", "HunyuanVideo 1.5 VAE config").
+inline int64_t log2_exact(const char* who, int64_t v, const char* field) {
+  int64_t n = 0;
+  while ((int64_t{1} << n) < v) ++n;
+  VIDAX_CHECK(v >= 1 && (int64_t{1} << n) == v, who << ": " << field << " must be a power of two, found " << v);
+  return n;
+}
+
+// The size checks of encode / decode (who: "HunyuanVideo VAE", "HunyuanVideo 1.5 VAE"): a video
+// [B, channels, tf k+1, H, W] with H and W multiples of sf (the errors name the nearest valid
+// sizes); a latent [B, channels, F', h, w], none of them empty.
+inline void check_video(const char* who, const Shape& s, int64_t channels, int64_t tf, int64_t sf) {
+  VIDAX_CHECK(s.size() == 5, who << ": the video must be [B, C, F, H, W], found " << shape_str(s));
+  VIDAX_CHECK(s[1] == channels, who << ": the video has " << s[1] << " channels, the encoder takes " << channels);
+  VIDAX_CHECK(s[2] >= 1 && (s[2] - 1) % tf == 0,
+              who << ": " << s[2] << " frames; the VAE takes " << tf << "k+1 frames (nearest: " << nearest(s[2], tf, 1)
+                  << ")");
+  for (int i = 3; i < 5; ++i)
+    VIDAX_CHECK(s[i] >= sf && s[i] % sf == 0, who << ": " << (i == 3 ? "height " : "width ") << s[i]
+                                                  << " is not a multiple of " << sf << " (nearest: "
+                                                  << nearest(s[i], sf, 0) << ")");
+}
+inline void check_latent(const char* who, const Shape& s, int64_t channels) {
+  VIDAX_CHECK(s.size() == 5, who << ": the latent must be [B, C, F, H, W], found " << shape_str(s));
+  VIDAX_CHECK(s[1] == channels, who << ": the latent has " << s[1] << " channels, the VAE has " << channels);
+  VIDAX_CHECK(s[2] >= 1 && s[3] >= 1 && s[4] >= 1, who << ": empty latent " << shape_str(s));
 }
 
 // CausalConv3d: F.pad(x, (kw/2, kw/2, kh/2, kh/2, kt-1, 0), mode="replicate"), then Conv3d without

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "models/hunyuan/vae.h"
+#include "models/hunyuan/vae_blocks.h"
 #include "translate/config_fields.h"
 
 namespace vidax::hunyuan {
@@ -14,13 +15,7 @@ using translate::value_or;
 
 namespace {
 
-int64_t log2_exact(int64_t v, const char* field) {
-  int64_t n = 0;
-  while ((int64_t{1} << n) < v) ++n;
-  VIDAX_CHECK(v >= 1 && (int64_t{1} << n) == v,
-              "HunyuanVideo VAE config: " << field << " must be a power of two, found " << v);
-  return n;
-}
+int64_t log2_exact(int64_t v, const char* field) { return vae_blocks::log2_exact("HunyuanVideo VAE config", v, field); }
 
 void check_block_types(const Json& j, const char* field, const std::set<std::string>& known, int64_t levels) {
   auto it = j.find(field);

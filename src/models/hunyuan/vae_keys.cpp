@@ -1,5 +1,6 @@
 #include "models/hunyuan/vae_keys.h"
 
+#include "models/hunyuan/vae_levels.h"
 #include "translate/config_fields.h"
 
 namespace vidax::hunyuan {
@@ -22,17 +23,13 @@ KeyMap vae_keymap(const std::string& layout) {
 
 namespace {
 
-enum class Part { Whole, Encoder, Decoder };
-
-VAEParts parts_of(Part p) { return {.encoder = p != Part::Decoder, .decoder = p != Part::Encoder}; }
+using vae_levels::Part;
+using vae_levels::parts_of;
 
 class VaeComponent : public translate::Component {
  public:
   explicit VaeComponent(Part part) : part_(part) {}
-  std::string name() const override {
-    return part_ == Part::Whole ? "hunyuanvideo-vae" : part_ == Part::Encoder ? "hunyuanvideo-vae-encoder"
-                                                                              : "hunyuanvideo-vae-decoder";
-  }
+  std::string name() const override { return vae_levels::part_name("hunyuanvideo-vae", part_); }
   std::string family() const override { return "hunyuanvideo"; }
   std::vector<std::string> layouts() const override { return {"original", "prefixed"}; }
   Json default_config() const override { return VAEConfig{}.to_json(); }
@@ -50,26 +47,11 @@ class VaeComponent : public translate::Component {
     const KeyMap m = vae_keymap(layout);
     VAEConfig c;
     auto info = [&](const std::string& n) { return translate::find_param(src, m, n); };
-    auto count = [&](const std::string& prefix, const std::string& probe) {
-      int64_t n = 0;
-      while (info(prefix + std::to_string(n) + probe)) ++n;
-      return n;
-    };
     if (auto* t = info("post_quant_conv.weight"); t && !t->shape.empty()) c.latent_channels = t->shape[0];
     if (auto* t = info("quant_conv.weight"); t && !t->shape.empty()) c.latent_channels = t->shape[0] / 2;
     if (auto* t = info("encoder.conv_in.conv.weight"); t && t->shape.size() == 5) c.in_channels = t->shape[1];
     if (auto* t = info("decoder.conv_out.conv.weight"); t && t->shape.size() == 5) c.out_channels = t->shape[0];
-    std::vector<int64_t> widths;
-    if (const int64_t n = count("encoder.down_blocks.", ".resnets.0.conv1.conv.weight"); n > 0) {
-      for (int64_t i = 0; i < n; ++i)
-        widths.push_back(info("encoder.down_blocks." + std::to_string(i) + ".resnets.0.conv1.conv.weight")->shape[0]);
-      c.layers_per_block = count("encoder.down_blocks.0.resnets.", ".conv1.conv.weight");
-    } else if (const int64_t k = count("decoder.up_blocks.", ".resnets.0.conv1.conv.weight"); k > 0) {
-      for (int64_t i = k - 1; i >= 0; --i)
-        widths.push_back(info("decoder.up_blocks." + std::to_string(i) + ".resnets.0.conv1.conv.weight")->shape[0]);
-      c.layers_per_block = count("decoder.up_blocks.0.resnets.", ".conv1.conv.weight") - 1;
-    }
-    if (!widths.empty()) c.block_out_channels = widths;
+    vae_levels::infer_levels(src, m, {"encoder.down_blocks.", "decoder.up_blocks.", "resnets."}, c);
     const std::string half = part_ == Part::Decoder ? "decoder" : "encoder";
     c.mid_block_add_attention = info(half + ".mid_block.attentions.0.to_q.weight") != nullptr;
     return c.to_json();

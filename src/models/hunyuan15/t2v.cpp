@@ -2,6 +2,7 @@
 
 #include "backend/ops.h"
 #include "core/error.h"
+#include "pipeline/carried_embeddings.h"
 #include "pipeline/interrupt.h"
 
 namespace vidax::hunyuan15 {
@@ -31,17 +32,13 @@ pipeline::EncodedPrompt to_encoded_prompt(PromptEmbeds e, const DiTConfig& dit) 
                 "HunyuanVideo 1.5 prompt: byt5_mask " << shape_of(e.byt5_mask) << ", expected [" << e.byt5_states.size(0)
                                                       << "] (one entry per byt5_states row)");
   }
-  pipeline::EncodedPrompt p;
-  p.context = e.text_states;
-  p.truncated = e.truncated;
-  p.conditioning = std::make_shared<const PromptEmbeds>(std::move(e));
-  return p;
+  const Tensor context = e.text_states;
+  const bool truncated = e.truncated;
+  return pipeline::carry_embeddings(std::move(e), context, truncated);
 }
 
 const PromptEmbeds& prompt_embeds_of(const pipeline::EncodedPrompt& p) {
-  VIDAX_CHECK(p.conditioning, "HunyuanVideo 1.5 predict: the prompt carries no embeddings (not encoded by this "
-                              "family's encode_prompt)");
-  return *static_cast<const PromptEmbeds*>(p.conditioning.get());
+  return pipeline::carried_embeddings<PromptEmbeds>(p, "HunyuanVideo 1.5 predict");
 }
 
 pipeline::Geometry geometry_of(const DiTConfig& dit, const VAEConfig& vae, int64_t text_len) {

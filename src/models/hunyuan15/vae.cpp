@@ -17,7 +17,6 @@ namespace {
 using hunyuan::vae_blocks::CausalConv;
 
 using hunyuan::vae_blocks::Loader;
-using hunyuan::vae_blocks::nearest;
 
 std::string idx(const std::string& prefix, int64_t i) { return prefix + "." + std::to_string(i); }
 
@@ -326,36 +325,17 @@ HunyuanVideo15VAE::HunyuanVideo15VAE(HunyuanVideo15VAE&&) noexcept = default;
 HunyuanVideo15VAE& HunyuanVideo15VAE::operator=(HunyuanVideo15VAE&&) noexcept = default;
 
 std::vector<std::pair<std::string, Shape>> HunyuanVideo15VAE::parameter_shapes(const VAEConfig& config, VAEParts parts) {
-  std::vector<std::pair<std::string, Shape>> out;
-  nn::ParamSource src = nn::ParamSource::generated(
-      [&out](const std::string& name, const Shape& shape) {
-        out.emplace_back(name, shape);
-        return Tensor::empty(shape, DType::F32, Device::Meta);
-      },
-      "shapes");
-  HunyuanVideo15VAE probe(config, src, parts, DType::F32);
-  return out;
+  return hunyuan::vae_blocks::recorded_shapes(
+      [&](nn::ParamSource& src) { HunyuanVideo15VAE probe(config, src, parts, DType::F32); });
 }
 
 void HunyuanVideo15VAE::check_video(const Shape& s) const {
-  VIDAX_CHECK(s.size() == 5, "HunyuanVideo 1.5 VAE: the video must be [B, C, F, H, W], found " << shape_str(s));
-  VIDAX_CHECK(s[1] == config_.in_channels, "HunyuanVideo 1.5 VAE: the video has "
-                                               << s[1] << " channels, the encoder takes " << config_.in_channels);
-  const int64_t tf = config_.ffactor_temporal, sf = config_.ffactor_spatial;
-  VIDAX_CHECK(s[2] >= 1 && (s[2] - 1) % tf == 0, "HunyuanVideo 1.5 VAE: " << s[2] << " frames; the VAE takes " << tf
-                                                                         << "k+1 frames (nearest: "
-                                                                         << nearest(s[2], tf, 1) << ")");
-  for (int i = 3; i < 5; ++i)
-    VIDAX_CHECK(s[i] >= sf && s[i] % sf == 0, "HunyuanVideo 1.5 VAE: " << (i == 3 ? "height " : "width ") << s[i]
-                                                                       << " is not a multiple of " << sf
-                                                                       << " (nearest: " << nearest(s[i], sf, 0) << ")");
+  hunyuan::vae_blocks::check_video("HunyuanVideo 1.5 VAE", s, config_.in_channels, config_.ffactor_temporal,
+                                   config_.ffactor_spatial);
 }
 
 void HunyuanVideo15VAE::check_latent(const Shape& s) const {
-  VIDAX_CHECK(s.size() == 5, "HunyuanVideo 1.5 VAE: the latent must be [B, C, F, H, W], found " << shape_str(s));
-  VIDAX_CHECK(s[1] == config_.latent_channels, "HunyuanVideo 1.5 VAE: the latent has "
-                                                   << s[1] << " channels, the VAE has " << config_.latent_channels);
-  VIDAX_CHECK(s[2] >= 1 && s[3] >= 1 && s[4] >= 1, "HunyuanVideo 1.5 VAE: empty latent " << shape_str(s));
+  hunyuan::vae_blocks::check_latent("HunyuanVideo 1.5 VAE", s, config_.latent_channels);
 }
 
 Tensor HunyuanVideo15VAE::run_encoder(const Tensor& video, const VAETap& tap) const {

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "models/hunyuan15/vae.h"
+#include "models/hunyuan/vae_blocks.h"
 #include "translate/config_fields.h"
 
 namespace vidax::hunyuan15 {
@@ -14,11 +15,7 @@ using translate::value_or;
 namespace {
 
 int64_t log2_exact(int64_t v, const char* field) {
-  int64_t n = 0;
-  while ((int64_t{1} << n) < v) ++n;
-  VIDAX_CHECK(v >= 1 && (int64_t{1} << n) == v,
-              "HunyuanVideo 1.5 VAE config: " << field << " must be a power of two, found " << v);
-  return n;
+  return hunyuan::vae_blocks::log2_exact("HunyuanVideo 1.5 VAE config", v, field);
 }
 
 // Checks one Downsample(in, out, temporal) / Upsample(in, out, temporal) can be built and run.

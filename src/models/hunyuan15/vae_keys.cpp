@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "io/text_file.h"
+#include "models/hunyuan/vae_levels.h"
 #include "translate/config_fields.h"
 #include "translate/source.h"
 
@@ -66,18 +67,13 @@ KeyMap vae_keymap(const std::string& layout) {
 
 namespace {
 
-enum class Part { Whole, Encoder, Decoder };
-
-VAEParts parts_of(Part p) { return {.encoder = p != Part::Decoder, .decoder = p != Part::Encoder}; }
+using hunyuan::vae_levels::Part;
+using hunyuan::vae_levels::parts_of;
 
 class VaeComponent : public translate::Component {
  public:
   explicit VaeComponent(Part part) : part_(part) {}
-  std::string name() const override {
-    return part_ == Part::Whole     ? "hunyuanvideo1.5-vae"
-           : part_ == Part::Encoder ? "hunyuanvideo1.5-vae-encoder"
-                                    : "hunyuanvideo1.5-vae-decoder";
-  }
+  std::string name() const override { return hunyuan::vae_levels::part_name("hunyuanvideo1.5-vae", part_); }
   std::string family() const override { return "hunyuanvideo1.5"; }
   std::vector<std::string> layouts() const override { return {"original", "diffusers"}; }
   Json default_config() const override { return VAEConfig{}.to_json(); }
@@ -94,26 +90,11 @@ class VaeComponent : public translate::Component {
     const KeyMap m = vae_keymap(layout);
     VAEConfig c;
     auto info = [&](const std::string& n) { return translate::find_param(src, m, n); };
-    auto count = [&](const std::string& prefix, const std::string& probe) {
-      int64_t n = 0;
-      while (info(prefix + std::to_string(n) + probe)) ++n;
-      return n;
-    };
     if (auto* t = info("encoder.conv_in.conv.weight"); t && t->shape.size() == 5) c.in_channels = t->shape[1];
     if (auto* t = info("encoder.conv_out.conv.weight"); t && t->shape.size() == 5) c.latent_channels = t->shape[0] / 2;
     if (auto* t = info("decoder.conv_in.conv.weight"); t && t->shape.size() == 5) c.latent_channels = t->shape[1];
     if (auto* t = info("decoder.conv_out.conv.weight"); t && t->shape.size() == 5) c.out_channels = t->shape[0];
-    std::vector<int64_t> widths;
-    if (const int64_t n = count("encoder.down.", ".block.0.conv1.conv.weight"); n > 0) {
-      for (int64_t i = 0; i < n; ++i)
-        widths.push_back(info("encoder.down." + std::to_string(i) + ".block.0.conv1.conv.weight")->shape[0]);
-      c.layers_per_block = count("encoder.down.0.block.", ".conv1.conv.weight");
-    } else if (const int64_t k = count("decoder.up.", ".block.0.conv1.conv.weight"); k > 0) {
-      for (int64_t i = k - 1; i >= 0; --i)
-        widths.push_back(info("decoder.up." + std::to_string(i) + ".block.0.conv1.conv.weight")->shape[0]);
-      c.layers_per_block = count("decoder.up.0.block.", ".conv1.conv.weight") - 1;
-    }
-    if (!widths.empty()) c.block_out_channels = widths;
+    hunyuan::vae_levels::infer_levels(src, m, {"encoder.down.", "decoder.up.", "block."}, c);
     return c.to_json();
   }
   ParamSpec params(const Json& cfg) const override { return vae_params(VAEConfig::from_json(cfg), parts_of(part_)); }

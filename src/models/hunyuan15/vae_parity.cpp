@@ -12,6 +12,7 @@
 #include <string>
 
 #include "backend/ops.h"
+#include "models/hunyuan/vae_golden.h"
 #include "models/hunyuan15/vae.h"
 #include "models/hunyuan15/vae_keys.h"
 #include "parity/parity.h"
@@ -20,12 +21,6 @@
 
 namespace vidax::hunyuan15 {
 namespace {
-
-DType compute_of(const parity::Options& opt) {
-  if (opt.precision == "fp32") return DType::F32;
-  if (opt.precision == "bf16") return DType::BF16;
-  throw Error(msg() << "hunyuan1.5.vae parity: precision must be fp32 or bf16, found '" << opt.precision << "'");
-}
 
 bool in_half(const std::string& name, bool decoder) { return name.rfind(decoder ? "decoder." : "encoder.", 0) == 0; }
 
@@ -53,37 +48,18 @@ VAETiling tiling_of(const parity::Golden& g) {
 parity::Produced run_vae(const parity::Golden& g, const parity::Options& opt, bool decode) {
   VIDAX_CHECK(opt.mesh.empty(), "hunyuan1.5.vae parity: runs on a single rank (mesh '" << opt.mesh << "' given)");
   const VAEConfig cfg = VAEConfig::from_json(g.config);
-  translate::MemorySource src(g.path);
-  bool other_half = false;
-  for (const std::string& n : g.file.names()) {
-    if (translate::is_golden_io_key(n)) continue;
-    src.add(n, g.file.get(n));
-    other_half = other_half || in_half(n, !decode);
-  }
   // The whole state dict is accepted too: then both halves are built and checked.
-  const translate::Component& comp =
-      other_half ? vae_component() : decode ? vae_decoder_component() : vae_encoder_component();
-  nn::ParamSource params = nn::ParamSource::from_map(translate::load(src, comp, cfg.to_json()), g.path);
-  const HunyuanVideo15VAE vae(cfg, params, {.encoder = other_half || !decode, .decoder = other_half || decode},
-                              compute_of(opt));
+  bool both = false;
+  nn::ParamSource params = hunyuan::vae_golden::golden_params(g, cfg.to_json(), decode, in_half, vae_component(),
+                                                              vae_encoder_component(), vae_decoder_component(), both);
+  const HunyuanVideo15VAE vae(cfg, params, {.encoder = both || !decode, .decoder = both || decode},
+                              hunyuan::vae_golden::compute_of(opt, "hunyuan1.5.vae"));
   params.expect_all_taken();
 
   const char* input = decode ? "input.z" : "input.x";
   VIDAX_CHECK(g.file.contains(input), g.path << ": a " << g.kind << " golden file needs '" << input << "'");
-  parity::Produced out;
-  const auto f32 = [](const Tensor& t) { return t.dtype() == DType::F32 ? t : ops::cast(t, DType::F32); };
-  const VAETap tap = [&out, &f32](const std::string& module, const Tensor& t) { out["inter." + module] = f32(t); };
   const VAETiling tiling = tiling_of(g);
-  const Tensor x = g.file.get(input);
-  if (decode) {
-    out["output"] = f32(tiling.spatial ? vae.decode_tiled(x, tiling) : vae.decode(x, tap));
-    return out;
-  }
-  const VAEPosterior post = posterior_of(tiling.spatial ? vae.encode_moments_tiled(x, tiling) : vae.encode_moments(x, tap));
-  out["output"] = f32(post.mean);  // latent_dist.mode()
-  if (g.file.contains("output.mean")) out["output.mean"] = f32(post.mean);
-  if (g.file.contains("output.logvar")) out["output.logvar"] = f32(post.logvar);
-  return out;
+  return hunyuan::vae_golden::run(vae, g, g.file.get(input), decode, tiling.spatial ? &tiling : nullptr);
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "text/text_clean.h"
+#include "text/tokenized_batch.h"
 
 namespace vidax::ltx2 {
 
@@ -35,18 +36,9 @@ text::TokenizedPrompt tokenize_prompt(const text::GemmaTokenizer& tokenizer, std
 text::TokenizedBatch tokenize_prompts(const text::GemmaTokenizer& tokenizer, const std::vector<std::string>& prompts,
                                       int64_t max_length) {
   VIDAX_CHECK(!prompts.empty(), "LTX-2 prompt: no prompts to tokenize");
-  text::TokenizedBatch batch;
-  std::vector<int64_t> ids, mask;
-  for (const std::string& prompt : prompts) {
-    text::TokenizedPrompt p = tokenize_prompt(tokenizer, prompt, max_length);
-    ids.insert(ids.end(), p.ids.begin(), p.ids.end());
-    mask.insert(mask.end(), p.mask.begin(), p.mask.end());
-    batch.prompts.push_back(std::move(p));
-  }
-  const auto b = static_cast<int64_t>(prompts.size());
-  batch.ids = Tensor::from_i64(ids, {b, max_length});
-  batch.mask = Tensor::from_i64(mask, {b, max_length});
-  return batch;
+  std::vector<text::TokenizedPrompt> tokenized;
+  for (const std::string& prompt : prompts) tokenized.push_back(tokenize_prompt(tokenizer, prompt, max_length));
+  return text::stack_prompts(std::move(tokenized), max_length);
 }
 
 EncodedPrompts encode_prompts(const PromptEncoder& parts, const std::vector<std::string>& prompts) {
