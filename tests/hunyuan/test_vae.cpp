@@ -298,7 +298,7 @@ TEST(HunyuanVAEBadInput, EncodeInputIsXOrItsVideoAlias) {
     for (const std::string& n : file.names())
       if (n != "input.x") tensors.emplace(n, file.get(n));
     for (const char* in : inputs) tensors.emplace(in, file.get("input.x"));
-    // Unique per process: ctest runs this binary once per CPU tier at the same time (docs/bugs.md row 113).
+    // Unique per process: ctest runs this binary once per CPU tier at the same time (docs/bugs.md row 106).
     const std::string path = std::string(VIDAX_BINARY_DIR) + "/" + std::to_string(::getpid()) + "_" + dst;
     io::save_safetensors(path, tensors, file.metadata());
     written.push_back(path);

@@ -20,7 +20,7 @@ namespace {
 
 // A file name in the temp folder unique to this process: ctest runs this binary once per CPU tier
 // (parity.tier_*) and each test case on its own, at the same time; a fixed name is deleted or
-// rewritten under another run (docs/bugs.md row 113).
+// rewritten under another run (docs/bugs.md row 106).
 std::string temp_file(const std::string& name) {
   return (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "_" + name)).string();
 }

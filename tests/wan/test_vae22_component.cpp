@@ -1,4 +1,4 @@
-// The Wan 2.2 VAE as a translator component, "wan2.2-vae" (docs/bugs.md row 112): a lone VAE file
+// The Wan 2.2 VAE as a translator component, "wan2.2-vae" (docs/bugs.md row 105): a lone VAE file
 // (Wan2.2_VAE.pth / .safetensors, ComfyUI's wan2.2_vae.safetensors: the same names; diffusers'
 // AutoencoderKLWan with is_residual) is inspected as that part with full coverage, converts to
 // the engine's names bit for bit, and the --vae part check takes it; a Wan 2.1 VAE file stays 2.1.

@@ -1,6 +1,6 @@
 // The Wan 2.2 VAE (vae2_2.py's WanVAE_, the 48-channel VAE of TI2V-5B) as a translator component,
 // "wan2.2-vae", so that `vidax inspect` / `convert` and the part checks of `--vae FILE` know it
-// (docs/bugs.md row 112). Its one key table is the loader's: the parameters are
+// (docs/bugs.md row 105). Its one key table is the loader's: the parameters are
 // Wan22VAE::parameter_shapes of the config, the diffusers names vae22_keymap's.
 #include <algorithm>
 
