@@ -1,5 +1,8 @@
 #include "pipeline/family.h"
 
+#include <filesystem>
+#include <fstream>
+
 #include "core/error.h"
 
 namespace vidax::pipeline {
@@ -25,6 +28,16 @@ nlohmann::json Family::make_demo(const std::string& variant, const DemoOptions&)
 
 nlohmann::json Family::bench(const BenchOptions&, const std::function<void(const std::string&)>&) const {
   throw Error(msg() << "vidax bench does not know the " << name() << " family yet");
+}
+
+std::string demo_model_named_in(const std::string& dir) {
+  const std::filesystem::path p = std::filesystem::path(dir) / "vidax_model.json";
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(p, ec)) return "";
+  std::ifstream is(p);
+  const nlohmann::json j = nlohmann::json::parse(is, nullptr, /*allow_exceptions=*/false);
+  VIDAX_CHECK(!j.is_discarded(), p.string() << ": malformed JSON");
+  return j.is_object() && j.contains("model") && j["model"].is_string() ? j["model"].get<std::string>() : "";
 }
 
 Defaults with_preset(Defaults d, const SamplingPreset& p) {

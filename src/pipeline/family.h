@@ -53,6 +53,11 @@ struct SamplingPreset {
 // explicit options are read; `vidax serve`'s `preset` field the same).
 Defaults with_preset(Defaults d, const SamplingPreset& p);
 
+// The "model" that a `vidax make-demo` folder's vidax_model.json names: "" when the folder has no
+// such file or the file names none; a file that is not JSON is an error naming it. The family
+// decides whether the name is one of its demos.
+std::string demo_model_named_in(const std::string& dir);
+
 struct Variant {
   std::string name;         // "wan2.1-t2v-1.3b": what --model takes
   std::string description;  // one line for `vidax models` and errors

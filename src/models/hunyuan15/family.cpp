@@ -23,13 +23,7 @@ double bytes_per(const std::string& precision) { return precision == "fp32" ? 4.
 // The demo variant a `vidax make-demo` folder's vidax_model.json names, "" when there is none
 // (or it names no HunyuanVideo 1.5 demo).
 std::string demo_model(const std::string& dir) {
-  const std::filesystem::path p = std::filesystem::path(dir) / "vidax_model.json";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(p, ec)) return "";
-  std::ifstream is(p);
-  const nlohmann::json j = nlohmann::json::parse(is, nullptr, /*allow_exceptions=*/false);
-  VIDAX_CHECK(!j.is_discarded(), p.string() << ": malformed JSON");
-  const std::string name = j.is_object() ? j.value("model", std::string()) : std::string();
+  const std::string name = pipeline::demo_model_named_in(dir);
   for (const auto& pr : presets())
     if (pr.variant.demo && pr.name() == name) return name;
   return "";
