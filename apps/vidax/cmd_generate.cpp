@@ -324,6 +324,7 @@ int run_generate(const GenerateArgs& a) {
   const double fps = a.fps.value_or(d.fps);
   check_fps(fps);
   req.fps = fps;
+  req.decode_audio = !(a.no_audio && a.audio_output.empty());  // nothing would take the audio
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
   // A replay runs at the record's precision unless --precision says otherwise.
   const cpu::PrecisionChoice pc =

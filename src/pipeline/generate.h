@@ -84,6 +84,9 @@ struct Request {
   // The video's frame rate (--fps): a family whose model takes it (LTX-2: the video's RoPE positions
   // and the audio's length) reads it; the loop does not. 0 = the variant's default.
   double fps = 0;
+  // false: a model that makes audio leaves it undecoded (--no-audio without --audio-output: the
+  // audio would be dropped). The loop does not read it; a family with an audio decoder does.
+  bool decode_audio = true;
 };
 
 struct Events {

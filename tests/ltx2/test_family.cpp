@@ -255,6 +255,21 @@ TEST(Ltx2Family, SameSeedSameRunAnotherPromptOrSeedMoves) {
   EXPECT_FALSE(a.video.defined());  // decode = false stops after denoising
 }
 
+// Request::decode_audio false (the CLI's --no-audio without --audio-output): the video is decoded as
+// with the audio, the waveform is not computed at all.
+TEST(Ltx2Family, NoAudioDecodeLeavesTheVideoAsItIs) {
+  const pipeline::LoadedModel loaded = load_demo();
+  const pipeline::Result with = pipeline::run_generation(loaded.parts, demo_request("a cat", 5), {}, true);
+  pipeline::Request q = demo_request("a cat", 5);
+  q.decode_audio = false;
+  const pipeline::Result without = pipeline::run_generation(loaded.parts, q, {}, true);
+  ASSERT_TRUE(with.audio.defined());
+  EXPECT_FALSE(without.audio.defined());
+  ASSERT_TRUE(without.video.defined());
+  EXPECT_EQ(max_abs(with.video, without.video), 0.0);
+  EXPECT_EQ(max_abs(with.latents, without.latents), 0.0);
+}
+
 // PromptEncoder frees Gemma after encoding: under FreeAfterUse (the CLI's) it is gone after a run and
 // read again by the next; Resident (a server's) keeps it. The outputs do not depend on it.
 TEST(Ltx2Family, TheTextEncoderIsFreedAfterEncodingUnderFreeAfterUse) {

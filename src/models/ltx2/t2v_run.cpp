@@ -378,9 +378,14 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   cond.generator = &gen;
   const Tensor v = m.vae->forward(lat.video, {}, cond);
   res.video = ops::clamp(v.select(0, 0), -1.0, 1.0).contiguous();
-  if (ev.on_decode) ev.on_decode(1, 2, seconds_since(tc));
+  const int64_t parts = q.decode_audio ? 2 : 1;
+  if (ev.on_decode) ev.on_decode(1, parts, seconds_since(tc));
   tc = Clock::now();
   stop_point("VAE decoding");
+  if (!q.decode_audio) {  // --no-audio, no WAV asked: nothing takes the waveform
+    res.seconds_decode = seconds_since(t2);
+    return res;
+  }
   stage("decoding the audio");
   // decode_audio: vocoder(audio_decoder(latent)).squeeze(0).
   res.audio = m.vocoder->forward(m.audio_vae->forward(lat.audio)).select(0, 0).contiguous();
