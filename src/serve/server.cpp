@@ -182,9 +182,10 @@ struct Server::Impl {
     return o;
   }
 
-  // A completed job's `result`: what it wrote, which for an image-to-video job is the size its image
-  // gave, not the request's `size`.
-  static json result_json(const VideoSpec& s, const io::RgbVideo& v) {
+  // A completed job's `result`: what it wrote, which for an image-to-video job whose model sizes the
+  // video from its image (Wan I2V / FLF2V / TI2V: Parts::condition_on_images) is the size its image
+  // gave, not the request's `size`; a model that fits the image to the request (LTX-2) keeps it.
+  static json result_json(const VideoSpec& s, const io::RgbVideo& v, bool size_from_image) {
     VIDAX_CHECK(v.frames > 0 && v.height > 0 && v.width > 0 && s.fps > 0,
                 "the job made an empty video (" << v.frames << " frames of " << v.width << "x" << v.height << ")");
     char secs[32];
@@ -195,7 +196,7 @@ struct Server::Impl {
             {"frames", v.frames},
             {"fps", s.fps},
             {"seconds", secs},
-            {"size_from", s.image.empty() ? "request" : "input_reference"}};
+            {"size_from", size_from_image ? "input_reference" : "request"}};
   }
 
   // The job named by a path segment: checked to be a server-made id before any query or path.
@@ -353,7 +354,7 @@ struct Server::Impl {
 
       // What the job made: an image-to-video job's size comes from its image (at the area of `size`).
       io::RgbVideo rgb = io::rgb_from_video_tensor(res.video);
-      const json result = result_json(spec, rgb);
+      const json result = result_json(spec, rgb, !spec.image.empty() && static_cast<bool>(loaded->parts.condition_on_images));
       json params{{"model", spec.model},         {"family", m->family->name()},
                   {"weights", m->weights},       {"job_id", id},
                   {"prompt", spec.prompt},       {"negative_prompt", res.negative_prompt},

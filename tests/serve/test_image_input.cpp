@@ -163,6 +163,8 @@ TEST(ServeImage, Ltx2TakesInputReferenceAsTheFirstFrame) {
   ASSERT_EQ(done["status"], "completed") << done.dump();
   EXPECT_EQ(done["result"]["width"], 64) << done.dump();
   EXPECT_EQ(done["result"]["height"], 32) << done.dump();
+  // The image is fitted to the request's size (resize and centre crop), so the size is the request's.
+  EXPECT_EQ(done["result"]["size_from"], "request") << done.dump();
   auto r2 = s.client->Post("/v1/videos", ltx_form({}));
   ASSERT_TRUE(r2);
   ASSERT_EQ(r2->status, 200) << r2->body;
