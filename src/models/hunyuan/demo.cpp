@@ -33,35 +33,15 @@ const std::vector<std::string>& llm_specials() {
 }
 
 // `text` cut at the special tokens (which are dropped) and at the prompt's "{}".
-std::vector<std::string> plain_chunks(std::string text) {
-  std::vector<std::string> out;
+std::vector<std::string> plain_chunks(const std::string& text) {
   std::vector<std::string> cuts = llm_specials();
   cuts.push_back("{}");
-  for (;;) {
-    size_t at = std::string::npos, len = 0;
-    for (const auto& c : cuts) {
-      const size_t p = text.find(c);
-      if (p < at) at = p, len = c.size();
-    }
-    if (at == std::string::npos) break;
-    if (at > 0) out.push_back(text.substr(0, at));
-    text = text.substr(at + len);
-  }
-  if (!text.empty()) out.push_back(text);
-  return out;
+  return demo_plain_chunks(text, cuts);
 }
 
-std::string byte_symbols(const std::string& utf8) {
-  std::string s;
-  for (unsigned char b : utf8) s += text::gpt2_byte_alphabet()[b];
-  return s;
-}
+void write_text(const fs::path& p, const std::string& text) { demo_write_text(p.string(), text); }
 
-void write_text(const fs::path& p, const std::string& text) {
-  std::ofstream os(p, std::ios::binary);
-  os << text;
-  VIDAX_CHECK(os.good(), "make-demo: cannot write " << p.string());
-}
+std::string byte_symbols(const std::string& utf8) { return demo_byte_symbols(utf8); }
 
 // splitmix64 + Box-Muller: portable, deterministic demo weights.
 class DemoRandom {
@@ -119,6 +99,36 @@ void save_part(const fs::path& dir, const std::string& file, const std::map<std:
 }
 
 }  // namespace
+
+std::vector<std::string> demo_plain_chunks(std::string text, const std::vector<std::string>& cuts) {
+  std::vector<std::string> out;
+  for (;;) {
+    size_t at = std::string::npos, len = 0;
+    for (const auto& c : cuts) {
+      const size_t p = text.find(c);
+      if (p < at) at = p, len = c.size();
+    }
+    if (at == std::string::npos) break;
+    if (at > 0) out.push_back(text.substr(0, at));
+    text = text.substr(at + len);
+  }
+  if (!text.empty()) out.push_back(text);
+  return out;
+}
+
+std::string demo_byte_symbols(const std::string& utf8) {
+  std::string s;
+  for (unsigned char b : utf8) s += text::gpt2_byte_alphabet()[b];
+  return s;
+}
+
+void demo_write_text(const std::string& path, const std::string& text) {
+  const fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream os(p, std::ios::binary);
+  os << text;
+  VIDAX_CHECK(os.good(), "make-demo: cannot write " << p.string());
+}
 
 std::map<std::string, Tensor> demo_random_weights(const std::vector<std::pair<std::string, Shape>>& shapes,
                                                   uint64_t seed) {

@@ -33,6 +33,13 @@ int64_t write_demo_llm_tokenizer(const std::string& dir);
 // Write the demo CLIP tokenizer into `dir` (vocab.json, merges.txt); returns its id count.
 int64_t write_demo_clip_tokenizer(const std::string& dir);
 
+// The demo tokenizers' building blocks (also HunyuanVideo 1.5's demo): `text` cut at `cuts` (which
+// are dropped); a UTF-8 string in the byte-level BPE alphabet (GPT-2's byte symbols); a text file
+// written (its folder made), an error naming it when it cannot be.
+std::vector<std::string> demo_plain_chunks(std::string text, const std::vector<std::string>& cuts);
+std::string demo_byte_symbols(const std::string& utf8);
+void demo_write_text(const std::string& path, const std::string& text);
+
 // The demo's random weights for `shapes` from `seed` (splitmix64 + Box-Muller, portable): norm
 // weights 1 and their biases 0, other biases ~ N(0, 0.02^2), matrices ~ N(0, 1 / fan_in). Also
 // HunyuanVideo 1.5's demo (models/hunyuan15/demo.h).

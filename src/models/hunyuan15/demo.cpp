@@ -34,34 +34,11 @@ const std::vector<std::string>& qwen_specials() {
 }
 
 // `text` cut at the special tokens (which are dropped).
-std::vector<std::string> plain_chunks(std::string text) {
-  std::vector<std::string> out;
-  for (;;) {
-    size_t at = std::string::npos, len = 0;
-    for (const auto& c : qwen_specials()) {
-      const size_t p = text.find(c);
-      if (p < at) at = p, len = c.size();
-    }
-    if (at == std::string::npos) break;
-    if (at > 0) out.push_back(text.substr(0, at));
-    text = text.substr(at + len);
-  }
-  if (!text.empty()) out.push_back(text);
-  return out;
-}
+std::vector<std::string> plain_chunks(const std::string& text) { return hunyuan::demo_plain_chunks(text, qwen_specials()); }
 
-std::string byte_symbols(const std::string& utf8) {
-  std::string s;
-  for (unsigned char b : utf8) s += text::gpt2_byte_alphabet()[b];
-  return s;
-}
+std::string byte_symbols(const std::string& utf8) { return hunyuan::demo_byte_symbols(utf8); }
 
-void write_text(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream os(p, std::ios::binary);
-  os << text;
-  VIDAX_CHECK(os.good(), "make-demo: cannot write " << p.string());
-}
+void write_text(const fs::path& p, const std::string& text) { hunyuan::demo_write_text(p.string(), text); }
 
 std::vector<std::pair<std::string, Shape>> shapes_of(const translate::ParamSpec& spec) {
   std::vector<std::pair<std::string, Shape>> out;
