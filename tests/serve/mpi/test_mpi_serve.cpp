@@ -135,6 +135,16 @@ double cpu_seconds(int pid) {
   return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
+// A job that is still denoising when the test acts on it (a cancel, SIGTERM, --job-timeout 1):
+// 1000 steps (pipeline::kMaxSteps) over 1280 tokens, not small_job's 12, which a fast idle CPU
+// finished within the second these tests wait (bugs row 114).
+json slow_job() {
+  json j = small_job(pipeline::kMaxSteps);
+  j["size"] = "256x256";
+  j["frames"] = 17;
+  return j;
+}
+
 std::vector<std::string> common_args(const fs::path& data) {
   return {"serve", "--weights", demo_weights_dir(), "--data", data.string(), "--port", "0", "--mesh", "cfg=2"};
 }
@@ -253,7 +263,7 @@ TEST(MpiServe, JobsMatchASingleProcessRunACancelStopsBothRanksAndSigtermExitsZer
 
   // A long job, cancelled once both ranks are in its steps: both stop at the same step. Behind it
   // waits a job whose LoRA file goes away before it runs: it fails on both ranks alike.
-  const std::string long_job = submit(c, small_job(1000));
+  const std::string long_job = submit(c, slow_job());
   (void)wait_until(c, long_job, [](const json& j) { return j.value("progress", 0) >= 1 || finished(j); });
   json with_lora = small_job(2);
   with_lora["lora"] = json::array({{{"name", "style"}, {"scale", 1.0}}});
@@ -325,7 +335,7 @@ TEST(MpiServe, AJobThatFailsOnOneRankFailsWithItsMessageAndTheServerGoesOn) {
   ASSERT_EQ(v["status"], "completed") << v.dump();
   EXPECT_EQ(thumbnail_diff(c, next, dir), 0.0) << "the LoRA of the failed job outlived it";
 
-  const std::string running = submit(c, small_job(1000));
+  const std::string running = submit(c, slow_job());
   (void)wait_until(c, running, [](const json& j) { return j.value("status", "") == "in_progress" || finished(j); });
   // SIGTERM to mpirun, which forwards it to both ranks: rank 1 ignores it and rank 0 drains, as
   // when rank 0 alone is signalled. mpirun itself reports the signal (Open MPI 4.1 exits 1).
@@ -412,7 +422,7 @@ TEST(MpiServe, AnImageToVideoJobUnderABudgetLoadsTheSameModelOnBothRanks) {
 }
 
 // --job-timeout: rank 0's decision at a step, sent as a cancel, stops both ranks there; the job
-// fails with job_timeout (1000 tiny steps take several seconds here).
+// fails with job_timeout (slow_job: far more than a second of steps).
 TEST(MpiServe, AJobPastItsTimeoutStopsOnBothRanks) {
   const fs::path dir = fresh_dir("mpi-serve-timeout");
   std::vector<std::string> args = common_args(dir / "data");
@@ -421,7 +431,7 @@ TEST(MpiServe, AJobPastItsTimeoutStopsOnBothRanks) {
   ASSERT_TRUE(s.wait_ready());
   httplib::Client c("127.0.0.1", s.port);
   c.set_read_timeout(60, 0);
-  const std::string id = submit(c, small_job(1000));
+  const std::string id = submit(c, slow_job());
   const json v = wait_until(c, id, finished);
   ASSERT_EQ(v["status"], "failed") << v.dump();
   EXPECT_EQ(v["error"]["code"], "job_timeout");
