@@ -136,11 +136,8 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
     img_emb_ = std::move(m);
   }
   if (cfg_.is_vace()) {
-    // Not yet checked against the single-rank run: refused rather than run unverified.
-    VIDAX_CHECK(!mesh_ || mesh_->shape().world() == 1,
-                "Wan VACE DiT: --mesh " << mesh_->shape().str() << " is not supported for VACE yet (one rank)");
     VIDAX_CHECK(!streamed.source, "Wan VACE DiT: weight streaming (--offload) is not supported for VACE yet");
-    vace_ = std::make_shared<const VaceBranch>(VaceBranch::load(params, cfg_, compute_));
+    vace_ = std::make_shared<const VaceBranch>(VaceBranch::load(params, cfg_, compute_, tp));
   }
 }
 

@@ -5,7 +5,8 @@
 
 namespace vidax::wan {
 
-VaceBranch VaceBranch::load(nn::ParamSource& params, const DiTConfig& cfg, DType compute) {
+VaceBranch VaceBranch::load(nn::ParamSource& params, const DiTConfig& cfg, DType compute,
+                            const nn::TensorParallel& tp) {
   VIDAX_CHECK(cfg.is_vace(), "Wan DiT: vace blocks for a " << cfg.model_type << " model");
   VaceBranch v;
   const int64_t d = cfg.dim;
@@ -19,7 +20,7 @@ VaceBranch VaceBranch::load(nn::ParamSource& params, const DiTConfig& cfg, DType
     const std::string prefix = "vace_blocks." + std::to_string(j);
     VaceBlock b;
     // A VaceWanAttentionBlock is a WanAttentionBlock (t2v cross-attention) with two projections.
-    b.block = DiTBlock::load(params, prefix, cfg, compute);
+    b.block = DiTBlock::load(params, prefix, cfg, compute, tp);
     if (cfg.vace_layers[j] == 0) b.before_proj = nn::Linear::load(params, prefix + ".before_proj", d, d, compute);
     b.after_proj = nn::Linear::load(params, prefix + ".after_proj", d, d, compute);
     v.blocks_.push_back(std::move(b));

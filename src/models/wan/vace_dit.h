@@ -30,8 +30,11 @@ struct VaceBlock {
 
 class VaceBranch {
  public:
-  // Takes vace_patch_embedding.* and vace_blocks.<j>.* by their official names.
-  static VaceBranch load(nn::ParamSource& params, const DiTConfig& cfg, DType compute);
+  // Takes vace_patch_embedding.* and vace_blocks.<j>.* by their official names; under tensor
+  // parallelism `params` hands out this rank's shards of the vace blocks' attention and FFN (the
+  // main blocks' table matches them by suffix), and the projections stay whole.
+  static VaceBranch load(nn::ParamSource& params, const DiTConfig& cfg, DType compute,
+                         const nn::TensorParallel& tp = {});
 
   // vace_context [C_vace, F, H, W] or [B, C_vace, F, H, W] -> tokens [B, L, dim] (compute dtype);
   // a clear error for a channel count other than vace_in_dim or sizes not multiples of the patch.
