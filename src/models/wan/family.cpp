@@ -196,6 +196,27 @@ class WanFamily final : public pipeline::Family {
       for (auto& ph : m.phases) ph.push_back(enc_i);
       m.phases.insert(m.phases.begin(), encode);
     }
+    // Wan 2.2 TI2V-5B: the Wan 2.2 VAE's encoder half is loaded with the model (its i2v branch may
+    // come with any request: resident with the VAE); given an image, its one-frame encode runs in a
+    // first phase with everything loaded (the decoder's width sets the activations, as the decode's).
+    if (vae22 && dit.model_type == "ti2v") {
+      double vae_encoder_params = 0;
+      for (const auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(p.vae), {true, false}))
+        vae_encoder_params += static_cast<double>(shape_numel(shape));
+      const size_t enc_i = m.items.size();
+      m.items.push_back({"VAE encoder weights", 4.0 * vae_encoder_params, MemoryKind::WeightsResident});
+      for (auto& ph : m.phases) ph.push_back(enc_i);
+      if (r.image.defined()) {
+        pipeline::Request image = r;
+        image.vae_tile = 0;
+        image.frames = 1;
+        m.items.push_back({"VAE encode activations (the image)", vae_decode_activation_bytes(vae, image),
+                           MemoryKind::Vae});
+        std::vector<size_t> encode = m.phases.front();
+        encode.push_back(enc_i + 1);
+        m.phases.insert(m.phases.begin(), encode);
+      }
+    }
     // VACE: the VAE's encoder half (resident with the VAE) and the encode of the control video
     // (its inactive and reactive halves in turn, whole frames), in a first phase with everything loaded.
     if (dit.is_vace() && p.vae_version == "wan2.1") {
