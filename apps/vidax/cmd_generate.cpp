@@ -439,9 +439,12 @@ int run_generate(const GenerateArgs& a) {
   if (rec) {
     const double tol = a.replay_tolerance.value_or(default_replay_tolerance(rec->header.precision, loaded.precision));
     replayer.emplace(*rec, req, tol);  // req.noise := the recorded noise; the schedule checked
+    // Several streams: the run's own draws are compared as it makes them (said after the run).
     note("replaying " + rec->dir + " (" + rec->header.producer.value("name", std::string("?")) + ", " +
-         rec->header.precision + "): the recorded noise is injected; the seed's own CPU draw " +
-         (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it"));
+         rec->header.precision + "): the recorded noise is injected" +
+         (rec->has_streams() ? " (streams " + rec->stream_names() + ")"
+                             : std::string("; the seed's own CPU draw ") +
+                                   (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it")));
   }
   std::optional<ProgressBar> bar;
   if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
@@ -483,6 +486,9 @@ int run_generate(const GenerateArgs& a) {
   if (loaded.parts.device_report) note(loaded.parts.device_report());
   if (!lead) return 0;
   if (replayer) replayer->finish(res);
+  if (replayer && rec->has_streams())
+    note(std::string("the seed's own CPU draws ") +
+         (replayer->report().noise_matches_seed ? "match the record's bit for bit" : "differ from the record's"));
   g_phase = "writing " + out_path;
 
   // Write.
