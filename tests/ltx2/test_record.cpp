@@ -15,6 +15,7 @@
 
 #include "cli_child.h"
 #include "io/checkpoint.h"
+#include "io/video.h"
 #include "pipeline/scratch.h"
 
 namespace fs = std::filesystem;
@@ -195,4 +196,43 @@ TEST(Ltx2Record, ReferenceRecordsReplayWithinTheBound) {
     EXPECT_EQ(other.code, 1) << name;
     EXPECT_NE(other.err.find("replay diverged at step 1/"), std::string::npos) << other.err;
   }
+}
+
+// A run with images (--image at frame 0, a second at frame 8 with strength 0.5: its tokens are
+// appended to the video state): the images are not in the record, so the replay takes the same
+// options; the video stream's recorded shape holds the appended tokens. Without the images the
+// replay stops at step 1.
+TEST(Ltx2Record, ImageRunReplaysWithTheSameImages) {
+  std::vector<std::string> images;
+  for (int k = 0; k < 2; ++k) {
+    vidax::io::RgbVideo v;
+    v.frames = 1;
+    v.height = 40;
+    v.width = 56;
+    v.rgb.resize(v.frame_bytes());
+    for (size_t i = 0; i < v.rgb.size(); ++i) v.rgb[i] = static_cast<uint8_t>((i * 13 + 101 * k) % 256);
+    const fs::path dir = work_dir() / ("png" + std::to_string(k));
+    vidax::io::write_png_frames(dir.string(), v, {});
+    images.push_back((dir / "frame_00000.png").string());
+  }
+  const std::vector<std::string> opts = {"--image", images[0], "--image", images[1], "--image-frame", "8",
+                                         "--image-strength", "0.5"};
+  const fs::path rec = work_dir() / "image-record";
+  fs::remove_all(rec);
+  std::vector<std::string> a = {"generate", "--weights", demo(), "--prompt", "a red panda", "--seed", "5",
+                                "--threads", "2", "--record", rec.string(), "-o", (work_dir() / "img.mp4").string()};
+  a.insert(a.end(), opts.begin(), opts.end());
+  const CmdResult r = run(a, {.timeout_s = 300});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const nlohmann::json j = index_of(rec);
+  EXPECT_EQ(j["streams"][0]["shape"], nlohmann::json({12, 128}));  // 8 tokens + the second image's 4
+  EXPECT_EQ(j["streams"][0]["final_shape"], nlohmann::json({128, 2, 2, 2}));
+  const CmdResult same = replay(rec, opts);
+  ASSERT_EQ(same.code, 0) << same.err;
+  EXPECT_NE(same.out.find("final video max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("PASS replay: 4/4 steps"), std::string::npos) << same.out;
+  const CmdResult none = replay(rec);
+  EXPECT_EQ(none.code, 1);
+  EXPECT_NE(none.err.find("the recorded video noise is [12, 128], this run draws [8, 128]"), std::string::npos)
+      << none.err;
 }
