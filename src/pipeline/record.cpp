@@ -167,8 +167,16 @@ nlohmann::json RecordWriter::stream_index(const nlohmann::json& common) {
     f[name] = stream_final_[k].second;
     fin[name] = file_ref("final.safetensors", name);
   }
-  for (const auto& [name, t] : stream_noise_) noise.push_back({{"stream", name}, {"file", "noise.safetensors"},
-                                                              {"tensor", name}});
+  VIDAX_CHECK(stream_noise_.size() == stream_shapes_.size(),
+              "record " << dir_ << ": the run drew " << stream_noise_.size() << " initial noise tensors for "
+                        << stream_shapes_.size() << " streams (one each)");
+  for (const auto& [name, t] : stream_noise_) {
+    bool known = false;
+    for (const auto& [n, shape] : stream_shapes_) known = known || (n == name && t.shape() == shape);
+    VIDAX_CHECK(known, "record " << dir_ << ": the " << name << " noise " << shape_str(t.shape())
+                                 << " is of no stream the steps reported");
+    noise.push_back({{"stream", name}, {"file", "noise.safetensors"}, {"tensor", name}});
+  }
   write("final.safetensors", f);
   nlohmann::json index = common;
   index["format_version"] = kRecordFormatVersionStreams;

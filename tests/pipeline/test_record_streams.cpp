@@ -331,3 +331,34 @@ TEST(RecordStreams, BadStreamIndexesHaveClearErrors) {
     EXPECT_NE(err.find(e.message), std::string::npos) << err;
   }
 }
+
+// The writer refuses what no replay could take: a draw of no stream, a stream drawn twice, a run
+// that reports one latent and streams.
+TEST(RecordStreams, TheWriterRefusesDrawsTheStepsDoNotMatch) {
+  Parts extra = stream_parts();
+  const Parts::Run inner = extra.run;
+  extra.run = [inner](const Request& q, const Events& ev, bool d) {
+    (void)ev.on_stream_noise("depth", Tensor::zeros({2, 2}, DType::F32));
+    return inner(q, ev, d);
+  };
+  const fs::path a = fresh("extra_draw");
+  EXPECT_NE(error_of([&] { record_run(a, request(), extra); }).find("drew 3 initial noise tensors for 2 streams"),
+            std::string::npos);
+  EXPECT_FALSE(fs::exists(a));  // nothing left
+  Parts twice = stream_parts();
+  twice.run = [inner](const Request& q, const Events& ev, bool d) {
+    (void)ev.on_stream_noise("video", Tensor::zeros({6, 4}, DType::F32));
+    return inner(q, ev, d);
+  };
+  EXPECT_NE(error_of([&] { record_run(fresh("twice"), request(), twice); })
+                .find("the run drew the video stream's noise twice"),
+            std::string::npos);
+  Parts both = stream_parts();
+  both.run = [inner](const Request& q, const Events& ev, bool d) {
+    ev.on_noise(0, Tensor::zeros({1, 1, 6, 4}, DType::F32));
+    return inner(q, ev, d);
+  };
+  EXPECT_NE(error_of([&] { record_run(fresh("both"), request(), both); })
+                .find("the run reported one latent and several streams"),
+            std::string::npos);
+}
