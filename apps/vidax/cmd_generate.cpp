@@ -686,10 +686,12 @@ Command add_generate(CLI::App& app) {
                 "apply a LoRA even when some of its keys match no parameter (they are printed)");
   sub->add_option("--record", a->record,
                   "Record the run into a new folder DIR: every noise tensor drawn, the latent after each step and "
-                  "the final latent (safetensors + record.json; docs/generate.md)");
+                  "the final latent, per stream for LTX-2's video and audio (safetensors + record.json; "
+                  "docs/generate.md)");
   sub->add_option("--replay", a->replay,
-                  "Replay a record (vidax --record or tools/golden/record_reference.py): its request on its noise, "
-                  "each step's latent compared; stops at the first step beyond --replay-tolerance");
+                  "Replay a record (vidax --record, tools/golden/record_reference.py or record_reference_ltx2.py): "
+                  "its request on its noise, each step's latent (each stream's) compared; stops at the first step "
+                  "beyond --replay-tolerance");
   sub->add_option("--replay-tolerance", a->replay_tolerance,
                   "Bound on each step's latent relative L2 against the record (default 1e-5 at fp32, 1e-2 when "
                   "the record or the replay is bf16)");
