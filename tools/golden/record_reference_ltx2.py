@@ -23,9 +23,9 @@ TI2VidOneStagePipeline.__init__ builds them, at the record's dtype instead of it
     audio's; euler_denoising_loop with EulerDiffusionStep), max_batch_size 1. The decoders are not
     run: a record holds latents.
 
-Guiders: the official LTX_2_3_PARAMS video / audio MultiModalGuiderParams with stg_blocks [1] (the demo
-DiT has 2 blocks; vidax's ltx2.3-tiny-demo preset, src/models/ltx2/presets.cpp) and the video
-guider's cfg_scale := --guidance (vidax's --guidance). The negative prompt is the official
+Guiders: the official LTX_2_3_PARAMS video / audio MultiModalGuiderParams, with stg_blocks [1] for a
+tiny demo (its DiT has 2 blocks; vidax's ltx2.3-tiny-demo preset, src/models/ltx2/presets.cpp) or
+--stg-blocks, and the video guider's cfg_scale := --guidance (vidax's --guidance). The negative prompt is the official
 DEFAULT_NEGATIVE_PROMPT unless --negative-prompt is given.
 
 --device cpu: a CPU torch.Generator (vidax draws the same numbers: the replay says its own draw
@@ -40,7 +40,7 @@ What is recorded (patchified states, batch of 1 dropped): noise.safetensors "vid
 Usage:
   /work/venv-golden/bin/python tools/golden/record_reference_ltx2.py --weights DEMO --out REC \
       [--device cpu|cuda] [--precision fp32|bf16] [--prompt ...] [--negative-prompt ...] \
-      [--frames 9 --height 64 --width 64 --fps 24 --steps 4 --seed 42 --guidance 3]
+      [--frames 9 --height 64 --width 64 --fps 24 --steps 4 --seed 42 --guidance 3] [--stg-blocks 1]
 """
 import argparse
 import dataclasses
@@ -79,7 +79,7 @@ from ltx_pipelines.utils.model_paths import ModelPaths  # noqa: E402
 from ltx_pipelines.utils.types import ModalitySpec  # noqa: E402
 
 FORMAT, FORMAT_VERSION = "vidax.record", 2
-DEMO_STG_BLOCKS = [1]
+DEMO_STG_BLOCKS = [1]  # vidax's ltx2.3-tiny-demo preset (2 DiT blocks); the published models: LTX_2_3_PARAMS' [28]
 
 
 class RecordingNoiser(GaussianNoiser):
@@ -161,6 +161,8 @@ def main():
     ap.add_argument("--steps", type=int, default=4)
     ap.add_argument("--seed", type=int, default=42)
     ap.add_argument("--guidance", type=float, default=3.0, help="the video guider's cfg_scale")
+    ap.add_argument("--stg-blocks", type=int, nargs="*", default=None,
+                    help="the guiders' STG blocks (default: [1] for a tiny demo, else LTX_2_3_PARAMS')")
     a = ap.parse_args()
 
     out = a.out.rstrip("/")
@@ -174,9 +176,10 @@ def main():
     dtype = torch.float32 if a.precision == "fp32" else torch.bfloat16
     torch.set_num_threads(min(2, torch.get_num_threads()))
     negative = a.negative_prompt or DEFAULT_NEGATIVE_PROMPT
-    video_guider = dataclasses.replace(LTX_2_3_PARAMS.video_guider_params, cfg_scale=a.guidance,
-                                       stg_blocks=DEMO_STG_BLOCKS)
-    audio_guider = dataclasses.replace(LTX_2_3_PARAMS.audio_guider_params, stg_blocks=DEMO_STG_BLOCKS)
+    stg = a.stg_blocks if a.stg_blocks is not None else (
+        DEMO_STG_BLOCKS if model_name.endswith("tiny-demo") else LTX_2_3_PARAMS.video_guider_params.stg_blocks)
+    video_guider = dataclasses.replace(LTX_2_3_PARAMS.video_guider_params, cfg_scale=a.guidance, stg_blocks=stg)
+    audio_guider = dataclasses.replace(LTX_2_3_PARAMS.audio_guider_params, stg_blocks=stg)
 
     tmp_gemma = tempfile.mkdtemp(prefix="ltx2-gemma-")
     try:
