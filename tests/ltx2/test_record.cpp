@@ -16,6 +16,11 @@
 #include "cli_child.h"
 #include "io/checkpoint.h"
 #include "io/video.h"
+#include "core/rng.h"
+#include "models/ltx2/family.h"
+#include "models/ltx2/presets.h"
+#include "pipeline/generate.h"
+#include "pipeline/record.h"
 #include "pipeline/scratch.h"
 
 namespace fs = std::filesystem;
@@ -235,4 +240,55 @@ TEST(Ltx2Record, ImageRunReplaysWithTheSameImages) {
   EXPECT_EQ(none.code, 1);
   EXPECT_NE(none.err.find("the recorded video noise is [12, 128], this run draws [8, 128]"), std::string::npos)
       << none.err;
+}
+
+// A record whose draws came from another generator (as a CUDA run's do: no CPU generator gives
+// them): made in-process with both draws replaced by another stream's, then replayed by the binary.
+// The recorded draws are injected: max-abs 0 on every step, and the replay says the seed's own
+// draws differ. Control: the seed's own draws give other latents.
+TEST(Ltx2Record, ForeignDrawsAreInjectedAsACudaRecordsWouldBe) {
+  using namespace vidax;
+  pipeline::LoadOptions lo;
+  lo.weights_dir = demo();
+  lo.precision = "fp32";
+  const pipeline::LoadedModel m = ltx2::family().load(lo);
+  const pipeline::Defaults& d = ltx2::preset(ltx2::k23TinyDemo).variant.defaults;
+  pipeline::Request q;
+  q.prompt = "a red panda";
+  q.default_negative_prompt = d.negative_prompt;
+  q.frames = d.frames;
+  q.height = d.height;
+  q.width = d.width;
+  q.steps = 2;
+  q.seed = 42;
+  q.guidance = d.guidance;
+  q.shift = d.shift;
+  q.sampler = d.sampler;
+  q.fps = d.fps;
+  const fs::path rec = work_dir() / "foreign-record";
+  fs::remove_all(rec);
+  pipeline::Result foreign;
+  {
+    TorchGenerator other(4242);
+    pipeline::Events ev;
+    ev.on_stream_noise = [&](const std::string&, const Tensor& t) { return other.randn(t.shape()); };
+    pipeline::RecordWriter w(rec.string());
+    w.attach(ev);
+    foreign = pipeline::run_generation(m.parts, q, ev, false);
+    pipeline::RecordHeader h;
+    h.producer = {{"name", "test"}, {"generator", "another one"}};
+    h.model = ltx2::k23TinyDemo;
+    h.family = "ltx2";
+    h.precision = "fp32";
+    h.request = pipeline::request_to_json(q);
+    w.commit(h, foreign);
+  }
+  const CmdResult r = replay(rec);
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("step 2/2 audio t=0.1 max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("final video max_abs=0 mean_abs=0 rel_l2=0 OK"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("the seed's own CPU draws differ from the record's"), std::string::npos) << r.err;
+  const pipeline::Result own = pipeline::run_generation(m.parts, q, {}, false);
+  EXPECT_NE(own.latents.to_f32_vector(), foreign.latents.to_f32_vector());
+  EXPECT_NE(own.taps.at("audio_latent").to_f32_vector(), foreign.taps.at("audio_latent").to_f32_vector());
 }
