@@ -78,6 +78,7 @@ TEST(FamilyBench, DemoReportsEveryStage) {
     EXPECT_GT(r.at("machine_peak_flops_per_cpu_second").get<double>(), 1e9);
     EXPECT_FALSE(r.at("cpu_tier").get<std::string>().empty());
     EXPECT_EQ(r.at("weights_dtype").get<std::string>(), "fp32 drawn, cast to the precision");
+    EXPECT_GT(r.at("dit_parameters").get<double>(), 0.0);
     EXPECT_GT(r.at("text_encoder_seconds").get<double>(), 0.0);
     EXPECT_GT(r.at("text_encoder").at("batch_rows").get<int64_t>(), 0);
     EXPECT_GT(r.at("vae_seconds").get<double>(), 0.0);
@@ -140,6 +141,8 @@ TEST(FamilyBench, QuantizedWeights) {
       EXPECT_EQ(r.at("weights_dtype").get<std::string>(), t);
       EXPECT_GT(r.at("step_seconds_median").get<double>(), 0.0);
       EXPECT_LT(r.at("dit_memory_estimate_bytes").get<double>(), f.at("dit_memory_estimate_bytes").get<double>()) << t;
+      // The same GEMMs: a quantized weight's panels are counted once (bugs row 134).
+      EXPECT_DOUBLE_EQ(r.at("step_flops").get<double>(), f.at("step_flops").get<double>()) << t;
     }
     o.weights_dtype = "q9";
     EXPECT_NE(error_of(o).find("--weights-dtype"), std::string::npos) << error_of(o);
@@ -185,7 +188,8 @@ TEST(FamilyBench, RefusesWhatAFamilyCannotHonour) {
 }
 
 // The published models at their real shapes are refused before any allocation when they do not
-// fit (their DiTs in bf16: 8.3B, 13B, 22B), the message naming the quantized weights that would.
+// fit (their DiTs in bf16: 8.3B, 13B, 22B), the message naming the quantized weights that would
+// (not --offload, which these families refuse: bugs row 133).
 TEST(FamilyBench, RealShapesThatDoNotFitAreRefused) {
   for (const char* m : {vidax::hunyuan15::kT2V480p, vidax::hunyuan::kT2V544p, vidax::ltx2::k23Dev}) {
     SCOPED_TRACE(m);

@@ -87,9 +87,11 @@ json run_bench(const BenchOptions& opt, const BenchLog& log) {
 
   if (opt.steps > 0) {
     const RandomWeights w = RandomWeights::parse(opt.weights_dtype, seed);
-    const double weight_bytes = w.resident_bytes(param_shapes(dit_params(cfg)), compute);
+    const translate::ParamSpec spec = dit_params(cfg);
+    const double weight_bytes = w.resident_bytes(param_shapes(spec), compute);
     const double act_bytes = 2.0 * 4.0 * static_cast<double>(grid.tokens + preset.text_len) *
                              static_cast<double>(cfg.mlp_hidden() + 8 * cfg.hidden_size);
+    r["dit_parameters"] = spec.parameter_count();
     r["dit_memory_estimate_bytes"] = weight_bytes + act_bytes;
     r["weights_dtype"] = w.label();
     r["offload"] = false;
