@@ -242,7 +242,7 @@ void refuse_unsupported_options(const BenchOptions& opt, const std::string& fami
                                  "large model)");
   VIDAX_CHECK(opt.mesh.empty(), f << "--mesh " << opt.mesh << ": its DiT runs on one rank");
   VIDAX_CHECK(opt.device == "cpu", f << "--device " << opt.device << ": the CPU backend only (--device cpu)");
-  VIDAX_CHECK(opt.loras.empty(), f << "--lora: runtime LoRAs are benchmarked for Wan only");
+  VIDAX_CHECK(opt.loras.empty(), f << "--lora: runtime LoRAs are not benchmarked for this family");
   VIDAX_CHECK(opt.diffusion_model_file.empty() && opt.vae_file.empty() && opt.text_encoder_file.empty(),
               f << "--diffusion-model / --vae FILE / --text-encoder FILE: random weights only (give --vae and "
                    "--text-encoder without a file)");
@@ -295,6 +295,8 @@ double RandomWeights::resident_bytes(const std::vector<std::pair<std::string, Sh
     const bool matrix = shape.size() == 2;
     if (narrow() && target.decision(name, shape, DType::F32).quantize)
       bytes += target.is_scaled() ? n : n * quant_traits(target.block).block_bytes / quant_traits(target.block).block;
+    else if (matrix && narrow())  // kept wide (modulations, embeddings, heads): run in fp32, packed
+      bytes += 2.0 * 4.0 * n;
     else if (matrix)
       bytes += 2.0 * n * static_cast<double>(dtype_size(compute));  // the weight and its packed copy
     else

@@ -136,8 +136,9 @@ struct RandomWeights {
   static RandomWeights parse(const std::string& weights_dtype, uint64_t seed);
   bool narrow() const { return !target.none(); }
   Tensor draw(const std::string& name, const Shape& shape) const;
-  // Resident bytes of these parameters: float weights in `compute` twice (the weight and its packed
-  // GEMM copy) for the matrices, fp32 for the rest; narrow matrices as their blocks (no packed copy).
+  // Resident bytes of these parameters: float matrices in `compute` twice (the weight and its packed
+  // GEMM copy), fp32 for the rest; narrow matrices as their blocks (no packed copy), and the matrices
+  // a narrow type keeps wide (modulations, embeddings, heads: run in fp32) as fp32 twice.
   double resident_bytes(const std::vector<std::pair<std::string, Shape>>& params, DType compute) const;
   std::string label() const;  // what the report's weights_dtype says
 };
