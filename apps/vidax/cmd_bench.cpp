@@ -1,7 +1,8 @@
 // vidax bench: times a model's stages with random weights of the real shapes
-// (no checkpoint needed; for Wan: text encoder, each DiT step with FLOPs and MFU
-// against the measured GEMM peak, VAE decode, peak resident memory). See
-// src/pipeline/bench.h for what is measured and docs/benchmarks.md for results.
+// (no checkpoint needed; text encoder, each DiT step with FLOPs and MFU against the
+// measured peak, VAE decode, peak resident memory) for Wan, LTX-2 and HunyuanVideo
+// 1.0 / 1.5. See src/pipeline/bench.h for what is measured and docs/benchmarks.md
+// for results.
 #include <omp.h>
 
 #include <cstdio>
@@ -36,9 +37,9 @@ Command add_bench(CLI::App& app) {
   sub->add_flag("--random-weights", a->random_weights,
                 "random weights of the model's real shapes (the default and only mode: timings do not depend on "
                 "the weight values)");
-  sub->add_option("--frames", a->opt.frames, "video frames (1 + 4k)")->capture_default_str();
-  sub->add_option("--height", a->opt.height, "video height (multiple of 16)")->capture_default_str();
-  sub->add_option("--width", a->opt.width, "video width (multiple of 16)")->capture_default_str();
+  sub->add_option("--frames", a->opt.frames, "video frames (1 + 4k; LTX-2: 1 + 8k)")->capture_default_str();
+  sub->add_option("--height", a->opt.height, "video height (multiple of 16; LTX-2: 32)")->capture_default_str();
+  sub->add_option("--width", a->opt.width, "video width (multiple of 16; LTX-2: 32)")->capture_default_str();
   sub->add_option("--steps", a->opt.steps, "DiT forwards per repeat (0: no DiT)")->capture_default_str();
   sub->add_option("--precision", a->opt.precision, "DiT precision: fp32 | bf16")->capture_default_str();
   sub->add_option("--threads", a->threads, "CPU threads (default: all)");

@@ -10,12 +10,17 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <sstream>
 #include <vector>
 
 #include "backend/cpu/cpu_tier.h"
+#include "backend/cpu/peak.h"
+#include "pipeline/bench_profile.h"
 #include "backend/ops.h"
 #include "core/error.h"
 
@@ -213,12 +218,13 @@ GemmPeak measure_gemm_peak(DType dtype, int reps) {
   return g;
 }
 
-void check_fits(const std::string& what, double needed, double available) {
+void check_fits(const std::string& what, double needed, double available, const std::string& remedy) {
   VIDAX_CHECK(needed < available,
               "bench: " << what << " needs about " << gb(needed) << " GB (weights, their packed GEMM copy and "
-                        << "activations) but " << gb(available)
-                        << " GB are available with every weight resident: stream the DiT's weights (--offload), "
-                           "or use a machine with more memory or a smaller model");
+                        << "activations) but " << gb(available) << " GB are available with every weight resident: "
+                        << (remedy.empty() ? "stream the DiT's weights (--offload), or use a machine with more "
+                                             "memory or a smaller model"
+                                           : remedy));
 }
 
 bool reset_peak_rss() {
@@ -226,6 +232,246 @@ bool reset_peak_rss() {
   if (!f) return false;
   const bool ok = std::fputs("5", f) >= 0;
   return std::fclose(f) == 0 && ok;
+}
+
+// ---- the pieces every family's bench shares ------------------------------------------------
+
+void refuse_unsupported_options(const BenchOptions& opt, const std::string& family) {
+  const std::string f = "bench: " + family + ": ";
+  VIDAX_CHECK(!opt.offload, f << "--offload: its DiT is not streamed yet (use --weights-dtype q8_0 or q4_k to fit a "
+                                 "large model)");
+  VIDAX_CHECK(opt.mesh.empty(), f << "--mesh " << opt.mesh << ": its DiT runs on one rank");
+  VIDAX_CHECK(opt.device == "cpu", f << "--device " << opt.device << ": the CPU backend only (--device cpu)");
+  VIDAX_CHECK(opt.loras.empty(), f << "--lora: runtime LoRAs are not benchmarked for this family");
+  VIDAX_CHECK(opt.diffusion_model_file.empty() && opt.vae_file.empty() && opt.text_encoder_file.empty(),
+              f << "--diffusion-model / --vae FILE / --text-encoder FILE: random weights only (give --vae and "
+                   "--text-encoder without a file)");
+}
+
+BenchGrid bench_grid(const BenchOptions& opt, const Geometry& g) {
+  VIDAX_CHECK(opt.steps >= 0 && opt.repeats >= 1,
+              "bench: --steps must be >= 0 and --repeats >= 1, got " << opt.steps << " and " << opt.repeats);
+  VIDAX_CHECK(opt.frames >= 1 && (opt.frames - 1) % g.frame_multiple() == 0,
+              "bench: --frames must be 1 + " << g.frame_multiple() << "k for " << g.vae_label << ", got " << opt.frames);
+  VIDAX_CHECK(opt.height > 0 && opt.width > 0 && opt.height % g.height_multiple() == 0 &&
+                  opt.width % g.width_multiple() == 0,
+              "bench: --height and --width must be positive multiples of "
+                  << g.height_multiple() << " and " << g.width_multiple() << " (" << g.vae_label << "'s stride x the "
+                  << "patch), got " << opt.height << "x" << opt.width);
+  VIDAX_CHECK(opt.prompt_tokens >= 1, "bench: prompt tokens " << opt.prompt_tokens << " must be >= 1");
+  BenchGrid b;
+  b.lat_f = (opt.frames - 1) / g.vae_stride_t + 1;
+  b.lat_h = opt.height / g.vae_stride_s;
+  b.lat_w = opt.width / g.vae_stride_s;
+  VIDAX_CHECK(b.lat_f % g.patch_t == 0, "bench: " << b.lat_f << " latent frames are not a multiple of the patch's "
+                                                  << g.patch_t);
+  b.tokens = (b.lat_f / g.patch_t) * (b.lat_h / g.patch_h) * (b.lat_w / g.patch_w);
+  return b;
+}
+
+RandomWeights RandomWeights::parse(const std::string& weights_dtype, uint64_t seed) {
+  RandomWeights w;
+  try {
+    w.target = io::QuantTarget::parse(weights_dtype);  // a GGUF block type, fp8, fp8_e5m2 or int8
+  } catch (const Error& e) {
+    throw Error(msg() << "--weights-dtype: " << e.what());
+  }
+  w.type_name = weights_dtype;
+  w.seed = seed;
+  return w;
+}
+
+Tensor RandomWeights::draw(const std::string& name, const Shape& shape) const {
+  const bool q = narrow() && target.decision(name, shape, DType::F32).quantize;
+  if (q && target.is_scaled())  // drawn in fp32 one matrix at a time, then quantized
+    return Tensor::quantize_scaled(random_param(name, shape, DType::F32, seed, QuantType::None), target.scaled);
+  return random_param(name, shape, DType::F32, seed, q ? target.block : QuantType::None);
+}
+
+double RandomWeights::resident_bytes(const std::vector<std::pair<std::string, Shape>>& params, DType compute) const {
+  double bytes = 0;
+  for (const auto& [name, shape] : params) {
+    const double n = static_cast<double>(shape_numel(shape));
+    const bool matrix = shape.size() == 2;
+    if (narrow() && target.decision(name, shape, DType::F32).quantize)
+      bytes += target.is_scaled() ? n : n * quant_traits(target.block).block_bytes / quant_traits(target.block).block;
+    else if (matrix && narrow())  // kept wide (modulations, embeddings, heads): run in fp32, packed
+      bytes += 2.0 * 4.0 * n;
+    else if (matrix)
+      bytes += 2.0 * n * static_cast<double>(dtype_size(compute));  // the weight and its packed copy
+    else
+      bytes += 4.0 * n;
+  }
+  return bytes;
+}
+
+std::string RandomWeights::label() const { return narrow() ? type_name : "fp32 drawn, cast to the precision"; }
+
+std::vector<std::pair<std::string, Shape>> param_shapes(const translate::ParamSpec& spec) {
+  std::vector<std::pair<std::string, Shape>> out;
+  for (const auto& p : spec.params) out.emplace_back(p.name, p.shape);
+  return out;
+}
+
+double param_bytes(const translate::ParamSpec& spec, DType dtype) {
+  return static_cast<double>(spec.parameter_count()) * static_cast<double>(dtype_size(dtype));
+}
+
+std::function<Tensor(const std::string&)> random_lookup(const translate::ParamSpec& spec, DType dtype, uint64_t seed) {
+  auto shapes = std::make_shared<std::map<std::string, Shape>>();
+  for (const auto& p : spec.params) (*shapes)[p.name] = p.shape;
+  return [shapes, dtype, seed](const std::string& name) {
+    auto it = shapes->find(name);
+    VIDAX_CHECK(it != shapes->end(), "bench: no shape for the parameter " << name);
+    return random_param(name, it->second, dtype, seed);
+  };
+}
+
+json bench_report_header(const BenchOptions& opt, const std::string& precision, const BenchLog& log) {
+  json r;
+  r["model"] = opt.model;
+  r["precision"] = precision;
+  r["frames"] = opt.frames;
+  r["height"] = opt.height;
+  r["width"] = opt.width;
+  r["threads"] = omp_get_max_threads();
+  r["weights"] = "random (real shapes)";
+  r["machine"] = machine_json();
+  r["cpu_tier"] = r["machine"]["cpu_tier"];
+  r["cpu_features"] = r["machine"]["cpu_features"];
+  log(r["machine"]["cpu_tier_report"].get<std::string>());
+  // CPU time is only the work done when idle OpenMP threads sleep (bench.h).
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  r["omp_wait_policy"] = wait_policy ? wait_policy : "";
+  if (omp_get_max_threads() > 1 && !(wait_policy && std::string(wait_policy) == "passive"))
+    log("note: OMP_WAIT_POLICY is not 'passive': CPU times include OpenMP spin-waits (inflated on a loaded machine)");
+  return r;
+}
+
+void report_dit_steps(const std::vector<Sample>& steps, double flops, DType compute, const GemmPeak& before,
+                      const GemmPeak& after, json& r, const BenchLog& log) {
+  GemmPeak peak = before;
+  peak.flops_per_cpu_second = std::max(before.flops_per_cpu_second, after.flops_per_cpu_second);
+  peak.flops_per_wall_second = std::max(before.flops_per_wall_second, after.flops_per_wall_second);
+  r["gemm_peak"] = {{"dtype", dtype_name(compute)},
+                    {"shape_mkn", {peak.m, peak.k, peak.n}},
+                    {"flops_per_cpu_second", peak.flops_per_cpu_second},
+                    {"flops_per_wall_second", peak.flops_per_wall_second},
+                    {"flops_per_cpu_second_before_steps", before.flops_per_cpu_second},
+                    {"flops_per_cpu_second_after_steps", after.flops_per_cpu_second},
+                    {"note", "ops::linear (default dispatch), best of 5 before and 5 after the steps, same threads"}};
+  log("GEMM peak after the steps: " + std::to_string(after.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
+
+  const json st = stats(steps);
+  const int threads = omp_get_max_threads();
+  r["dit_step"] = st;
+  r["step_seconds_median"] = st["wall_median"];
+  r["step_seconds_min"] = st["wall_min"];
+  r["step_cpu_seconds_median"] = st["cpu_median"];
+  r["step_cpu_seconds_min"] = st["cpu_min"];
+  // What the wall time would be if every thread ran all the time (an idle machine).
+  r["step_seconds_idle_estimate"] = st["cpu_min"].get<double>() / threads;
+  r["step_flops"] = flops;
+  const double achieved_cpu = flops / st["cpu_min"].get<double>();  // FLOPs per CPU second
+  r["achieved_flops_per_cpu_second"] = achieved_cpu;
+  r["achieved_flops_per_second_wall"] = flops / st["wall_min"].get<double>();
+  // MFU against the machine's arithmetic peak for the compute dtype (register-only micro-kernel,
+  // backend/cpu/peak.h), per CPU second as the achieved rate; the step's share of the engine's own
+  // GEMM rate is its own field.
+  const cpu::MachinePeak mp = cpu::measure_machine_peak(compute, threads);
+  r["machine_peak_flops_per_second"] = mp.flops_per_second;
+  r["machine_peak_flops_per_cpu_second"] = mp.flops_per_cpu_second;
+  r["machine_peak_method"] = mp.method;
+  r["gemm_fraction_of_machine_peak"] = peak.flops_per_cpu_second / mp.flops_per_cpu_second;
+  if (peak.flops_per_cpu_second > 1.05 * mp.flops_per_cpu_second)
+    r["machine_peak_warning"] = "the GEMM ran faster than the measured machine peak: the peak measurement is wrong";
+  r["mfu"] = achieved_cpu / mp.flops_per_cpu_second;
+  r["mfu_wall"] = flops / st["wall_min"].get<double>() / mp.flops_per_second;
+  r["step_vs_gemm"] = achieved_cpu / peak.flops_per_cpu_second;
+  log("machine peak (" + mp.method + "): " + std::to_string(mp.flops_per_cpu_second / 1e9) +
+      " GFLOP per CPU second; GEMM at " + std::to_string(100 * peak.flops_per_cpu_second / mp.flops_per_cpu_second) +
+      " % of it");
+}
+
+void time_dit_steps(const BenchOptions& opt, DType compute, const DitSteps& dit, json& r, const BenchLog& log) {
+  const Sample warm = timed([&] { dit.warm_up(); });
+  r["dit_warmup_seconds"] = warm.wall;
+  log("DiT: warm-up (weight packing) " + std::to_string(warm.wall) + " s");
+  // The peak before and after the steps, the higher kept (a shared host's GEMM rate drifts).
+  const GemmPeak before = measure_gemm_peak(compute, 5);
+  log("GEMM peak before the steps (" + std::string(dtype_name(compute)) + "): " +
+      std::to_string(before.flops_per_cpu_second / 1e9) + " GFLOP per CPU second");
+  std::vector<Sample> steps;
+  OpProfile counted;  // the first step's ops: its FLOPs as executed
+  for (int rep = 0; rep < opt.repeats; ++rep)
+    for (int s = 0; s < opt.steps; ++s) {
+      const double t = 999.0 * (1.0 - static_cast<double>(s) / std::max(1, opt.steps));
+      Tensor y;
+      if (steps.empty()) {
+        steps.push_back(timed([&] {
+          const ScopedOpProfiler scope(counted);
+          y = dit.step(t);
+        }));
+      } else {
+        steps.push_back(timed([&] { y = dit.step(t); }));
+      }
+      VIDAX_CHECK(ops::all_finite(y), "bench: the DiT output is not finite (random weights out of range?)");
+      log("DiT step " + std::to_string(steps.size()) + ": " + std::to_string(steps.back().wall) + " s wall, " +
+          std::to_string(steps.back().cpu) + " s CPU, load " + std::to_string(load_average_1min()));
+    }
+  const GemmPeak after = measure_gemm_peak(compute, 5);
+  const double flops = counted.total_flops();
+  VIDAX_CHECK(flops > 0, "bench: the DiT step ran no counted GEMM");
+  report_dit_steps(steps, flops, compute, before, after, r, log);
+  json parts = json::object();
+  for (const auto& [name, t] : counted.ops)
+    if (t.flops > 0) parts[OpProfile::op_class(name)] = parts.value(OpProfile::op_class(name), 0.0) + t.flops;
+  r["step_flops_parts"] = parts;
+  r["step_flops_method"] = "counted by the backend during the first step (GEMMs and attention as executed)";
+  if (opt.profile) {
+    log("DiT: profiled step");
+    OpProfile prof;
+    {
+      const ScopedOpProfiler scope(prof);
+      (void)dit.step(500.0);
+    }
+    r["dit_profile"] = prof.to_json();
+  }
+}
+
+void time_vae_decode(const BenchOptions& opt, const std::function<Tensor()>& decode,
+                     const std::function<void(const Tensor&)>& check, json& r, const BenchLog& log) {
+  const int64_t rss_before = peak_rss_bytes();
+  // The decode's own peak: the process's peak reset to the current resident set first (where the
+  // kernel allows it), read after the decodes.
+  const bool peak_reset = reset_peak_rss();
+  const double rss_at_start = proc_bytes_field("/proc/self/status", "VmRSS");
+  std::vector<Sample> s;
+  for (int rep = 0; rep < opt.repeats; ++rep) {
+    Tensor video;
+    s.push_back(timed([&] { video = decode(); }));
+    check(video);
+    VIDAX_CHECK(ops::all_finite(video), "bench: the VAE decode's output is not finite");
+    log("VAE decode: " + std::to_string(s.back().wall) + " s wall, " + std::to_string(s.back().cpu) + " s CPU");
+  }
+  r["vae_decode"] = stats(s);
+  r["vae_seconds"] = r["vae_decode"]["wall_median"];
+  r["vae_cpu_seconds"] = r["vae_decode"]["cpu_median"];
+  r["vae_seconds_idle_estimate"] = r["vae_decode"]["cpu_min"].get<double>() / omp_get_max_threads();
+  r["vae_peak_rss_before_bytes"] = rss_before;
+  if (peak_reset) {
+    r["vae_decode_peak_rss_bytes"] = peak_rss_bytes();  // the process's peak during the decodes
+    r["vae_decode_peak_rss_above_start_bytes"] = std::max(0.0, static_cast<double>(peak_rss_bytes()) - rss_at_start);
+  }
+  if (opt.profile) {
+    log("VAE: profiled decode");
+    OpProfile prof;
+    {
+      const ScopedOpProfiler scope(prof);
+      (void)decode();
+    }
+    r["vae_profile"] = prof.to_json();
+  }
 }
 
 // ---- text summary -----------------------------------------------------------------------

@@ -20,6 +20,9 @@
 #include <vector>
 
 #include "core/tensor.h"
+#include "io/quant_policy.h"
+#include "pipeline/parts.h"
+#include "translate/translate.h"
 
 namespace vidax::pipeline {
 
@@ -101,11 +104,79 @@ struct GemmPeak {
 // y = x W^T at a DiT FFN-like shape through ops::linear, best of `reps` after a warm-up.
 GemmPeak measure_gemm_peak(DType dtype, int reps);
 
-// Throws naming what does not fit (every weight resident: suggests --offload).
-void check_fits(const std::string& what, double needed, double available);
+// Throws naming what does not fit; `remedy` is what the message suggests (default: --offload).
+void check_fits(const std::string& what, double needed, double available, const std::string& remedy = "");
 // Resets this process's peak resident set (VmHWM) to the current one (/proc/self/clear_refs),
 // so that a stage's own peak can be read after it; false where the kernel does not allow it.
 bool reset_peak_rss();
+
+// ---- the pieces every family's bench shares ----
+using BenchLog = std::function<void(const std::string&)>;
+
+// Refuses, naming the option, what a family's bench does not run: --offload, --mesh, --device
+// other than cpu, --lora and weight files (`family`: how the message names it, e.g. "LTX-2").
+void refuse_unsupported_options(const BenchOptions& opt, const std::string& family);
+
+// The latent grid of the requested video: --frames 1 + k * vae_stride_t, --height / --width
+// multiples of the geometry's (VAE stride x patch); throws naming the value and what is valid.
+struct BenchGrid {
+  int64_t lat_f = 0, lat_h = 0, lat_w = 0;
+  int64_t tokens = 0;  // the DiT's patch tokens of the video
+};
+BenchGrid bench_grid(const BenchOptions& opt, const Geometry& g);
+
+// The DiT's random weights (--weights-dtype): "" = drawn in fp32 (the model casts what it runs
+// in the compute dtype); a GGUF block type or a scaled type: the matrices io::QuantTarget picks
+// are made in it (as `vidax convert` would store them) and computed on without widening.
+struct RandomWeights {
+  io::QuantTarget target;
+  std::string type_name;  // the --weights-dtype value, "" for float weights
+  uint64_t seed = 0;
+  // Throws "--weights-dtype: ..." naming the valid types on an unknown one.
+  static RandomWeights parse(const std::string& weights_dtype, uint64_t seed);
+  bool narrow() const { return !target.none(); }
+  Tensor draw(const std::string& name, const Shape& shape) const;
+  // Resident bytes of these parameters: float matrices in `compute` twice (the weight and its packed
+  // GEMM copy), fp32 for the rest; narrow matrices as their blocks (no packed copy), and the matrices
+  // a narrow type keeps wide (modulations, embeddings, heads: run in fp32) as fp32 twice.
+  double resident_bytes(const std::vector<std::pair<std::string, Shape>>& params, DType compute) const;
+  std::string label() const;  // what the report's weights_dtype says
+};
+
+// A part's parameters as (name, shape) (resident_bytes, the memory checks).
+std::vector<std::pair<std::string, Shape>> param_shapes(const translate::ParamSpec& spec);
+// Bytes of every parameter of `spec` stored in `dtype`.
+double param_bytes(const translate::ParamSpec& spec, DType dtype);
+// A weight lookup by name over `spec`'s shapes, random_param values in `dtype` (a text encoder's or
+// a VAE's random weights); an unknown name throws naming it.
+std::function<Tensor(const std::string&)> random_lookup(const translate::ParamSpec& spec, DType dtype, uint64_t seed);
+
+// The DiT steps as a family hands them to the timer: warm_up packs every weight (a one-token
+// latent), step(t) runs one denoising step at timestep t (every forward of it, e.g. the CFG pair)
+// and returns its output (checked finite).
+struct DitSteps {
+  std::function<void()> warm_up;
+  std::function<Tensor(double t)> step;
+};
+// Times opt.repeats x opt.steps steps at t from 999 down after the warm-up, the GEMM peak measured
+// before and after them. FLOPs are counted by the backend during the first step (every GEMM and
+// attention as executed: pipeline/bench_profile.h); the fields report_dit_steps writes go into r.
+void time_dit_steps(const BenchOptions& opt, DType compute, const DitSteps& dit, nlohmann::json& r,
+                    const BenchLog& log);
+// The report of timed steps (Wan's and every family's): dit_step, step_seconds_*, step_flops,
+// gemm_peak, machine peak, mfu (CPU time), mfu_wall, step_vs_gemm.
+void report_dit_steps(const std::vector<Sample>& steps, double flops, DType compute, const GemmPeak& before,
+                      const GemmPeak& after, nlohmann::json& r, const BenchLog& log);
+
+// Times opt.repeats decodes (decode returns the video, `check` throws on a wrong shape), the
+// decode's own peak resident set (the process's peak reset first where the kernel allows it), and
+// with opt.profile one profiled decode: vae_decode, vae_seconds, vae_cpu_seconds, ... into r.
+void time_vae_decode(const BenchOptions& opt, const std::function<Tensor()>& decode,
+                     const std::function<void(const Tensor&)>& check, nlohmann::json& r, const BenchLog& log);
+
+// The header fields of every report (model, precision, frames, height, width, threads, machine,
+// cpu_tier, cpu_features, omp_wait_policy), the wait-policy note logged.
+nlohmann::json bench_report_header(const BenchOptions& opt, const std::string& precision, const BenchLog& log);
 
 // Human-readable summary of a bench report.
 std::string bench_report_text(const nlohmann::json& report);

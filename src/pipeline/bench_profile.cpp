@@ -23,10 +23,12 @@ double cpu_now() {
 // Adds the duration of its scope to one op's entry.
 class Timer {
  public:
-  Timer(OpProfile& p, const char* op) : p_(p), op_(op), w0_(wall_now()), c0_(cpu_now()) {}
+  Timer(OpProfile& p, const char* op, double flops = 0)
+      : p_(p), op_(op), flops_(flops), w0_(wall_now()), c0_(cpu_now()) {}
   ~Timer() {
     OpTime& t = p_.ops[op_];
     t.calls += 1;
+    t.flops += flops_;
     t.wall += wall_now() - w0_;
     t.cpu += cpu_now() - c0_;
   }
@@ -34,8 +36,25 @@ class Timer {
  private:
   OpProfile& p_;
   const char* op_;
+  double flops_;
   double w0_, c0_;
 };
+
+// 2 FLOPs per multiply-add: `out` elements, each a dot product of `k` terms.
+double gemm_flops(const Tensor& out, int64_t k) {
+  return 2.0 * static_cast<double>(out.numel()) * static_cast<double>(k);
+}
+
+// q [B, Lq, H, D], k [B, Lk, H, D], v [B, Lk, H, Dv]: q k^T and p v over the keys each batch
+// attends to (kv_lens; all Lk without it).
+double attention_flops(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt) {
+  if (q.dim() != 4 || k.dim() != 4 || v.dim() != 4) return 0;
+  const int64_t B = q.size(0), Lk = k.size(1);
+  double keys = 0;
+  for (int64_t b = 0; b < B; ++b)
+    keys += static_cast<double>(b < static_cast<int64_t>(opt.kv_lens.size()) ? std::min(opt.kv_lens[b], Lk) : Lk);
+  return 2.0 * keys * static_cast<double>(q.size(1) * q.size(2)) * static_cast<double>(q.size(3) + v.size(3));
+}
 
 // Forwards every op to the CPU backend, timed (generated from backend.h's list).
 class TimingBackend final : public Backend {
@@ -180,23 +199,25 @@ class TimingBackend final : public Backend {
     cpu_.mean(x, dim, out);
   }
   void linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, Tensor& out) override {
-    Timer t(p_, "linear");
+    Timer t(p_, "linear", gemm_flops(out, w.size(1)));
     cpu_.linear(x, w, bias, out);
   }
+  // linear_quantized is the Backend default on this one: its panels' GEMMs come back through
+  // linear above (timed and counted there, once).
   void linear_gelu(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, ops::GeluMode mode, Tensor& out) override {
-    Timer t(p_, "linear_gelu");
+    Timer t(p_, "linear_gelu", gemm_flops(out, w.size(1)));
     cpu_.linear_gelu(x, w, bias, mode, out);
   }
   void linear_gated_residual(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, const Tensor& residual, const Tensor& gate, Tensor& out) override {
-    Timer t(p_, "linear_gated_residual");
+    Timer t(p_, "linear_gated_residual", gemm_flops(out, w.size(1)));
     cpu_.linear_gated_residual(x, w, bias, residual, gate, out);
   }
   void matmul(const Tensor& a, const Tensor& b, Tensor& out) override {
-    Timer t(p_, "matmul");
+    Timer t(p_, "matmul", gemm_flops(out, a.size(-1)));
     cpu_.matmul(a, b, out);
   }
   void attention(const Tensor& q, const Tensor& k, const Tensor& v, const ops::AttentionOptions& opt, Tensor& out) override {
-    Timer t(p_, "attention");
+    Timer t(p_, "attention", attention_flops(q, k, v, opt));
     cpu_.attention(q, k, v, opt, out);
   }
   void rope(const Tensor& x, const Tensor& cos, const Tensor& sin, ops::RopeMode mode, Tensor& out) override {
@@ -206,7 +227,7 @@ class TimingBackend final : public Backend {
   // The fused ops with Backend defaults must be forwarded too: the defaults would run a
   // different (unfused) path than the CPU backend's own.
   void causal_conv3d(const std::vector<Tensor>& xs, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, const std::optional<Tensor>& residual, Tensor& out) override {
-    Timer t(p_, "causal_conv3d");
+    Timer t(p_, "causal_conv3d", gemm_flops(out, w.numel() / w.size(0)));
     cpu_.causal_conv3d(xs, w, bias, stride, padding, residual, out);
   }
   void l2_norm_scale_silu(const Tensor& x, const Tensor& gamma, double scale, double eps, Tensor& out) override {
@@ -214,11 +235,11 @@ class TimingBackend final : public Backend {
     cpu_.l2_norm_scale_silu(x, gamma, scale, eps, out);
   }
   void conv3d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 3> stride, std::array<int64_t, 3> padding, Tensor& out) override {
-    Timer t(p_, "conv3d");
+    Timer t(p_, "conv3d", gemm_flops(out, w.numel() / w.size(0)));
     cpu_.conv3d(x, w, bias, stride, padding, out);
   }
   void conv2d(const Tensor& x, const Tensor& w, const std::optional<Tensor>& bias, std::array<int64_t, 2> stride, std::array<int64_t, 2> padding, Tensor& out) override {
-    Timer t(p_, "conv2d");
+    Timer t(p_, "conv2d", gemm_flops(out, w.numel() / w.size(0)));
     cpu_.conv2d(x, w, bias, stride, padding, out);
   }
   void upsample_nearest(const Tensor& x, const std::vector<int64_t>& factors, Tensor& out) override {
@@ -273,12 +294,18 @@ const char* OpProfile::op_class(const std::string& op) {
   return "norms_elementwise";  // every remaining op of backend.h is an elementwise, norm or rope op
 }
 
+double OpProfile::total_flops() const {
+  double f = 0;
+  for (const auto& [name, t] : ops) f += t.flops;
+  return f;
+}
+
 nlohmann::json OpProfile::to_json() const {
   nlohmann::json ops_j = nlohmann::json::object(), classes = nlohmann::json::object();
   std::map<std::string, OpTime> by_class;
   double op_wall = 0, op_cpu = 0;
   for (const auto& [name, t] : ops) {
-    ops_j[name] = {{"calls", t.calls}, {"wall", t.wall}, {"cpu", t.cpu}};
+    ops_j[name] = {{"calls", t.calls}, {"wall", t.wall}, {"cpu", t.cpu}, {"flops", t.flops}};
     OpTime& c = by_class[op_class(name)];
     c.calls += t.calls, c.wall += t.wall, c.cpu += t.cpu;
     op_wall += t.wall, op_cpu += t.cpu;
@@ -294,6 +321,7 @@ nlohmann::json OpProfile::to_json() const {
   return {{"ops", ops_j},
           {"classes", classes},
           {"summary", summary},
+          {"total_flops", total_flops()},
           {"total_wall", total_wall},
           {"total_cpu", total_cpu}};
 }

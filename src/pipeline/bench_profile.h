@@ -12,6 +12,9 @@ namespace vidax::pipeline {
 struct OpTime {
   int64_t calls = 0;
   double wall = 0, cpu = 0;
+  // Multiply-add FLOPs (2 per MAC) the op executed: GEMMs (linear*, matmul), attention (q k^T and
+  // p v over the keys kv_lens leaves), convolutions; 0 for every other op.
+  double flops = 0;
 };
 
 struct OpProfile {
@@ -19,6 +22,7 @@ struct OpProfile {
   double total_wall = 0, total_cpu = 0;  // the profiled region, ops and everything between them
   // Class of an op name: gemm | attention | norms_elementwise | layout_copies | other.
   static const char* op_class(const std::string& op);
+  double total_flops() const;  // the sum of every op's flops
   nlohmann::json to_json() const;  // {"ops": {...}, "classes": {...}, "summary": {class: cpu share}}
 };
 

@@ -41,4 +41,32 @@ TEST(BenchProfile, FusedOpsAreForwardedAndCountedOnce) {
   EXPECT_STREQ(OpProfile::op_class("causal_conv3d"), "gemm");
 }
 
+// FLOPs as executed (bench's step_flops): a GEMM, attention over the keys kv_lens leaves, a
+// convolution; and a block-quantized weight big enough to be widened in several panels counted
+// once (its panels' GEMMs come back through the profiler's linear: bugs row 134).
+TEST(BenchProfile, FlopsAreCountedOnceAsExecuted) {
+  OpProfile prof;
+  {
+    const ScopedOpProfiler scope(prof);
+    ops::linear(ramp({4, 8}), ramp({6, 8}), std::nullopt);
+    ops::AttentionOptions a;
+    a.kv_lens = {3};
+    ops::attention(ramp({1, 5, 2, 8}), ramp({1, 7, 2, 8}), ramp({1, 7, 2, 4}), a);
+  }
+  EXPECT_DOUBLE_EQ(prof.ops.at("linear").flops, 2.0 * 4 * 6 * 8);
+  EXPECT_DOUBLE_EQ(prof.ops.at("attention").flops, 2.0 * 3 * 5 * 2 * (8 + 4));  // 3 of the 7 keys
+  EXPECT_DOUBLE_EQ(prof.total_flops(), 2.0 * 4 * 6 * 8 + 2.0 * 3 * 5 * 2 * (8 + 4));
+
+  // q8_0 [8192, 1024] in bf16: panels of 4096 rows (8 MiB), so two GEMMs of half the rows.
+  const int64_t M = 4, K = 1024, N = 8192;
+  const Tensor w = Tensor::quantize(ramp({N, K}), QuantType::Q8_0);
+  OpProfile q;
+  {
+    const ScopedOpProfiler scope(q);
+    ops::linear(ramp({M, K}, DType::BF16), w, std::nullopt);
+  }
+  EXPECT_DOUBLE_EQ(q.total_flops(), 2.0 * M * N * K);
+}
+
 }  // namespace
+

@@ -1,4 +1,5 @@
 #include "models/hunyuan/family.h"
+#include "models/hunyuan/bench.h"
 
 #include <filesystem>
 #include <fstream>
@@ -114,6 +115,12 @@ class HunyuanFamily final : public pipeline::Family {
     m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}}
                              : std::vector<std::vector<size_t>>{{0, 1, 3}, {1, 2, 3}, {3, 4}};
     return m;
+  }
+
+  // `vidax bench`: random weights of the real shapes (bench.h).
+  nlohmann::json bench(const pipeline::BenchOptions& opt,
+                       const std::function<void(const std::string&)>& log) const override {
+    return run_bench(opt, log);
   }
 
   pipeline::LoadedModel load(const pipeline::LoadOptions& opt) const override {

@@ -1,4 +1,5 @@
 #include "models/ltx2/family.h"
+#include "models/ltx2/bench.h"
 
 #include <filesystem>
 #include <fstream>
@@ -176,6 +177,12 @@ class Ltx2Family final : public pipeline::Family {
     m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}}
                              : std::vector<std::vector<size_t>>{{0, 1, 3}, {1, 2, 3}, {1, 3, 4}};
     return m;
+  }
+
+  // `vidax bench`: random weights of the real shapes (bench.h).
+  nlohmann::json bench(const pipeline::BenchOptions& opt,
+                       const std::function<void(const std::string&)>& log) const override {
+    return run_bench(opt, log);
   }
 
   pipeline::LoadedModel load(const pipeline::LoadOptions& opt) const override {

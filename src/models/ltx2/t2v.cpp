@@ -19,7 +19,15 @@ constexpr int64_t kAudioChannels = 8, kAudioMelBins = 16;         // AudioLatent
 constexpr double kAudioLatentsPerSecond = 16000.0 / 160.0 / 4.0;  // sample_rate / hop / downsample
 constexpr int64_t kTime = 8, kSpace = 32;                         // VIDEO_SCALE_FACTORS
 
-// Positions as the DiT takes them, repeated for `batch` samples: [batch, n_axes, T, 2].
+Tensor repeat_batch(const Tensor& x, int64_t n) { return n == 1 ? x : ops::concat(std::vector<Tensor>(n, x), 0); }
+
+void check_context(const Tensor& t, const char* name) {
+  VIDAX_CHECK(t.defined() && t.dim() == 3 && t.size(0) == 1 && t.dtype() == DType::F32,
+              "LTX-2 t2v: " << name << " must be a [1, L, D] F32 context, found " << (t.defined() ? t.str() : "none"));
+}
+
+}  // namespace
+
 Tensor positions_tensor(const Positions& p, int64_t batch) {
   std::vector<float> v(static_cast<size_t>(batch * p.n_axes * p.tokens * 2));
   size_t k = 0;
@@ -31,15 +39,6 @@ Tensor positions_tensor(const Positions& p, int64_t batch) {
       }
   return Tensor::from_f32(v, {batch, p.n_axes, p.tokens, 2});
 }
-
-Tensor repeat_batch(const Tensor& x, int64_t n) { return n == 1 ? x : ops::concat(std::vector<Tensor>(n, x), 0); }
-
-void check_context(const Tensor& t, const char* name) {
-  VIDAX_CHECK(t.defined() && t.dim() == 3 && t.size(0) == 1 && t.dtype() == DType::F32,
-              "LTX-2 t2v: " << name << " must be a [1, L, D] F32 context, found " << (t.defined() ? t.str() : "none"));
-}
-
-}  // namespace
 
 T2VRequest T2VRequest::from_json(const nlohmann::json& j) {
   VIDAX_CHECK(j.is_object(), "LTX-2 t2v request: expected a JSON object, found " << j.dump());

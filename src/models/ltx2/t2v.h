@@ -50,6 +50,9 @@ struct T2VRequest {  // __call__'s arguments
 // and the step count: throws naming the nearest valid values.
 void check_t2v_request(const T2VRequest& r);
 
+// Positions as the DiT takes them (Modality::positions), repeated for `batch` samples: [batch, n_axes, T, 2].
+Tensor positions_tensor(const Positions& p, int64_t batch);
+
 struct LatentGrid {
   int64_t video_frames = 0, video_height = 0, video_width = 0;  // the video latent's F', h, w
   int64_t audio_frames = 0;                                     // the audio latent's T

@@ -503,49 +503,10 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       }
     }
     const GemmPeak peak_after = measure_gemm_peak(compute, 5);
-    GemmPeak peak = peak_before;
-    peak.flops_per_cpu_second = std::max(peak_before.flops_per_cpu_second, peak_after.flops_per_cpu_second);
-    peak.flops_per_wall_second = std::max(peak_before.flops_per_wall_second, peak_after.flops_per_wall_second);
-    r["gemm_peak"] = {{"dtype", dtype_name(compute)},
-                      {"shape_mkn", {peak.m, peak.k, peak.n}},
-                      {"flops_per_cpu_second", peak.flops_per_cpu_second},
-                      {"flops_per_wall_second", peak.flops_per_wall_second},
-                      {"flops_per_cpu_second_before_steps", peak_before.flops_per_cpu_second},
-                      {"flops_per_cpu_second_after_steps", peak_after.flops_per_cpu_second},
-                      {"note", "ops::linear (default dispatch), best of 5 before and 5 after the steps, same threads"}};
-    log("GEMM peak after the steps: " + std::to_string(peak_after.flops_per_cpu_second / 1e9) +
-        " GFLOP per CPU second");
-
-    const json st = stats(steps);
-    const int threads = omp_get_max_threads();
-    r["dit_step"] = st;
-    r["step_seconds_median"] = st["wall_median"];
-    r["step_seconds_min"] = st["wall_min"];
-    r["step_cpu_seconds_median"] = st["cpu_median"];
-    r["step_cpu_seconds_min"] = st["cpu_min"];
-    // What the wall time would be if every thread ran all the time (an idle machine).
-    r["step_seconds_idle_estimate"] = st["cpu_min"].get<double>() / threads;
-    r["step_flops"] = flops;
+    report_dit_steps(steps, flops, compute, peak_before, peak_after, r, log);  // pipeline/bench.h
     r["step_flops_parts"] = dit_step_flops_parts(cfg, tokens);
-    const double achieved_cpu = flops / st["cpu_min"].get<double>();  // FLOPs per CPU second
-    r["achieved_flops_per_cpu_second"] = achieved_cpu;
-    r["achieved_flops_per_second_wall"] = flops / st["wall_min"].get<double>();
-    // MFU against the machine's arithmetic peak for the compute dtype (register-only
-    // micro-kernel, backend/cpu/peak.h), per CPU second as the achieved rate; the step's
-    // share of the engine's own GEMM rate is its own field.
-    const cpu::MachinePeak mp = cpu::measure_machine_peak(compute, threads);
-    r["machine_peak_flops_per_second"] = mp.flops_per_second;
-    r["machine_peak_flops_per_cpu_second"] = mp.flops_per_cpu_second;
-    r["machine_peak_method"] = mp.method;
-    r["gemm_fraction_of_machine_peak"] = peak.flops_per_cpu_second / mp.flops_per_cpu_second;
-    if (peak.flops_per_cpu_second > 1.05 * mp.flops_per_cpu_second)
-      r["machine_peak_warning"] = "the GEMM ran faster than the measured machine peak: the peak measurement is wrong";
-    r["mfu"] = achieved_cpu / mp.flops_per_cpu_second;
-    r["mfu_wall"] = flops / st["wall_min"].get<double>() / mp.flops_per_second;
-    r["step_vs_gemm"] = achieved_cpu / peak.flops_per_cpu_second;
-    log("machine peak (" + mp.method + "): " + std::to_string(mp.flops_per_cpu_second / 1e9) +
-        " GFLOP per CPU second; GEMM at " + std::to_string(100 * peak.flops_per_cpu_second / mp.flops_per_cpu_second) +
-        " % of it");
+    r["step_flops_method"] = "from the shapes (dit_step_flops)";
+    const json st = stats(steps);
 
     if (opt.offload) {
       // The run's peak so far: the streamed phase (and the weights file's writing, one tensor at a time).
@@ -723,39 +684,15 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     }
     const Tensor z = random_input({1, geo.z_dim, lat_f, lat_h, lat_w}, seed + 4);
     vae_weights.clear();  // the model holds what it uses
-    const int64_t rss_before = peak_rss_bytes();
-    // The decode's own peak: the process's peak reset to the current resident set first (where
-    // the kernel allows it), read after the decodes.
-    const bool peak_reset = reset_peak_rss();
-    const double rss_at_start = pipeline::proc_bytes_field("/proc/self/status", "VmRSS");
-    std::vector<Sample> s;
-    for (int rep = 0; rep < opt.repeats; ++rep) {
-      Tensor video;
-      s.push_back(timed([&] { video = decode(z); }));
-      VIDAX_CHECK(video.size(2) == opt.frames && video.size(3) == opt.height && video.size(4) == opt.width,
-                  "bench: VAE decode gave an unexpected shape");
-      log("VAE decode: " + std::to_string(s.back().wall) + " s wall, " + std::to_string(s.back().cpu) + " s CPU");
-    }
-    r["vae_decode"] = stats(s);
-    r["vae_seconds"] = r["vae_decode"]["wall_median"];
-    r["vae_cpu_seconds"] = r["vae_decode"]["cpu_median"];
-    r["vae_seconds_idle_estimate"] = r["vae_decode"]["cpu_min"].get<double>() / omp_get_max_threads();
-    r["vae_peak_rss_before_bytes"] = rss_before;
+    time_vae_decode(
+        opt, [&] { return decode(z); },
+        [&](const Tensor& video) {
+          VIDAX_CHECK(video.size(2) == opt.frames && video.size(3) == opt.height && video.size(4) == opt.width,
+                      "bench: VAE decode gave an unexpected shape");
+        },
+        r, log);
     r["vae_weights"] = vae_file ? opt.vae_file : "random (real shapes)";
     r["vae_tile"] = opt.vae_tile;
-    if (peak_reset) {
-      r["vae_decode_peak_rss_bytes"] = peak_rss_bytes();  // the process's peak during the decodes
-      r["vae_decode_peak_rss_above_start_bytes"] = std::max(0.0, static_cast<double>(peak_rss_bytes()) - rss_at_start);
-    }
-    if (opt.profile) {
-      log("VAE: profiled decode");
-      OpProfile prof;
-      {
-        const ScopedOpProfiler scope(prof);
-        (void)decode(z);
-      }
-      r["vae_profile"] = prof.to_json();
-    }
   }
 
   r["peak_rss_bytes"] = peak_rss_bytes();
