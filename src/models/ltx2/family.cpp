@@ -15,6 +15,7 @@
 #include "models/ltx2/t2v_run.h"
 #include "models/ltx2/text_connector.h"
 #include "models/ltx2/text_encoder.h"
+#include "models/ltx2/two_stage.h"
 #include "models/ltx2/upsampler.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
@@ -96,6 +97,7 @@ class Ltx2Family final : public pipeline::Family {
     register_text_parity_kinds();             // ltx2.text.gemma3
     register_connector_parity_kind();         // ltx2.text.connector
     register_upsampler_parity_kinds();        // ltx2.upsampler
+    register_two_stage_parity_kinds();        // ltx2.pipeline.two_stage, ltx2.pipeline.distilled
   }
 
   // A folder with a bundled LTX-2 checkpoint (its metadata config has a "transformer"): the demo
