@@ -441,7 +441,7 @@ TEST(Ltx2Cli, BadRequestsAndRefusedFlagsNameTheOption) {
       {{"--model", "ltx2.3-tiny-demo", "--diffusion-model", lora}, "--diffusion-model"},
       {{"--model", "ltx2.3-22b-dev"}, "not ltx2.3-22b-dev"},
       {{"--preset", "lightx2v-4step"}, "lightx2v-4step"},
-      {{"--two-stage"}, "--two-stage"},
+      {{"--two-stage", "--width", "96"}, "multiples of 64"},
   };
   for (const auto& [extra, needle] : cases) {
     const auto r = gen(extra);

@@ -203,8 +203,12 @@ class Ltx2Family final : public pipeline::Family {
     out.variant = p.variant;
     out.layout = "bundled";
     out.precision = precision;
-    out.parts = make_parts(load_model(f, p, precision == "fp32" ? DType::F32 : DType::BF16, opt.text_encoder,
-                                      opt.on_stage, DitLoras{opt.loras, opt.lora}));
+    // The two-stage files are found (and the flags' checked) before the weights are read.
+    std::shared_ptr<TwoStageFiles> two = find_two_stage_files(opt.weights_dir, opt.spatial_upsampler, opt.distilled_lora);
+    std::shared_ptr<Model> m = load_model(f, p, precision == "fp32" ? DType::F32 : DType::BF16, opt.text_encoder,
+                                          opt.on_stage, DitLoras{opt.loras, opt.lora});
+    m->two_stage_files = std::move(two);
+    out.parts = make_parts(m);
     return out;
   }
 

@@ -153,6 +153,8 @@ std::vector<Preset> make_presets() {
     d.shift = 1.0;        // not used: LTX2Scheduler shifts by the token count itself (refused if set)
     d.precision = "bf16";  // TI2VidOneStagePipeline's dtype
     d.negative_prompt = default_negative_prompt();
+    d.two_stage_height = 1024;  // default_2_stage_arg_parser: PipelineParams.stage_2_height / _width
+    d.two_stage_width = 1536;
     p.video_guider = guider(3.0, {28});
     p.audio_guider = guider(7.0, {28});
     out.push_back(std::move(p));
@@ -177,6 +179,8 @@ std::vector<Preset> make_presets() {
     d.shift = 1.0;
     d.precision = "fp32";
     d.negative_prompt = default_negative_prompt();
+    d.two_stage_height = 128;  // --two-stage: stage 1 at the one-stage demo's 64 x 64
+    d.two_stage_width = 128;
     p.video_guider = guider(3.0, {1});
     p.audio_guider = guider(7.0, {1});
     p.config = demo_config();

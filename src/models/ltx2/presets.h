@@ -32,6 +32,9 @@ struct Preset {
   // Demo variants: the checkpoint's metadata config ({"transformer", "vae", "audio_vae", "vocoder"})
   // and the Gemma folder's config.json; null for published variants (their files hold them).
   nlohmann::json config, gemma;
+  // DistilledPipeline (two_stage.h): every run is two-stage, stage 1 on DISTILLED_SIGMAS without
+  // guidance, no stage-2 LoRA.
+  bool distilled = false;
   const std::string& name() const { return variant.name; }
 };
 

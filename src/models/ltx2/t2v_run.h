@@ -34,6 +34,7 @@
 #include "models/ltx2/presets.h"
 #include "models/ltx2/prompt.h"
 #include "models/ltx2/t2v.h"
+#include "models/ltx2/two_stage_run.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder_bwe.h"
 #include "pipeline/generate.h"
@@ -86,6 +87,10 @@ struct Model {
   std::shared_ptr<const AudioDecoder> audio_vae;
   std::shared_ptr<const VocoderWithBwe> vocoder;
   TextParts text;
+  // The video VAE's per_channel_statistics (vae.per_channel_statistics.*: the two-stage upsampler's
+  // un-normalize / normalize) and the two-stage pipelines' files (two_stage_run.h; null: none looked for).
+  std::shared_ptr<const vae::PerChannelStatistics> latent_stats;
+  std::shared_ptr<TwoStageFiles> two_stage_files;
 };
 
 // Loads every part of `files` for `preset` (the DiT and Gemma computing in `compute`: F32 or BF16;
@@ -118,6 +123,10 @@ std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Req
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
                                bool* prompt_truncated = nullptr, bool* negative_truncated = nullptr);
 
+// With Request::two_stage (or a distilled preset, always two-stage): step 2 is denoise_two_stage
+// (two_stage.h) instead: the images encoded at stage 1's half size and at full size, stage 1, the
+// upsampler, stage 2 with the distilled LoRA patched into the DiT for the stage; the audio decoded
+// is the pipeline's (two_stage.h). Result::timesteps are both stages' sigmas.
 // The whole run (steps 1-4): Result::latents the video latent [128, F', h, w], taps["audio_latent"]
 // the audio latent [8, T, 16], video [3, F, H, W] in [-1, 1] and audio [2, samples] at
 // audio_sample_rate when `decode`.
