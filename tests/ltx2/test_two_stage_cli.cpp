@@ -237,3 +237,114 @@ TEST(Ltx2TwoStageCli, GenerateTwoStageIsTheFamilyRun) {
     EXPECT_FALSE(fs::exists(out));
   }
 }
+
+namespace {
+
+const std::string& distilled_demo() {
+  static const std::string d = [] {
+    const fs::path root = test::scratch_dir("ltx2_distilled_demo");
+    pipeline::DemoOptions o;
+    o.out_dir = (root / "demo").string();
+    ltx2::family().make_demo(ltx2::k23TinyDistilledDemo, o);
+    return o.out_dir;
+  }();
+  return d;
+}
+
+pipeline::Request distilled_request(uint64_t seed) {
+  pipeline::Request r = two_stage_request(seed);
+  r.two_stage = false;  // the distilled variant is always two-stage
+  r.height = 64;
+  r.width = 64;
+  r.steps = ltx2::kDistilledSteps;
+  r.guidance = 1.0;
+  r.default_negative_prompt.clear();
+  return r;
+}
+
+}  // namespace
+
+TEST(Ltx2DistilledFamily, TheDistilledDemoRunIsTheKindsCodePath) {
+  EXPECT_EQ(ltx2::family().detect(distilled_demo()), ltx2::k23TinyDistilledDemo);
+  pipeline::LoadOptions lo;
+  lo.weights_dir = distilled_demo();
+  lo.precision = "fp32";
+  const pipeline::LoadedModel loaded = ltx2::family().load(lo);
+  EXPECT_EQ(loaded.variant.name, ltx2::k23TinyDistilledDemo);
+  const pipeline::Request req = distilled_request(3);
+  int total_seen = 0;
+  pipeline::Events ev;
+  ev.on_step = [&](int, int total, double) { total_seen = total; };
+  const pipeline::Result res = pipeline::run_generation(loaded.parts, req, ev, /*decode=*/true);
+  EXPECT_EQ(total_seen, 8 + 3);
+  EXPECT_EQ(res.denoiser_calls, 8 + 3);  // SimpleDenoiser: one pass per step
+  EXPECT_EQ(res.latents.shape(), Shape({128, 2, 2, 2}));
+  EXPECT_EQ(res.negative_prompt, "");
+
+  const ltx2::CheckpointFiles files = ltx2::find_checkpoint(distilled_demo(), true);
+  const ltx2::Preset& preset = ltx2::preset(ltx2::k23TinyDistilledDemo);
+  const auto m = ltx2::load_model(files, preset, DType::F32, pipeline::Residency::Resident);
+  const ltx2::PromptContexts ctx = ltx2::encode_contexts(*m, req.prompt, "", nullptr, nullptr, false);
+  EXPECT_FALSE(ctx.v_context_n.defined());
+  auto two = ltx2::find_two_stage_files(distilled_demo(), "", "");
+  const auto up = ltx2::two_stage_upsampler(*two);
+  ltx2::TwoStageParts parts;
+  parts.dit = std::const_pointer_cast<ltx2::LTXModel>(m->dit).get();
+  parts.upsampler = up.get();
+  parts.stats = m->latent_stats.get();
+  const ltx2::T2VRequest r = ltx2::t2v_request(preset, req);
+  TorchGenerator gen(r.seed);
+  const ltx2::TwoStageLatents lat = ltx2::denoise_two_stage(parts, ltx2::TwoStageKind::Distilled, r, ctx, gen);
+  EXPECT_EQ(max_abs(lat.video.select(0, 0), res.latents), 0.0);
+  EXPECT_EQ(max_abs(lat.audio.select(0, 0), res.taps.at("audio_latent")), 0.0);
+  ltx2::DecoderConditioning cond;
+  cond.generator = &gen;
+  EXPECT_EQ(max_abs(ops::clamp(m->vae->forward(lat.video, {}, cond).select(0, 0), -1.0, 1.0), res.video), 0.0);
+  // Another seed moves it (the control).
+  const pipeline::Result other = pipeline::run_generation(loaded.parts, distilled_request(4), {}, false);
+  EXPECT_GT(max_abs(other.latents, res.latents), 1e-3);
+
+  // What the distilled pipeline does not take, by name.
+  pipeline::Request q = distilled_request(3);
+  q.steps = 4;
+  expect_error([&] { pipeline::run_generation(loaded.parts, q, {}, false); }, "--steps 4");
+  q = distilled_request(3);
+  q.guidance = 3.0;
+  expect_error([&] { pipeline::run_generation(loaded.parts, q, {}, false); }, "without guidance");
+  q = distilled_request(3);
+  q.negative_prompt = "blurry";
+  expect_error([&] { pipeline::run_generation(loaded.parts, q, {}, false); }, "--negative-prompt");
+  // The dev variants refuse the distilled checkpoint and the distilled variant the dev one.
+  lo.model = ltx2::k23TinyDemo;
+  expect_error([&] { ltx2::family().load(lo); }, "is a distilled checkpoint");
+  lo.model = ltx2::k23TinyDistilledDemo;
+  lo.weights_dir = two_stage_demo();
+  expect_error([&] { ltx2::family().load(lo); }, "is not a distilled checkpoint");
+}
+
+TEST(Ltx2DistilledCli, ModelsListsTheVariantAndGenerateRunsIt) {
+  namespace cli = vidax::test::cli;
+  const auto models = cli::run({"models"}, {.capture_stdout = true, .timeout_s = 60});
+  ASSERT_EQ(models.code, 0) << models.err;
+  EXPECT_NE(models.out.find(ltx2::k23Distilled), std::string::npos) << models.out;
+  EXPECT_NE(models.out.find(ltx2::k23TinyDistilledDemo), std::string::npos);
+  const fs::path d = test::scratch_dir("ltx2_distilled_cli");
+  const std::string lat = (d / "lat.safetensors").string();
+  const auto r = cli::run({"generate", "--weights", distilled_demo(), "--prompt", "a red panda in the snow", "--frames",
+                           "9", "--height", "64", "--width", "64", "--seed", "3", "--fps", "24", "--threads", "2",
+                           "--output-format", "latents", "-o", lat},
+                          {.timeout_s = 300});
+  ASSERT_EQ(r.code, 0) << r.err;
+  pipeline::LoadOptions lo;
+  lo.weights_dir = distilled_demo();
+  lo.precision = "fp32";
+  const pipeline::LoadedModel loaded = ltx2::family().load(lo);
+  const pipeline::Result res = pipeline::run_generation(loaded.parts, distilled_request(3), {}, false);
+  const io::Checkpoint ck = io::Checkpoint::open(lat);
+  EXPECT_EQ(max_abs(ck.get(ck.names().front()), res.latents), 0.0);
+  const auto bad = cli::run({"generate", "--weights", distilled_demo(), "--prompt", "a cat", "--steps", "4", "-o",
+                             (d / "x.mp4").string()},
+                            {.timeout_s = 300});
+  EXPECT_NE(bad.code, 0);
+  EXPECT_NE(bad.err.find("--steps 4"), std::string::npos) << bad.err;
+}

@@ -249,6 +249,14 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
               "--last-image: LTX-2 takes images at chosen frames instead: --image FILE --image-frame N (the last "
               "frame is N = --frames - 1)");
   VIDAX_CHECK(!q.has_control(), "--control-video / --mask-video / --reference-image: LTX-2 takes no control video");
+  if (preset.distilled) {
+    VIDAX_CHECK(q.steps == kDistilledSteps, "--steps " << q.steps << ": " << preset.name()
+                                                       << " runs DISTILLED_SIGMAS' " << kDistilledSteps
+                                                       << " steps, then 3 stage-2 steps (--steps " << kDistilledSteps
+                                                       << " only)");
+    VIDAX_CHECK(q.guidance == 1.0, "--guidance " << q.guidance << ": " << preset.name()
+                                                 << " runs without guidance (DistilledPipeline's SimpleDenoiser)");
+  }
   T2VRequest r;
   r.height = q.height;
   r.width = q.width;
@@ -299,7 +307,7 @@ std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Req
 }
 
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
-                               bool* prompt_truncated, bool* negative_truncated) {
+                               bool* prompt_truncated, bool* negative_truncated, bool with_negative) {
   const std::shared_ptr<const text::Gemma3TextEncoder> gemma = m.text.gemma->acquire();
   PromptEncoder enc;
   enc.tokenizer = m.text.tokenizer.get();
@@ -309,8 +317,9 @@ PromptContexts encode_contexts(const Model& m, const std::string& prompt, const 
   enc.audio = m.text.audio.get();
   // PromptEncoder.__call__: text_encoder.encode per prompt, then process_hidden_states per prompt.
   const EncodedPrompts p = encode_prompts(enc, {prompt});
-  const EncodedPrompts n = encode_prompts(enc, {negative_prompt});
   if (prompt_truncated) *prompt_truncated = p.tokens.prompts.at(0).truncated;
+  if (!with_negative) return {p.context.video, p.context.audio, Tensor(), Tensor()};
+  const EncodedPrompts n = encode_prompts(enc, {negative_prompt});
   if (negative_truncated) *negative_truncated = n.tokens.prompts.at(0).truncated;
   return {p.context.video, p.context.audio, n.context.video, n.context.audio};
 }
@@ -333,9 +342,15 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
 
   stage("encoding the prompts");
   auto t0 = Clock::now();
-  res.negative_prompt = q.negative_prompt.empty() ? q.default_negative_prompt : q.negative_prompt;
+  // DistilledPipeline encodes the prompt alone (no guidance: no negative prompt).
+  VIDAX_CHECK(!m.preset.distilled || q.negative_prompt.empty(),
+              "--negative-prompt: " << m.preset.name() << " runs without guidance and takes no negative prompt");
+  res.negative_prompt = m.preset.distilled ? std::string()
+                        : q.negative_prompt.empty() ? q.default_negative_prompt
+                                                    : q.negative_prompt;
   bool cut_p = false, cut_n = false;
-  const PromptContexts ctx = encode_contexts(m, q.prompt, res.negative_prompt, &cut_p, &cut_n);
+  const PromptContexts ctx =
+      encode_contexts(m, q.prompt, res.negative_prompt, &cut_p, &cut_n, /*with_negative=*/!m.preset.distilled);
   for (const auto& [cut, which] : {std::pair{cut_p, "prompt"}, std::pair{cut_n, "negative prompt"}})
     if (cut && ev.warn)
       ev.warn(msg() << "the " << which << " is longer than " << kPromptMaxLength

@@ -119,9 +119,11 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& request);
 // on each. Throws when there are images and m has no encoder.
 std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Request& q, const T2VRequest& r);
 
-// Step 1: the positive and negative contexts, [1, 1024, D] each.
+// Step 1: the positive and negative contexts, [1, 1024, D] each; with_negative false (the distilled
+// pipeline encodes [prompt] alone): the negative contexts left undefined.
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
-                               bool* prompt_truncated = nullptr, bool* negative_truncated = nullptr);
+                               bool* prompt_truncated = nullptr, bool* negative_truncated = nullptr,
+                               bool with_negative = true);
 
 // With Request::two_stage (or a distilled preset, always two-stage): step 2 is denoise_two_stage
 // (two_stage.h) instead: the images encoded at stage 1's half size and at full size, stage 1, the
