@@ -525,6 +525,7 @@ int run_generate(const GenerateArgs& a) {
                         {"loras_low_noise", loras_low.empty() ? nlohmann::json() : lora_json(loras_low)},
                         {"lora_mode", translate::lora_mode_name(lora_mode)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
+                        {"two_stage", req.two_stage},
                         {"precision_reason", pc.reason},
                         {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
                         {"fps", fps},
