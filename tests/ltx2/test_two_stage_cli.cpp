@@ -348,3 +348,45 @@ TEST(Ltx2DistilledCli, ModelsListsTheVariantAndGenerateRunsIt) {
   EXPECT_NE(bad.code, 0);
   EXPECT_NE(bad.err.find("--steps 4"), std::string::npos) << bad.err;
 }
+
+TEST(Ltx2TwoStageFamily, AnImageIsEncodedAtBothStagesSizes) {
+  pipeline::LoadOptions lo;
+  lo.weights_dir = two_stage_demo();
+  lo.precision = "fp32";
+  const pipeline::LoadedModel loaded = ltx2::family().load(lo);
+  pipeline::Request req = two_stage_request(5);
+  std::vector<float> px(3 * 40 * 56);
+  for (size_t i = 0; i < px.size(); ++i) px[i] = static_cast<float>((i * 37 % 255) / 127.5 - 1.0);
+  req.image = Tensor::from_f32(px, {3, 40, 56});  // a first frame of another size (resized, centre-cropped)
+  const pipeline::Result res = pipeline::run_generation(loaded.parts, req, {}, /*decode=*/false);
+  pipeline::Request plain = req;
+  plain.image = Tensor();
+  const pipeline::Result without = pipeline::run_generation(loaded.parts, plain, {}, false);
+  EXPECT_GT(max_abs(res.latents, without.latents), 1e-3);
+
+  const ltx2::CheckpointFiles files = ltx2::find_checkpoint(two_stage_demo());
+  const ltx2::Preset& preset = ltx2::preset(ltx2::k23TinyDemo);
+  const auto m = ltx2::load_model(files, preset, DType::F32, pipeline::Residency::Resident);
+  const ltx2::PromptContexts ctx = ltx2::encode_contexts(*m, req.prompt, res.negative_prompt);
+  const ltx2::T2VRequest r = ltx2::t2v_request(preset, req), r1 = ltx2::stage1_request(r);
+  const auto images1 = ltx2::encode_images(*m, req, r1), images2 = ltx2::encode_images(*m, req, r);
+  ASSERT_EQ(images1.size(), 1u);
+  EXPECT_EQ(images1[0].latent.shape(), Shape({1, 128, 1, 1, 2}));  // 32 x 64 / 32
+  EXPECT_EQ(images2[0].latent.shape(), Shape({1, 128, 1, 2, 4}));
+  auto two = ltx2::find_two_stage_files(two_stage_demo(), "", "");
+  const auto dit = std::const_pointer_cast<ltx2::LTXModel>(m->dit);
+  const auto lora = ltx2::two_stage_lora(*two, m->dit_source->base, m->dit_source->config, ltx2::linear_weight_names(*dit));
+  const auto up = ltx2::two_stage_upsampler(*two);
+  ltx2::TwoStageParts parts;
+  parts.dit = dit.get();
+  parts.stage2_lora = lora.get();
+  parts.upsampler = up.get();
+  parts.stats = m->latent_stats.get();
+  TorchGenerator gen(r.seed);
+  const ltx2::TwoStageLatents lat =
+      ltx2::denoise_two_stage(parts, ltx2::TwoStageKind::TwoStage, r, ctx, gen, images1, images2);
+  EXPECT_EQ(max_abs(lat.video.select(0, 0), res.latents), 0.0);
+  // Stage 2's first frame keeps the full-size image latent as its clean latent (strength 1).
+  const Tensor clean = lat.stage2.video_state.clean_latent.slice(1, 0, 8).contiguous();
+  EXPECT_EQ(max_abs(clean, images2[0].latent.reshape({1, 128, 8}).permute({0, 2, 1}).contiguous()), 0.0);
+}
