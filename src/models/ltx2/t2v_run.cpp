@@ -104,6 +104,26 @@ class Split {
 
 constexpr int64_t kVideoChannels = 128;
 
+// The run's streams as Events::on_stream_* see them (record and replay): each draw, the patchified
+// states [T, 128] after each step (the batch of 1 dropped), in the order video, audio.
+DenoiseHooks record_hooks(const pipeline::Events& ev) {
+  DenoiseHooks h;
+  if (ev.on_stream_noise)
+    h.noise = [&ev](const std::string& stream, const Tensor& drawn) {
+      const Tensor used = ev.on_stream_noise(stream, drawn.select(0, 0).contiguous());
+      VIDAX_CHECK(used.defined() && used.shape() == Shape(drawn.shape().begin() + 1, drawn.shape().end()),
+                  "LTX-2: the " << stream << " noise given for " << drawn.str() << " is "
+                                << (used.defined() ? used.str() : "none"));
+      return used.contiguous().to(DType::F32).clone().reshape(drawn.shape());  // the run's own copy
+    };
+  if (ev.on_stream_latents)
+    h.step = [&ev](int64_t step, float sigma, const Tensor& video, const Tensor& audio) {
+      ev.on_stream_latents(static_cast<int>(step), sigma,
+                           {{"video", video.select(0, 0).contiguous()}, {"audio", audio.select(0, 0).contiguous()}});
+    };
+  return h;
+}
+
 }  // namespace
 
 pipeline::Geometry geometry() {
@@ -325,8 +345,10 @@ PromptContexts encode_contexts(const Model& m, const std::string& prompt, const 
 }
 
 pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline::Events& ev, bool decode) {
-  VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise,
-              "--record / --replay: not wired for LTX-2 yet (its run has two latent streams, video and audio)");
+  // Record and replay (pipeline/record.h): the two streams through Events::on_stream_*.
+  VIDAX_CHECK(ev.on_stream_noise || ev.on_stream_latents || (!ev.on_noise && !ev.on_latent && !ev.replace_noise),
+              "LTX-2's run has two latent streams (video, audio): it reports them through Events::on_stream_noise / "
+              "on_stream_latents (pipeline/record.h), not on_noise / on_latent");
   const T2VRequest r = t2v_request(m.preset, q);
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
@@ -384,6 +406,9 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   T2VLatents lat;
   const int64_t passes = static_cast<int64_t>(guidance_passes(r.video_guider, r.audio_guider).size());
   if (two_stage) {
+    VIDAX_CHECK(!ev.on_stream_noise && !ev.on_stream_latents && !ev.on_stream_final,
+                "--record / --replay: not wired for the two-stage pipelines yet (four draws over two stages of "
+                "different sizes)");
     VIDAX_CHECK(m.two_stage_files && m.latent_stats, "LTX-2 two-stage: the model was loaded without its two-stage files");
     const TwoStageKind kind = m.preset.distilled ? TwoStageKind::Distilled : TwoStageKind::TwoStage;
     const std::shared_ptr<const LatentUpsampler> up = two_stage_upsampler(*m.two_stage_files);
@@ -410,7 +435,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
     res.denoiser_calls = (kind == TwoStageKind::TwoStage ? passes : 1) * n1 +
                          static_cast<int64_t>(two.stage2.sigmas.size()) - 1;  // stage 2: one pass per step
   } else {
-    lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, images, after_step);
+    lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, images, after_step, record_hooks(ev));
     res.denoiser_calls = passes * r.num_inference_steps;
   }
   res.seconds_denoise = seconds_since(t1);
@@ -420,6 +445,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   res.taps["audio_latent"] = lat.audio.select(0, 0).contiguous();
   VIDAX_CHECK(ops::all_finite(lat.video) && ops::all_finite(lat.audio),
               "the LTX-2 latents contain NaN or Inf after denoising; with --precision bf16, try fp32");
+  if (ev.on_stream_final) ev.on_stream_final({{"video", res.latents}, {"audio", res.taps["audio_latent"]}});
   if (!decode) return res;
 
   stage("decoding the video");
