@@ -114,6 +114,9 @@ struct GenerateArgs {
   std::string pjrt_plugin;        // --pjrt-plugin (else $VIDAX_PJRT_PLUGIN)
   bool no_audio = false;          // drop the MP4's audio track (models with audio)
   std::string audio_output;       // --audio-output FILE.wav: the waveform as a WAV file too
+  bool two_stage = false;         // --two-stage: the model's two-stage pipeline (LTX-2)
+  std::string spatial_upsampler;  // --spatial-upsampler-path FILE (the two-stage pipelines' upsampler)
+  std::string distilled_lora;     // --distilled-lora FILE[:S] (the two-stage pipeline's stage-2 LoRA)
 };
 
 // The record's key_images: each --image of a variant that takes images at chosen frames, with the
@@ -282,8 +285,8 @@ int run_generate(const GenerateArgs& a) {
   req.negative_prompt = a.negative_prompt.value_or("");
   req.default_negative_prompt = d.negative_prompt;
   req.frames = a.frames.value_or(d.frames);
-  req.height = a.height.value_or(d.height);
-  req.width = a.width.value_or(d.width);
+  req.height = a.height.value_or(a.two_stage && d.two_stage_height > 0 ? d.two_stage_height : d.height);
+  req.width = a.width.value_or(a.two_stage && d.two_stage_width > 0 ? d.two_stage_width : d.width);
   req.steps = a.steps.value_or(d.steps);
   req.guidance = a.guidance.value_or(d.guidance);
   if (!a.guidance) req.guidance_scales = d.guidance_scales;  // per denoiser (Wan 2.2 A14B); --guidance: one for all
@@ -336,6 +339,7 @@ int run_generate(const GenerateArgs& a) {
   check_fps(fps);
   req.fps = fps;
   req.decode_audio = !(a.no_audio && a.audio_output.empty());  // nothing would take the audio
+  req.two_stage = a.two_stage;
   // The compute precision follows the machine unless --precision forces one (cpu_tier.h).
   // A replay runs at the record's precision unless --precision says otherwise.
   const cpu::PrecisionChoice pc =
@@ -424,7 +428,12 @@ int run_generate(const GenerateArgs& a) {
   lo.lora.mode = lora_mode;
   lo.device = a.device;
   lo.pjrt_plugin = a.pjrt_plugin;
+  lo.spatial_upsampler = a.spatial_upsampler;
+  lo.distilled_lora = a.distilled_lora;
   LoadedModel loaded = model.family->load(lo);
+  VIDAX_CHECK(loaded.parts.two_stage || (a.spatial_upsampler.empty() && a.distilled_lora.empty()),
+              (a.spatial_upsampler.empty() ? "--distilled-lora" : "--spatial-upsampler-path")
+                  << ": " << model.variant.name << " has no two-stage pipeline (--two-stage) that would take it");
   const double load_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   geom = loaded.parts.geometry;
   validate_request(geom, req);  // the loaded configs are the final word
@@ -456,7 +465,9 @@ int run_generate(const GenerateArgs& a) {
     if (s == "decoding the video" && bar) bar->finish();  // end the bar's line before the next message
     note(s);
   };
-  ev.on_step = [&](int done, int, double secs) {
+  ev.on_step = [&](int done, int total, double secs) {
+    // A two-stage run counts both stages' steps: the bar takes the run's own total.
+    if (bar && done == 1 && total != static_cast<int>(req.steps)) bar.emplace("denoising", total);
     if (bar) bar->update(done, secs);
   };
   ev.on_decode = [&](int done, int total, double secs) {
@@ -531,6 +542,7 @@ int run_generate(const GenerateArgs& a) {
                         {"loras_low_noise", loras_low.empty() ? nlohmann::json() : lora_json(loras_low)},
                         {"lora_mode", translate::lora_mode_name(lora_mode)},
                         {"preset", a.preset.empty() ? nlohmann::json() : nlohmann::json(a.preset)},
+                        {"two_stage", req.two_stage},
                         {"precision_reason", pc.reason},
                         {"cpu_tier", cpu::cpu_tier_name(cpu::cpu_tier())},
                         {"fps", fps},
@@ -665,6 +677,16 @@ Command add_generate(CLI::App& app) {
                 "Models that make audio (LTX-2 audio-video): write the video without its audio track");
   sub->add_option("--audio-output", a->audio_output,
                   "Models that make audio: also write the waveform as FILE.wav (16-bit PCM)");
+  sub->add_flag("--two-stage", a->two_stage,
+                "LTX-2: the two-stage pipeline (TI2VidTwoStagesPipeline): stage 1 at half the size with the guiders, "
+                "the spatial x2 latent upsampler, stage 2 at full size with 3 distilled steps and the distilled LoRA "
+                "(sizes multiples of 64; docs/models/ltx2.md \"Two stages\")");
+  sub->add_option("--spatial-upsampler-path", a->spatial_upsampler,
+                  "The two-stage pipelines' spatial x2 latent upsampler (default: the one in --weights, e.g. "
+                  "ltx-2.3-spatial-upscaler-x2-1.1.safetensors)");
+  sub->add_option("--distilled-lora", a->distilled_lora,
+                  "FILE[:STRENGTH]: the two-stage pipeline's stage-2 LoRA (default: the one in --weights, e.g. "
+                  "ltx-2.3-22b-distilled-lora-384-1.1.safetensors, strength 1)");
   sub->add_option("--fps", a->fps, "Frames per second of the video file, 1..240 (default per model)");
   sub->add_option("--threads", a->threads, "CPU threads, 1..4x the logical CPUs (default 0: all)");
   sub->add_option("--lora", a->loras,

@@ -35,6 +35,9 @@ struct Defaults {
   double fps = 16;
   std::string precision = "bf16";
   std::string negative_prompt;  // used when --negative-prompt is empty
+  // --two-stage's size when --height / --width are not given (the reference's two-stage parsers
+  // default to twice the one-stage size); 0 = height / width.
+  int64_t two_stage_height = 0, two_stage_width = 0;
 };
 
 // `vidax generate --preset`: the sampling settings a distilled model's publisher specifies
@@ -122,6 +125,9 @@ struct LoadOptions {
   // compiled once through the PJRT plugin at pjrt_plugin; the other parts stay on the CPU).
   std::string device = "cpu";
   std::string pjrt_plugin;
+  // The two-stage pipeline's inputs (--spatial-upsampler-path FILE, --distilled-lora FILE[:S]), for a
+  // family that has one; "" = found in weights_dir by the publisher's file names, else missing.
+  std::string spatial_upsampler, distilled_lora;
 };
 
 struct LoadedModel {

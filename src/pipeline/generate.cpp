@@ -107,6 +107,7 @@ void check_images(const Parts& parts, const Request& req) {
     if (t->defined())
       VIDAX_CHECK(t->dim() == 3 && t->size(0) == 3 && t->dtype() == DType::F32,
                   "an input image must be [3, H, W] F32, got " << t->str());
+  VIDAX_CHECK(!req.two_stage || parts.two_stage, "--two-stage: this model has no two-stage pipeline");
   VIDAX_CHECK(req.key_images.empty() || parts.takes_key_images,
               "this model takes no images at chosen frames (--image-frame / --image-strength, or --image given "
               "more than once)");

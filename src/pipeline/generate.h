@@ -87,6 +87,9 @@ struct Request {
   // false: a model that makes audio leaves it undecoded (--no-audio without --audio-output: the
   // audio would be dropped). The loop does not read it; a family with an audio decoder does.
   bool decode_audio = true;
+  // --two-stage: the model's two-stage pipeline (stage 1 at half size, a latent upsampler, a refining
+  // stage 2), for a model that has one (Parts::two_stage); refused by the others.
+  bool two_stage = false;
 };
 
 // Named tensors in a run's order (one per latent stream: Events::on_stream_latents).

@@ -137,8 +137,13 @@ TEST(Ltx2Family, DemoFolderIsTheOfficialLayoutAndIsDetected) {
   // Beside the distilled checkpoint (both downloaded into one folder), the dev one is taken.
   fs::copy(bare / "ltx-2.3-22b-dev.safetensors", bare / "ltx-2.3-22b-distilled-1.1.safetensors");
   EXPECT_EQ(fs::path(ltx2::find_checkpoint(bare.string()).checkpoint).filename(), "ltx-2.3-22b-dev.safetensors");
+  // ... and the distilled one for the distilled variant; alone it is detected as that variant.
+  EXPECT_EQ(fs::path(ltx2::find_checkpoint(bare.string(), true).checkpoint).filename(),
+            "ltx-2.3-22b-distilled-1.1.safetensors");
+  EXPECT_EQ(engine::resolve(bare.string(), ltx2::k23Distilled).variant.name, ltx2::k23Distilled);
   fs::remove(bare / "ltx-2.3-22b-dev.safetensors");
-  expect_error([&] { engine::resolve(bare.string(), ""); }, "distilled variant");
+  EXPECT_EQ(engine::resolve(bare.string(), "").variant.name, ltx2::k23Distilled);
+  expect_error([&] { engine::resolve(bare.string(), ltx2::k23Dev); }, "is a distilled checkpoint");
   fs::remove(bare / "ltx-2.3-22b-distilled-1.1.safetensors");
   {  // An LTX-2.0 checkpoint (model_version below 2.3) is refused by name.
     const io::Checkpoint ck = io::Checkpoint::open((d / "ltx2.3-tiny-demo.safetensors").string());
@@ -443,7 +448,7 @@ TEST(Ltx2Cli, BadRequestsAndRefusedFlagsNameTheOption) {
       {{"--model", "ltx2.3-tiny-demo", "--diffusion-model", lora}, "--diffusion-model"},
       {{"--model", "ltx2.3-22b-dev"}, "not ltx2.3-22b-dev"},
       {{"--preset", "lightx2v-4step"}, "lightx2v-4step"},
-      {{"--two-stage"}, "--two-stage"},
+      {{"--two-stage", "--width", "96"}, "multiples of 64"},
   };
   for (const auto& [extra, needle] : cases) {
     const auto r = gen(extra);

@@ -69,7 +69,7 @@ CheckpointFiles read_checkpoint_header(const std::string& path) {
   return f;
 }
 
-CheckpointFiles find_checkpoint(const std::string& dir) {
+CheckpointFiles find_checkpoint(const std::string& dir, bool distilled) {
   std::error_code ec;
   VIDAX_CHECK(fs::is_directory(dir, ec), "LTX-2: weights directory " << dir << " does not exist");
   std::vector<fs::path> files, gemmas;
@@ -95,7 +95,8 @@ CheckpointFiles find_checkpoint(const std::string& dir) {
   if (found.size() > 1) {  // the dev and the distilled checkpoint side by side (MODELS-LTX-2.3.md): the dev one
     std::vector<CheckpointFiles> dev;
     for (auto& f : found)
-      if (fs::path(f.checkpoint).filename().string().find("distilled") == std::string::npos) dev.push_back(f);
+      if ((fs::path(f.checkpoint).filename().string().find("distilled") != std::string::npos) == distilled)
+        dev.push_back(f);
     if (dev.size() == 1) found = std::move(dev);
   }
   if (found.size() > 1) {

@@ -43,7 +43,9 @@ struct CheckpointFiles {
 };
 
 // The official layout in `dir`; throws naming every file looked for and what was found instead.
-CheckpointFiles find_checkpoint(const std::string& dir);
+// With `distilled` (the distilled variant), of a dev and a distilled checkpoint side by side the one
+// whose name says "distilled" is taken (else the other).
+CheckpointFiles find_checkpoint(const std::string& dir, bool distilled = false);
 // The metadata "config" and "model_version" of one .safetensors ("config" null when it has none).
 CheckpointFiles read_checkpoint_header(const std::string& path);
 // detect_model_version: "2.3.0" -> {2, 3, 0}; "" or unparseable -> {} (below every version).

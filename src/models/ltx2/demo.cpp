@@ -12,6 +12,8 @@
 #include "models/ltx2/checkpoint.h"
 #include "models/ltx2/dit.h"
 #include "models/ltx2/text_connector.h"
+#include "models/ltx2/two_stage_run.h"
+#include "models/ltx2/upsampler.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder_bwe.h"
 #include "nn/params.h"
@@ -235,6 +237,48 @@ DemoWeights demo_weights(const Preset& p, uint64_t seed) {
   return w;
 }
 
+namespace {
+
+// The two-stage pipeline's files beside the demo checkpoint, by their published names
+// (two_stage_run.h): a spatial x2 LatentUpsampler (128 / 32 channels, 1 block per stage, dims 3;
+// __metadata__.config its config) and a rank-2 distilled LoRA (diffusion_model.<module>.lora_A /
+// lora_B, no alpha, as ltx-core applies it) on every block's attention q / k / v / out and FFN
+// Linears; each drawn from its own stream so that the other files' weights do not move.
+void write_two_stage_demo_files(const fs::path& out, const DemoWeights& w, uint64_t seed) {
+  const json up_cfg = {{"_class_name", "LatentUpsampler"}, {"in_channels", 128},    {"mid_channels", 32},
+                       {"num_blocks_per_stage", 1},        {"dims", 3},             {"spatial_upsample", true},
+                       {"temporal_upsample", false},       {"spatial_scale", 2.0},  {"rational_resampler", false}};
+  {
+    DemoRandom rng(seed + 1);
+    std::map<std::string, Tensor> up;
+    nn::ParamSource s = recording(up, "", rng, "spatial upsampler");
+    const LatentUpsampler u(UpsamplerConfig::from_json(up_cfg), s);
+    io::save_safetensors((out / kSpatialUpsamplerFile).string(), up,
+                         {{"config", up_cfg.dump()}, {"vidax.note", "random demo weights"}});
+  }
+  DemoRandom rng(seed + 2);
+  std::map<std::string, Tensor> lora;
+  const std::string pre = "model.diffusion_model.";
+  const int64_t rank = 2;
+  for (const auto& [name, t] : w.checkpoint) {
+    if (name.rfind(pre + "transformer_blocks.", 0) != 0 || t.dim() != 2 || !ends_with(name, ".weight")) continue;
+    const std::string module = name.substr(pre.size(), name.size() - pre.size() - 7);
+    const bool target = module.find(".to_q") != std::string::npos || module.find(".to_k") != std::string::npos ||
+                        module.find(".to_v") != std::string::npos || module.find(".to_out.0") != std::string::npos ||
+                        ends_with(module, "ff.net.0.proj") || ends_with(module, "ff.net.2");
+    if (!target) continue;
+    const int64_t o = t.size(0), i = t.size(1);
+    std::vector<float> a(static_cast<size_t>(rank * i)), b(static_cast<size_t>(o * rank));
+    for (auto& x : a) x = static_cast<float>(rng.normal() / std::sqrt(static_cast<double>(i)));
+    for (auto& x : b) x = static_cast<float>(0.5 * rng.normal() / std::sqrt(static_cast<double>(rank)));
+    lora["diffusion_model." + module + ".lora_A.weight"] = Tensor::from_f32(a, {rank, i});
+    lora["diffusion_model." + module + ".lora_B.weight"] = Tensor::from_f32(b, {o, rank});
+  }
+  io::save_safetensors((out / kDistilledLoraFile).string(), lora, {{"vidax.note", "random demo weights"}});
+}
+
+}  // namespace
+
 json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& model) {
   VIDAX_CHECK(!opt.out_dir.empty(), "make-demo: no output directory");
   const Preset& p = preset(model);
@@ -252,6 +296,7 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
   io::save_safetensors((gemma_dir / "model.safetensors").string(), w.gemma,
                        {{"format", "pt"}, {"vidax.note", "random demo weights"}});
   pipeline::write_json_file((gemma_dir / "config.json").string(), p.gemma);
+  write_two_stage_demo_files(out, w, opt.seed);
   json written{{"model", p.name()},
                {"note", "tiny random-weight " + p.name() + " checkpoint made by `vidax make-demo`; its video and "
                                                           "audio are noise"},

@@ -10,6 +10,9 @@
 //                                      (google/gemma-3's language_model.model.* names), tokenizer.json,
 //                                      tokenizer_config.json
 //   DIR/vidax_model.json               names the variant (detection reads it)
+//   DIR/ltx-2.3-spatial-upscaler-x2-1.1.safetensors, DIR/ltx-2.3-22b-distilled-lora-384-1.1.safetensors
+//                                      the two-stage pipeline's upsampler and stage-2 LoRA, tiny and random,
+//                                      under their published names (`--two-stage` finds them; two_stage_run.h)
 //
 // The weights are drawn by the modules themselves: each is built once from a generated parameter
 // source (every name it asks for, with its shape), so the files hold exactly what the loaders take.

@@ -165,6 +165,52 @@ LTXModel::LTXModel(const DiTConfig& cfg, nn::ParamSource& params, DType compute)
     blocks_.push_back(AVBlock::load(params, "transformer_blocks." + std::to_string(i), cfg_, compute_));
 }
 
+void LTXModel::for_each_linear(const std::function<void(const std::string&, nn::Linear&)>& f) {
+  // The names load_stream, AdaLNSingle::load, Attention::load, FeedForward::load and AVBlock::load give.
+  auto lin = [&](const std::string& prefix, nn::Linear& l) { f(prefix + ".weight", l); };
+  auto adaln = [&](const std::string& prefix, AdaLNSingle& a) {
+    lin(prefix + ".emb.timestep_embedder.linear_1", a.linear_1);
+    lin(prefix + ".emb.timestep_embedder.linear_2", a.linear_2);
+    lin(prefix + ".linear", a.linear);
+  };
+  auto attention = [&](const std::string& prefix, Attention& a) {
+    lin(prefix + ".to_q", a.to_q);
+    lin(prefix + ".to_k", a.to_k);
+    lin(prefix + ".to_v", a.to_v);
+    if (a.to_gate_logits) lin(prefix + ".to_gate_logits", *a.to_gate_logits);
+    lin(prefix + ".to_out.0", a.to_out);
+  };
+  for (std::optional<Stream>* so : {&video_, &audio_}) {
+    if (!*so) continue;
+    Stream& s = **so;
+    const bool audio = so == &audio_;
+    const std::string& p = s.prefix;
+    lin(p + "patchify_proj", s.patchify_proj);
+    if (s.caption_1) lin(p + "caption_projection.linear_1", *s.caption_1);
+    if (s.caption_2) lin(p + "caption_projection.linear_2", *s.caption_2);
+    if (s.adaln) adaln(p + "adaln_single", *s.adaln);
+    if (s.prompt_adaln) adaln(p + "prompt_adaln_single", *s.prompt_adaln);
+    lin(p + "proj_out", s.proj_out);
+    const std::string m = audio ? "audio" : "video";
+    if (s.cross_scale_shift) adaln("av_ca_" + m + "_scale_shift_adaln_single", *s.cross_scale_shift);
+    if (s.cross_gate) adaln(audio ? "av_ca_v2a_gate_adaln_single" : "av_ca_a2v_gate_adaln_single", *s.cross_gate);
+  }
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    AVBlock& b = blocks_[i];
+    const std::string p = "transformer_blocks." + std::to_string(i) + ".";
+    for (std::optional<AVBlock::Stream>* so : {&b.video, &b.audio}) {
+      if (!*so) continue;
+      const std::string a = so == &b.audio ? "audio_" : "";
+      attention(p + a + "attn1", (*so)->attn1);
+      attention(p + a + "attn2", (*so)->attn2);
+      lin(p + a + "ff.net.0.proj", (*so)->ff.proj);
+      lin(p + a + "ff.net.2", (*so)->ff.out);
+    }
+    if (b.audio_to_video_attn) attention(p + "audio_to_video_attn", *b.audio_to_video_attn);
+    if (b.video_to_audio_attn) attention(p + "video_to_audio_attn", *b.video_to_audio_attn);
+  }
+}
+
 LTXModel::Stream LTXModel::load_stream(nn::ParamSource& params, bool audio) const {
   Stream s;
   s.name = audio ? "audio" : "video";

@@ -23,6 +23,7 @@
 // direction's output times the keep mask). Not supported (refused with a message): the fp32 RoPE
 // frequency build, a float (additive) text mask.
 #pragma once
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -74,6 +75,11 @@ class LTXModel {
   // nullptr = none perturbed.
   DiTOutput forward(const Modality* video, const Modality* audio, const Tensor* perturbations = nullptr,
                     Taps* taps = nullptr) const;
+
+  // Every Linear of the model with its weight's official name (e.g.
+  // transformer_blocks.0.attn1.to_q.weight), in load order: where runtime LoRA adapters are patched in
+  // and out after the load (the two-stage pipeline's stage-2 LoRA, two_stage.h).
+  void for_each_linear(const std::function<void(const std::string& weight_name, nn::Linear& linear)>& f);
 
  private:
   struct Stream {

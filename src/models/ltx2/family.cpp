@@ -16,6 +16,7 @@
 #include "models/ltx2/t2v_run.h"
 #include "models/ltx2/text_connector.h"
 #include "models/ltx2/text_encoder.h"
+#include "models/ltx2/two_stage.h"
 #include "models/ltx2/upsampler.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder.h"
@@ -54,9 +55,13 @@ std::string demo_model(const std::string& dir) {
 // The variant a checked folder's checkpoint is, or an error naming why it is none of them.
 void check_files_are(const CheckpointFiles& f, const std::string& variant, const std::string& dir) {
   const std::string file = fs::path(f.checkpoint).filename().string();
-  VIDAX_CHECK(file.find("distilled") == std::string::npos,
-              "LTX-2: " << f.checkpoint << " is a distilled checkpoint; the distilled variant (its 8-step "
-                                           "DistilledPipeline) is not built yet; use ltx-2.3-22b-dev.safetensors");
+  const bool distilled_file = file.find("distilled") != std::string::npos;
+  VIDAX_CHECK(!distilled_file || preset(variant).distilled,
+              "LTX-2: " << f.checkpoint << " is a distilled checkpoint; run it as " << k23Distilled
+                        << " (--model " << k23Distilled << ": its DistilledPipeline), not " << variant);
+  VIDAX_CHECK(distilled_file || !preset(variant).distilled,
+              "LTX-2: " << f.checkpoint << " is not a distilled checkpoint (its name does not say \"distilled\", "
+                        << "as ltx-2.3-22b-distilled-1.1.safetensors does); " << variant << " runs the distilled one");
   const std::vector<int64_t> v = parse_model_version(f.model_version);
   VIDAX_CHECK(v >= std::vector<int64_t>({2, 3}),
               "LTX-2: " << f.checkpoint << " declares model_version '" << f.model_version
@@ -97,6 +102,7 @@ class Ltx2Family final : public pipeline::Family {
     register_text_parity_kinds();             // ltx2.text.gemma3
     register_connector_parity_kind();         // ltx2.text.connector
     register_upsampler_parity_kinds();        // ltx2.upsampler
+    register_two_stage_parity_kinds();        // ltx2.pipeline.two_stage, ltx2.pipeline.distilled
   }
 
   // A folder with a bundled LTX-2 checkpoint (its metadata config has a "transformer"): the demo
@@ -104,16 +110,21 @@ class Ltx2Family final : public pipeline::Family {
   std::string detect(const std::string& weights_dir) const override {
     if (const std::string demo = demo_model(weights_dir); !demo.empty()) return demo;
     std::error_code ec;
+    bool found_distilled = false;
     for (const auto& e : fs::directory_iterator(weights_dir, ec)) {
       if (!e.is_regular_file() || e.path().extension() != ".safetensors") continue;
       try {
         const CheckpointFiles f = read_checkpoint_header(e.path().string());
-        if (f.config.is_object() && f.config.contains("transformer") && f.config.contains("vocoder")) return k23Dev;
+        if (f.config.is_object() && f.config.contains("transformer") && f.config.contains("vocoder")) {
+          // The dev checkpoint when there is one; a folder with only the distilled one is that variant.
+          if (e.path().filename().string().find("distilled") == std::string::npos) return k23Dev;
+          found_distilled = true;
+        }
       } catch (const std::exception&) {
         // not a readable safetensors: not this family's
       }
     }
-    return "";
+    return found_distilled ? k23Distilled : "";
   }
   // A folder of this family's with parts as files: detected, so that resolve_parts refuses the files
   // by name (the default: the family takes no single files yet).
@@ -125,7 +136,7 @@ class Ltx2Family final : public pipeline::Family {
     const std::string name = model.empty() ? detect(weights_dir) : model;
     VIDAX_CHECK(!name.empty(), "LTX-2: " << weights_dir << " is not an LTX-2 checkpoint folder");
     const Preset& p = preset(name);
-    const CheckpointFiles f = find_checkpoint(weights_dir);  // every part there, or an error naming it
+    const CheckpointFiles f = find_checkpoint(weights_dir, p.distilled);  // every part there, or an error naming it
     check_files_are(f, name, weights_dir);
     return p.variant;
   }
@@ -200,7 +211,7 @@ class Ltx2Family final : public pipeline::Family {
     const std::string name = opt.model.empty() ? detect(opt.weights_dir) : opt.model;
     VIDAX_CHECK(!name.empty(), "LTX-2: " << opt.weights_dir << " is not an LTX-2 checkpoint folder");
     const Preset& p = preset(name);
-    const CheckpointFiles f = find_checkpoint(opt.weights_dir);
+    const CheckpointFiles f = find_checkpoint(opt.weights_dir, p.distilled);
     check_files_are(f, name, opt.weights_dir);
     const std::string precision = opt.precision.empty() ? p.variant.defaults.precision : opt.precision;
     VIDAX_CHECK(precision == "fp32" || precision == "bf16", "--precision " << precision << ": LTX-2 runs fp32 or bf16");
@@ -208,8 +219,12 @@ class Ltx2Family final : public pipeline::Family {
     out.variant = p.variant;
     out.layout = "bundled";
     out.precision = precision;
-    out.parts = make_parts(load_model(f, p, precision == "fp32" ? DType::F32 : DType::BF16, opt.text_encoder,
-                                      opt.on_stage, DitLoras{opt.loras, opt.lora}));
+    // The two-stage files are found (and the flags' checked) before the weights are read.
+    std::shared_ptr<TwoStageFiles> two = find_two_stage_files(opt.weights_dir, opt.spatial_upsampler, opt.distilled_lora);
+    std::shared_ptr<Model> m = load_model(f, p, precision == "fp32" ? DType::F32 : DType::BF16, opt.text_encoder,
+                                          opt.on_stage, DitLoras{opt.loras, opt.lora});
+    m->two_stage_files = std::move(two);
+    out.parts = make_parts(m);
     return out;
   }
 

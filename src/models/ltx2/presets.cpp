@@ -153,6 +153,8 @@ std::vector<Preset> make_presets() {
     d.shift = 1.0;        // not used: LTX2Scheduler shifts by the token count itself (refused if set)
     d.precision = "bf16";  // TI2VidOneStagePipeline's dtype
     d.negative_prompt = default_negative_prompt();
+    d.two_stage_height = 1024;  // default_2_stage_arg_parser: PipelineParams.stage_2_height / _width
+    d.two_stage_width = 1536;
     p.video_guider = guider(3.0, {28});
     p.audio_guider = guider(7.0, {28});
     out.push_back(std::move(p));
@@ -177,10 +179,61 @@ std::vector<Preset> make_presets() {
     d.shift = 1.0;
     d.precision = "fp32";
     d.negative_prompt = default_negative_prompt();
+    d.two_stage_height = 128;  // --two-stage: stage 1 at the one-stage demo's 64 x 64
+    d.two_stage_width = 128;
     p.video_guider = guider(3.0, {1});
     p.audio_guider = guider(7.0, {1});
     p.config = demo_config();
     p.gemma = demo_gemma();
+    out.push_back(std::move(p));
+  }
+  {
+    Preset p;
+    pipeline::Variant& v = p.variant;
+    v.name = k23Distilled;
+    v.description = "LTX-2.3 22B distilled (Lightricks/LTX-2.3 ltx-2.3-22b-distilled-1.1.safetensors + Gemma-3-12B + "
+                    "ltx-2.3-spatial-upscaler-x2-1.1.safetensors): DistilledPipeline, two stages of 8 + 3 steps, no "
+                    "guidance";
+    v.tasks = {"t2v", "i2v"};
+    v.audio = true;
+    v.key_images = true;
+    pipeline::Defaults& d = v.defaults;
+    d.width = 1536;  // default_2_stage_distilled_arg_parser: PipelineParams.stage_2_width / _height
+    d.height = 1024;
+    d.two_stage_width = 1536;
+    d.two_stage_height = 1024;
+    d.frames = 121;
+    d.fps = 24.0;
+    d.steps = kDistilledSteps;
+    d.guidance = 1.0;  // SimpleDenoiser: no guidance
+    d.sampler = "euler";
+    d.shift = 1.0;
+    d.precision = "bf16";  // DistilledPipeline's dtype
+    p.distilled = true;
+    out.push_back(std::move(p));
+  }
+  {
+    Preset p;
+    pipeline::Variant& v = p.variant;
+    v.name = k23TinyDistilledDemo;
+    v.description = "the tiny demo's random weights run as LTX-2.3 distilled (vidax make-demo): noise in two stages";
+    v.tasks = {"t2v", "i2v"};
+    v.audio = true;
+    v.key_images = true;
+    v.demo = true;
+    pipeline::Defaults& d = v.defaults;
+    d.width = d.two_stage_width = 128;
+    d.height = d.two_stage_height = 128;
+    d.frames = 9;
+    d.fps = 24.0;
+    d.steps = kDistilledSteps;
+    d.guidance = 1.0;
+    d.sampler = "euler";
+    d.shift = 1.0;
+    d.precision = "fp32";
+    p.config = demo_config();
+    p.gemma = demo_gemma();
+    p.distilled = true;
     out.push_back(std::move(p));
   }
   return out;

@@ -40,6 +40,78 @@ Tensor positions_tensor(const Positions& p, int64_t batch) {
   return Tensor::from_f32(v, {batch, p.n_axes, p.tokens, 2});
 }
 
+namespace {
+
+// torch's vectorized lerp (LerpKernel.cpp lerp_vec): |w| < 0.5 ? fma(w, end - start, start)
+// : fma(w - 1, end - start, end).
+float torch_lerp(float start, float end, float w) {
+  const float d = end - start;
+  return std::fabs(w) < 0.5f ? std::fma(w, d, start) : std::fma(w - 1.0f, d, end);
+}
+
+// GaussianNoiser.__call__ on patchified [1, T, C] states: lerp(start (zeros when undefined), noise,
+// scale), then, with a mask, lerp(clean, that, mask [1, T, 1]).
+Tensor noised(const Tensor& start, const Tensor& noise, double scale, const Tensor* clean, const Tensor* mask) {
+  std::vector<float> x = noise.to(DType::F32).to_f32_vector();
+  const std::vector<float> s0 = start.defined() ? start.to(DType::F32).to_f32_vector() : std::vector<float>(x.size(), 0.0f);
+  VIDAX_CHECK(s0.size() == x.size(), "LTX-2 noiser: the latent " << start.str() << " and the noise " << noise.str()
+                                                                << " differ in size");
+  const auto w = static_cast<float>(scale);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = torch_lerp(s0[i], x[i], w);
+  if (clean) {
+    const std::vector<float> cl = clean->to(DType::F32).to_f32_vector(), m = mask->to_f32_vector();
+    const size_t C = static_cast<size_t>(noise.size(2));
+    for (size_t i = 0; i < x.size(); ++i) x[i] = torch_lerp(cl[i], x[i], m[i / C]);
+  }
+  return Tensor::from_f32(x, noise.shape());
+}
+
+// An initial latent in the stage's unpatchified shape -> [1, T, C] tokens (undefined stays undefined).
+Tensor patchified_initial(const Tensor& x, const Shape& want, const char* what) {
+  if (!x.defined()) return x;
+  VIDAX_CHECK(x.dtype() == DType::F32 && x.shape() == want,
+              "LTX-2 stage: the " << what << " must be " << Tensor::zeros(want, DType::F32).str()
+                                  << " F32 (the stage's latent grid), found " << x.str());
+  if (want.size() == 5)  // b c f h w -> b (f h w) c
+    return x.permute({0, 2, 3, 4, 1}).contiguous().reshape({1, want[2] * want[3] * want[4], want[1]});
+  return x.permute({0, 2, 1, 3}).contiguous().reshape({1, want[2], want[1] * want[3]});  // b c t f -> b t (c f)
+}
+
+// create_initial_state(initial_latent) before the conditionings: the target tokens' latent and clean
+// latent are the initial latent's, except the first frame's clean tokens that a frame-0 image
+// (VideoConditionByLatentIndex) replaced; appended keyframe tokens keep their zero latent.
+VideoLatentState with_initial_latent(VideoLatentState s, const Tensor& init, const std::vector<ImageConditioning>& images) {
+  if (!init.defined()) return s;
+  const int64_t T = s.tokens(), base = s.target_tokens, C = s.clean_latent.size(2);
+  int64_t replaced = 0;  // clean tokens [0, replaced) belong to a frame-0 image
+  for (const ImageConditioning& ic : images)
+    if (ic.frame_idx == 0) replaced = ic.latent.size(3) * ic.latent.size(4);
+  const std::vector<float> iv = init.to_f32_vector();
+  std::vector<float> lat = s.latent.to_f32_vector(), cl = s.clean_latent.to_f32_vector();
+  for (int64_t t = 0; t < base; ++t)
+    for (int64_t ch = 0; ch < C; ++ch) {
+      const size_t k = static_cast<size_t>(t * C + ch);
+      lat[k] = iv[k];
+      if (t >= replaced) cl[k] = iv[k];
+    }
+  s.latent = Tensor::from_f32(lat, {1, T, C});
+  s.clean_latent = Tensor::from_f32(cl, {1, T, C});
+  return s;
+}
+
+void check_sigma_table(const std::vector<float>& s) {
+  bool ok = s.size() >= 2 && s.back() == 0.0f;
+  for (size_t i = 0; ok && i < s.size(); ++i) ok = std::isfinite(s[i]) && (i == 0 || s[i] < s[i - 1]);
+  if (!ok) {
+    std::string v;
+    for (float x : s) v += (v.empty() ? "" : ", ") + std::to_string(x);
+    throw Error(msg() << "LTX-2 stage: the sigma table [" << v
+                      << "] must have >= 2 finite values, strictly decreasing to a last 0");
+  }
+}
+
+}  // namespace
+
 T2VRequest T2VRequest::from_json(const nlohmann::json& j) {
   VIDAX_CHECK(j.is_object(), "LTX-2 t2v request: expected a JSON object, found " << j.dump());
   T2VRequest r;
@@ -112,6 +184,12 @@ VideoTarget video_target(const T2VRequest& r) {
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
                        bool keep_steps, const std::vector<ImageConditioning>& images, const AfterStep& after_step,
                        const DenoiseHooks& hooks) {
+  return denoise_stage(model, r, c, gen, StageOptions{}, keep_steps, images, after_step, hooks);
+}
+
+T2VLatents denoise_stage(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
+                         const StageOptions& stage, bool keep_steps, const std::vector<ImageConditioning>& images,
+                         const AfterStep& after_step, const DenoiseHooks& hooks) {
   const LatentGrid g = latent_grid(r);
   const DiTConfig& cfg = model.config();
   VIDAX_CHECK(cfg.model_type == ModelType::AudioVideo,
@@ -128,11 +206,15 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   check_context(c.a_context_p, "a_context_p");
   // _guided_denoise: a guider with cfg != 1 needs its negative context; when only the other stream's
   // guider runs the uncond pass, a missing negative context is replaced by the positive one.
-  const bool needs_neg = r.video_guider.do_unconditional() || r.audio_guider.do_unconditional();
-  VIDAX_CHECK(!r.video_guider.do_unconditional() || c.v_context_n.defined(),
+  // SimpleDenoiser: the positive-only pass, whatever the request's guiders say.
+  const GuiderParams positive_only;  // cfg 1, stg 0, modality 1: one conditioned pass
+  const GuiderParams& vg = stage.guided ? r.video_guider : positive_only;
+  const GuiderParams& ag = stage.guided ? r.audio_guider : positive_only;
+  const bool needs_neg = vg.do_unconditional() || ag.do_unconditional();
+  VIDAX_CHECK(!vg.do_unconditional() || c.v_context_n.defined(),
               "LTX-2 t2v: the video guider's cfg_scale " << r.video_guider.cfg_scale
                                                          << " needs the negative video context (v_context_n)");
-  VIDAX_CHECK(!r.audio_guider.do_unconditional() || c.a_context_n.defined(),
+  VIDAX_CHECK(!ag.do_unconditional() || c.a_context_n.defined(),
               "LTX-2 t2v: the audio guider's cfg_scale " << r.audio_guider.cfg_scale
                                                          << " needs the negative audio context (a_context_n)");
   const Tensor v_neg = c.v_context_n.defined() ? c.v_context_n : c.v_context_p;
@@ -149,32 +231,42 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   }
 
   T2VLatents out;
-  sched::Ltx2ScheduleOptions so;
-  so.steps = r.num_inference_steps;
-  out.sigmas = sched::ltx2_sigmas(so);
+  if (stage.sigmas.empty()) {
+    sched::Ltx2ScheduleOptions so;
+    so.steps = r.num_inference_steps;
+    out.sigmas = sched::ltx2_sigmas(so);
+  } else {
+    out.sigmas = stage.sigmas;
+    check_sigma_table(out.sigmas);
+  }
   // GaussianNoiser: lerp(zeros, noise, 1) then lerp(clean = zeros, ., mask = 1) is the noise itself.
   const int64_t tv = g.video_tokens(), ta = g.audio_frames;
   // The state path (conditioning.h) with images, or for a DiT with the keyframe embedding: the
   // reference always marks the first latent frame's tokens (VideoLatentTools._first_frame_keyframes_mask).
   const bool conditioned = !images.empty() || cfg.use_keyframes_abs_pos_embedding;
-  if (conditioned) out.video_state = conditioned_video_state(video_target(r), images);
+  // create_initial_state: the initial latents patchified (b c f h w -> b (f h w) c; b c t f -> b t (c f)).
+  const Tensor init_v = patchified_initial(stage.initial_video, {1, kVideoChannels, g.video_frames, g.video_height,
+                                                                 g.video_width}, "initial video latent");
+  const Tensor init_a =
+      patchified_initial(stage.initial_audio, {1, kAudioChannels, ta, kAudioMelBins}, "initial audio latent");
+  if (conditioned) out.video_state = with_initial_latent(conditioned_video_state(video_target(r), images), init_v, images);
   const VideoLatentState& vs = out.video_state;
   auto drawn = [&](const char* stream, Tensor t) { return hooks.noise ? hooks.noise(stream, t) : t; };
   Tensor video = drawn("video", gen.randn({1, conditioned ? vs.tokens() : tv, kVideoChannels}));
   Tensor audio = drawn("audio", gen.randn({1, ta, kAudioChannels * kAudioMelBins}));
-  if (conditioned) {  // GaussianNoiser: lerp(clean, noise, denoise_mask)
-    VideoLatentState noised = vs;
-    add_noise(noised, video);
-    video = noised.latent;
-  }
+  // GaussianNoiser: lerp(clean, lerp(latent, noise, noise_scale), denoise_mask); without images the
+  // mask is 1 and the outer lerp returns its end exactly.
+  if (conditioned)
+    video = noised(vs.latent, video, stage.video_noise_scale, &vs.clean_latent, &vs.denoise_mask);
+  else
+    video = noised(init_v, video, stage.video_noise_scale, nullptr, nullptr);
+  audio = noised(init_a, audio, stage.audio_noise_scale, nullptr, nullptr);
   out.video_noise = video;
   out.audio_noise = audio;
   const Positions vpos =
       conditioned ? vs.positions : video_positions(g.video_frames, g.video_height, g.video_width, r.frame_rate);
   const Positions apos = audio_positions(ta);
 
-  const GuiderParams& vg = r.video_guider;
-  const GuiderParams& ag = r.audio_guider;
   Tensor last_v, last_a;
   for (int64_t i = 0; i + 1 < static_cast<int64_t>(out.sigmas.size()); ++i) {
     const float sigma = out.sigmas[static_cast<size_t>(i)];
@@ -221,8 +313,8 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
       const Tensor* u_a = pass_of(x0a, Pass::Uncond, ua);
       const Tensor* p_a = pass_of(x0a, Pass::Perturbed, pa);
       const Tensor* m_a = pass_of(x0a, Pass::Modality, ma);
-      if (!v_skip) dv = guide(vg, cv, u_v, p_v, m_v);
-      if (!a_skip) da = guide(ag, ca, u_a, p_a, m_a);
+      if (!v_skip) dv = stage.guided ? guide(vg, cv, u_v, p_v, m_v) : cv;  // SimpleDenoiser: the pass itself
+      if (!a_skip) da = stage.guided ? guide(ag, ca, u_a, p_a, m_a) : ca;
       cond_v = cv;
       cond_a = ca;
     }

@@ -98,6 +98,33 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
                        bool keep_steps = false, const std::vector<ImageConditioning>& images = {},
                        const AfterStep& after_step = {}, const DenoiseHooks& hooks = {});
 
+// One DiffusionStage.__call__ (ltx_pipelines/utils/blocks.py) beyond the one-stage defaults, as the
+// two-stage pipelines run their stages (two_stage.h):
+//   sigmas       the stage's table (stage_1_sigmas / STAGE_2_DISTILLED_SIGMAS / DISTILLED_SIGMAS);
+//                empty: LTX2Scheduler.execute(num_inference_steps)
+//   guided       false: SimpleDenoiser (one conditioned pass with the positive contexts, no guidance:
+//                the request's guiders are not read and no negative context is needed)
+//   initial_*    ModalitySpec.initial_latent: create_initial_state's latent and clean latent (an image
+//                conditioning then replaces its tokens' clean latent as usual); undefined: zeros
+//   *_noise_scale ModalitySpec.noise_scale: GaussianNoiser's latent = lerp(latent, noise, noise_scale),
+//                then lerp(clean_latent, ., denoise_mask) (torch's lerp, rounded as its kernel)
+// The noise is drawn as the one-stage run draws it (video over every token, then audio).
+struct StageOptions {
+  std::vector<float> sigmas;
+  bool guided = true;
+  Tensor initial_video;  // [1, 128, F', h, w] F32 (the request's latent grid)
+  Tensor initial_audio;  // [1, 8, T, 16] F32
+  double video_noise_scale = 1.0, audio_noise_scale = 1.0;
+};
+
+// denoise_t2v with a stage's options (denoise_t2v is this with the defaults). Throws naming the value
+// on a sigma table that is not finite, decreasing to a last 0 with >= 2 entries, or an initial latent
+// of another shape than the request's grid.
+T2VLatents denoise_stage(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts,
+                         TorchGenerator& gen, const StageOptions& stage, bool keep_steps = false,
+                         const std::vector<ImageConditioning>& images = {}, const AfterStep& after_step = {},
+                         const DenoiseHooks& hooks = {});
+
 // The video target of a request (latent_grid's video part, 128 channels, the frame count and rate).
 VideoTarget video_target(const T2VRequest& r);
 

@@ -204,6 +204,8 @@ std::shared_ptr<Model> load_model(const CheckpointFiles& files, const Preset& pr
     nn::ParamSource src = split.source(kVae, is_unused_checkpoint_buffer);
     m->vae = std::make_shared<const VideoDecoder>(VideoVaeConfig::from_json(c.at("vae")), src, "", DType::F32);
     src.expect_all_taken();
+    m->latent_stats = std::make_shared<const vae::PerChannelStatistics>(
+        latent_statistics(split.tensors(kVae), files.checkpoint));
     nn::ParamSource asrc = split.source(kAudioVae);
     m->audio_vae = std::make_shared<const AudioDecoder>(AudioVaeConfig::from_json(c.at("audio_vae")), asrc);
     asrc.expect_all_taken();
@@ -241,7 +243,8 @@ std::shared_ptr<const LTXModel> build_dit(const DitSource& src, const std::vecto
   // Tensor handles: a merge replaces entries of this copy, never the base's data.
   nn::ParamSource params = pipeline::params_with_loras(src.base, loras, dit_component(), src.config, src.options,
                                                        src.origin, "the DiT", /*pjrt=*/false, on_stage);
-  auto d = std::make_shared<const LTXModel>(DiTConfig::from_json(src.config), params, src.compute);
+  // Not a const object: a two-stage run patches its stage-2 LoRA into the Linears (StageLora).
+  auto d = std::make_shared<LTXModel>(DiTConfig::from_json(src.config), params, src.compute);
   params.expect_all_taken();
   return d;
 }
@@ -266,6 +269,14 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
               "--last-image: LTX-2 takes images at chosen frames instead: --image FILE --image-frame N (the last "
               "frame is N = --frames - 1)");
   VIDAX_CHECK(!q.has_control(), "--control-video / --mask-video / --reference-image: LTX-2 takes no control video");
+  if (preset.distilled) {
+    VIDAX_CHECK(q.steps == kDistilledSteps, "--steps " << q.steps << ": " << preset.name()
+                                                       << " runs DISTILLED_SIGMAS' " << kDistilledSteps
+                                                       << " steps, then 3 stage-2 steps (--steps " << kDistilledSteps
+                                                       << " only)");
+    VIDAX_CHECK(q.guidance == 1.0, "--guidance " << q.guidance << ": " << preset.name()
+                                                 << " runs without guidance (DistilledPipeline's SimpleDenoiser)");
+  }
   T2VRequest r;
   r.height = q.height;
   r.width = q.width;
@@ -316,7 +327,7 @@ std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Req
 }
 
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
-                               bool* prompt_truncated, bool* negative_truncated) {
+                               bool* prompt_truncated, bool* negative_truncated, bool with_negative) {
   const std::shared_ptr<const text::Gemma3TextEncoder> gemma = m.text.gemma->acquire();
   PromptEncoder enc;
   enc.tokenizer = m.text.tokenizer.get();
@@ -326,8 +337,9 @@ PromptContexts encode_contexts(const Model& m, const std::string& prompt, const 
   enc.audio = m.text.audio.get();
   // PromptEncoder.__call__: text_encoder.encode per prompt, then process_hidden_states per prompt.
   const EncodedPrompts p = encode_prompts(enc, {prompt});
-  const EncodedPrompts n = encode_prompts(enc, {negative_prompt});
   if (prompt_truncated) *prompt_truncated = p.tokens.prompts.at(0).truncated;
+  if (!with_negative) return {p.context.video, p.context.audio, Tensor(), Tensor()};
+  const EncodedPrompts n = encode_prompts(enc, {negative_prompt});
   if (negative_truncated) *negative_truncated = n.tokens.prompts.at(0).truncated;
   return {p.context.video, p.context.audio, n.context.video, n.context.audio};
 }
@@ -352,9 +364,15 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
 
   stage("encoding the prompts");
   auto t0 = Clock::now();
-  res.negative_prompt = q.negative_prompt.empty() ? q.default_negative_prompt : q.negative_prompt;
+  // DistilledPipeline encodes the prompt alone (no guidance: no negative prompt).
+  VIDAX_CHECK(!m.preset.distilled || q.negative_prompt.empty(),
+              "--negative-prompt: " << m.preset.name() << " runs without guidance and takes no negative prompt");
+  res.negative_prompt = m.preset.distilled ? std::string()
+                        : q.negative_prompt.empty() ? q.default_negative_prompt
+                                                    : q.negative_prompt;
   bool cut_p = false, cut_n = false;
-  const PromptContexts ctx = encode_contexts(m, q.prompt, res.negative_prompt, &cut_p, &cut_n);
+  const PromptContexts ctx =
+      encode_contexts(m, q.prompt, res.negative_prompt, &cut_p, &cut_n, /*with_negative=*/!m.preset.distilled);
   for (const auto& [cut, which] : {std::pair{cut_p, "prompt"}, std::pair{cut_n, "negative prompt"}})
     if (cut && ev.warn)
       ev.warn(msg() << "the " << which << " is longer than " << kPromptMaxLength
@@ -363,11 +381,15 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   res.seconds_text = seconds_since(t0);
   stop_point("prompt encoding");
 
-  std::vector<ImageConditioning> images;
+  const bool two_stage = q.two_stage || m.preset.distilled;
+  const T2VRequest r1 = two_stage ? stage1_request(r) : r;
+  if (two_stage) check_two_stage_request(r);
+  std::vector<ImageConditioning> images, images_full;
   if (q.image.defined() || !q.key_images.empty()) {
     stage("encoding the images");
     auto ti = Clock::now();
-    images = encode_images(m, q, r);  // combined_image_conditionings, after the prompts as the reference
+    images = encode_images(m, q, r1);  // combined_image_conditionings, after the prompts as the reference
+    if (two_stage) images_full = encode_images(m, q, r);  // stage 2's, at full size
     res.seconds_images = seconds_since(ti);
     stop_point("image encoding");
   }
@@ -376,15 +398,48 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   auto t1 = Clock::now();
   auto ts = Clock::now();
   TorchGenerator gen(r.seed);  // torch.Generator(device).manual_seed(seed): the noiser's and the decode's
-  const T2VLatents lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, images, [&](int64_t done, int64_t total) {
+  const AfterStep after_step = [&](int64_t done, int64_t total) {
     if (ev.on_step) ev.on_step(static_cast<int>(done), static_cast<int>(total), seconds_since(ts));
     ts = Clock::now();
     stop_point(msg() << "denoising step " << done << "/" << total);
-  }, record_hooks(ev));
+  };
+  T2VLatents lat;
+  const int64_t passes = static_cast<int64_t>(guidance_passes(r.video_guider, r.audio_guider).size());
+  if (two_stage) {
+    VIDAX_CHECK(!ev.on_stream_noise && !ev.on_stream_latents && !ev.on_stream_final,
+                "--record / --replay: not wired for the two-stage pipelines yet (four draws over two stages of "
+                "different sizes)");
+    VIDAX_CHECK(m.two_stage_files && m.latent_stats, "LTX-2 two-stage: the model was loaded without its two-stage files");
+    const TwoStageKind kind = m.preset.distilled ? TwoStageKind::Distilled : TwoStageKind::TwoStage;
+    const std::shared_ptr<const LatentUpsampler> up = two_stage_upsampler(*m.two_stage_files);
+    // The stage-2 DiT is this one with the LoRA patched in for the stage (StageLora): build_dit made
+    // it a mutable object; runs are one at a time (the server's worker).
+    const std::shared_ptr<LTXModel> dit = std::const_pointer_cast<LTXModel>(m.dit);
+    std::shared_ptr<const nn::Adapters> lora;
+    if (kind == TwoStageKind::TwoStage)
+      lora = two_stage_lora(*m.two_stage_files, m.dit_source->base, m.dit_source->config, linear_weight_names(*dit));
+    TwoStageParts parts;
+    parts.dit = dit.get();
+    parts.stage2_lora = lora.get();
+    parts.upsampler = up.get();
+    parts.stats = m.latent_stats.get();
+    stage(msg() << "denoising (" << two_stage_kind_name(kind) << ": stage 1 at " << r1.width << "x" << r1.height
+                << ", stage 2 at " << r.width << "x" << r.height << ")");
+    const TwoStageLatents two =
+        denoise_two_stage(parts, kind, r, ctx, gen, images, images_full, /*keep_steps=*/false, after_step);
+    lat = two.stage2;
+    lat.video = two.video;
+    lat.audio = two.audio;
+    for (size_t i = 0; i + 1 < two.stage1.sigmas.size(); ++i) res.timesteps.push_back(two.stage1.sigmas[i]);
+    const int64_t n1 = static_cast<int64_t>(two.stage1.sigmas.size()) - 1;
+    res.denoiser_calls = (kind == TwoStageKind::TwoStage ? passes : 1) * n1 +
+                         static_cast<int64_t>(two.stage2.sigmas.size()) - 1;  // stage 2: one pass per step
+  } else {
+    lat = denoise_t2v(*m.dit, r, ctx, gen, /*keep_steps=*/false, images, after_step, record_hooks(ev));
+    res.denoiser_calls = passes * r.num_inference_steps;
+  }
   res.seconds_denoise = seconds_since(t1);
   for (size_t i = 0; i + 1 < lat.sigmas.size(); ++i) res.timesteps.push_back(lat.sigmas[i]);
-  const int64_t passes = static_cast<int64_t>(guidance_passes(r.video_guider, r.audio_guider).size());
-  res.denoiser_calls = passes * r.num_inference_steps;
   res.denoiser_calls_by_index = {res.denoiser_calls};
   res.latents = lat.video.select(0, 0).contiguous();
   res.taps["audio_latent"] = lat.audio.select(0, 0).contiguous();
@@ -426,6 +481,7 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   p.min_images = 0;  // Request::image: a first frame (frame 0, strength 1)
   p.max_images = 1;
   p.takes_key_images = true;
+  p.two_stage = true;  // --two-stage (two_stage.h)
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
   // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
   // job's LoRAs (the same list as now costs nothing). The old DiT goes first (one DiT in memory, as

@@ -35,6 +35,7 @@
 #include "models/ltx2/presets.h"
 #include "models/ltx2/prompt.h"
 #include "models/ltx2/t2v.h"
+#include "models/ltx2/two_stage_run.h"
 #include "models/ltx2/video_vae.h"
 #include "models/ltx2/vocoder_bwe.h"
 #include "pipeline/generate.h"
@@ -87,6 +88,10 @@ struct Model {
   std::shared_ptr<const AudioDecoder> audio_vae;
   std::shared_ptr<const VocoderWithBwe> vocoder;
   TextParts text;
+  // The video VAE's per_channel_statistics (vae.per_channel_statistics.*: the two-stage upsampler's
+  // un-normalize / normalize) and the two-stage pipelines' files (two_stage_run.h; null: none looked for).
+  std::shared_ptr<const vae::PerChannelStatistics> latent_stats;
+  std::shared_ptr<TwoStageFiles> two_stage_files;
 };
 
 // Loads every part of `files` for `preset` (the DiT and Gemma computing in `compute`: F32 or BF16;
@@ -115,10 +120,16 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& request);
 // on each. Throws when there are images and m has no encoder.
 std::vector<ImageConditioning> encode_images(const Model& m, const pipeline::Request& q, const T2VRequest& r);
 
-// Step 1: the positive and negative contexts, [1, 1024, D] each.
+// Step 1: the positive and negative contexts, [1, 1024, D] each; with_negative false (the distilled
+// pipeline encodes [prompt] alone): the negative contexts left undefined.
 PromptContexts encode_contexts(const Model& m, const std::string& prompt, const std::string& negative_prompt,
-                               bool* prompt_truncated = nullptr, bool* negative_truncated = nullptr);
+                               bool* prompt_truncated = nullptr, bool* negative_truncated = nullptr,
+                               bool with_negative = true);
 
+// With Request::two_stage (or a distilled preset, always two-stage): step 2 is denoise_two_stage
+// (two_stage.h) instead: the images encoded at stage 1's half size and at full size, stage 1, the
+// upsampler, stage 2 with the distilled LoRA patched into the DiT for the stage; the audio decoded
+// is the pipeline's (two_stage.h). Result::timesteps are both stages' sigmas.
 // The whole run (steps 1-4): Result::latents the video latent [128, F', h, w], taps["audio_latent"]
 // the audio latent [8, T, 16], video [3, F, H, W] in [-1, 1] and audio [2, samples] at
 // audio_sample_rate when `decode`.
