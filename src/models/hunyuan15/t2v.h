@@ -21,7 +21,8 @@
 // which the pipeline's _create_scheduler leaves off). The noise is torch.randn on the CPU generator
 // seeded `seed`, float32 (the published pipeline draws it in its target dtype, bf16).
 // Not built: guidance-embedded (distilled) and meanflow (step-distilled) DiTs, guidance_rescale,
-// image-to-video, the super-resolution stage; each is refused by make_t2v_parts.
+// the super-resolution stage; each is refused by make_t2v_parts. Image-to-video: i2v.h (these parts
+// plus the reference image's conditioning).
 #pragma once
 #include <cstdint>
 #include <memory>
