@@ -33,6 +33,7 @@ const std::string kSiglip = golden_path("hy15_siglip.safetensors");
 const std::string kSiglipSmall = golden_path("hy15_siglip_small.safetensors");
 const std::string kI2V = golden_path("hy15_pipeline_i2v.safetensors");
 const std::string kI2VCfg = golden_path("hy15_pipeline_i2v_cfg.safetensors");
+const std::string kI2VMeanflow = golden_path("hy15_pipeline_i2v_meanflow.safetensors");
 
 constexpr double kBound = 1e-5;  // the contract's fp32 bound, max abs
 
@@ -204,7 +205,7 @@ TEST_F(Hunyuan15I2V, BucketsAreTheReferences) {
 // ---- the i2v pipeline ----------------------------------------------------------------------
 
 TEST_F(Hunyuan15I2V, MatchesTheOfficialPipeline) {
-  for (const std::string& path : {kI2V, kI2VCfg}) {
+  for (const std::string& path : {kI2V, kI2VCfg, kI2VMeanflow}) {
     const parity::Golden g = open_golden(path);
     ASSERT_EQ(g.kind, "hunyuan1.5.pipeline.i2v");
     const parity::Produced out = run_i2v_golden(g, parity::Options{});
@@ -217,7 +218,7 @@ TEST_F(Hunyuan15I2V, MatchesTheOfficialPipeline) {
       EXPECT_LE(d.max_abs, kBound) << path << " " << name;
     }
     // The video takes the image's bucket (32 x 48), not a requested size.
-    EXPECT_EQ(out.at("output.video").shape(), (Shape{3, 9, 32, 48}));
+    EXPECT_EQ(out.at("output.video").shape(), (Shape{3, g.config.at("frames").get<int64_t>(), 32, 48}));
   }
 }
 

@@ -29,6 +29,8 @@ What differs from the published code path, and why:
 Files (tests/golden/hunyuan15/):
   hy15_pipeline_i2v.safetensors       guidance_scale 1 (one DiT pass per step)
   hy15_pipeline_i2v_cfg.safetensors   guidance_scale 6, negative prompt "blurry"
+  hy15_pipeline_i2v_meanflow.safetensors   a use_meanflow DiT (the loop passes timestep_r = timesteps[i + 1],
+                                      0 after the last step), guidance 1, 5 frames (a step-distilled-style run)
 Tensors: as the t2v files (input.text_states, text_mask, byt5_*, negative_*), plus input.image
 [H, W, 3] U8 (the picture's bytes); vae.* holds the VAE's encoder and decoder (official names),
 vision_encoder.* the SigLIP's state_dict (transformers names). Outputs as t2v (output.latents,
@@ -76,9 +78,10 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     run("hy15_pipeline_i2v.safetensors", 1.0)
     run("hy15_pipeline_i2v_cfg.safetensors", 6.0)
+    run("hy15_pipeline_i2v_meanflow.safetensors", 1.0, meanflow=True)
 
 
-def run(name, guidance_scale):
+def run(name, guidance_scale, meanflow=False):
     torch.set_num_threads(2)
     dit_mod = import_model()
     vae_mod = import_vae()
@@ -86,7 +89,9 @@ def run(name, guidance_scale):
     pipe_mod.get_parallel_state = lambda: types.SimpleNamespace(sp_enabled=False, sp_rank=0)
 
     torch.manual_seed(0)
-    dit = dit_mod.HunyuanVideo_1_5_DiffusionTransformer(**DIT).eval()
+    dit_cfg = dict(DIT, use_meanflow=True) if meanflow else DIT
+    r = dict(REQUEST, frames=5) if meanflow else REQUEST
+    dit = dit_mod.HunyuanVideo_1_5_DiffusionTransformer(**dit_cfg).eval()
     desc = randomize(dit, torch.Generator().manual_seed(1), 20261211)
     vae = build_vae(vae_mod, VAE_TINY, 34)
     vae.set_tile_sample_min_size(t2v.TILE["sample_size"], t2v.TILE["overlap"])
@@ -101,7 +106,6 @@ def run(name, guidance_scale):
     neg_mask = torch.zeros(1, TEXT_LEN, dtype=torch.int64)
     neg_mask[0, :NEG_VALID] = 1
     picture = np.random.default_rng(9).integers(0, 256, IMAGE_HW + (3,), dtype=np.uint8)
-    r = REQUEST
     cfg = guidance_scale > 1
     table = {r["prompt"]: (text_states, text_mask), r["negative_prompt"]: (neg_states, neg_mask)}
 
@@ -208,7 +212,7 @@ def run(name, guidance_scale):
     tensors["inter.cond_latents"] = captured["cond"][0].float()
     tensors["inter.vision_states"] = captured["vision"][:1].float()
     tensors = {k: v.contiguous() for k, v in tensors.items()}
-    config = dict(REQUEST, guidance=guidance_scale, dit=DIT, vae=VAE_TINY, vae_tiling=t2v.TILE,
+    config = dict(r, guidance=guidance_scale, dit=dit_cfg, vae=VAE_TINY, vae_tiling=t2v.TILE,
                   vision_num_semantic_tokens=VISION_TOKENS, bucket_hw_base_size=BASE, height=height, width=width,
                   siglip={"vision": vision_cfg, "processor": proc_cfg})
     if not cfg:

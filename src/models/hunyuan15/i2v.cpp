@@ -152,6 +152,7 @@ pipeline::Parts make_i2v_parts(std::shared_ptr<const HunyuanVideo15DiT> dit, std
     DiTInputs d;
     d.hidden_states = ops::concat({x, ops::concat(lat, 2), ops::concat(mask, 2)}, 1);
     d.timestep = {in.t};
+    if (cfg.use_meanflow) d.timestep_r = {in.t_next};  // timesteps[i + 1], 0 after the last step
     d.text_states = e.text_states.unsqueeze(0);
     d.encoder_attention_mask = e.text_mask.unsqueeze(0);
     d.vision_states = cond.vision_states;
