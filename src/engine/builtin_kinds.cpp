@@ -9,6 +9,7 @@
 #include "engine/families.h"
 #include "models/hunyuan15/dit_parity.h"
 #include "models/hunyuan15/pipeline_parity.h"
+#include "models/hunyuan15/siglip.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/text_encoder.h"
 #include "models/hunyuan15/vae_parity.h"
@@ -36,6 +37,7 @@ void register_builtin_kinds() {
     vidax::hunyuan15::register_text_parity_kinds();  // hunyuan1.5.text.qwen
     vidax::hunyuan15::register_byt5_parity_kind();   // hunyuan1.5.text.byt5
     vidax::hunyuan15::register_pipeline_parity_kinds();  // hunyuan1.5.pipeline.t2v
+    vidax::hunyuan15::register_siglip_parity_kind();     // hunyuan1.5.image.siglip
   });
 }
 

@@ -155,6 +155,9 @@ class Family {
   // The variant for a weights directory (`model` when given, checked against the
   // weights, else detected) after checking that every part is there; nothing is loaded.
   virtual Variant resolve(const std::string& weights_dir, const std::string& model) const = 0;
+  // The variant of the same model that takes --image when `variant` takes none ("" when there is none):
+  // check_request names it when a text-to-video variant is given an image.
+  virtual std::string image_variant(const std::string& /*variant*/) const { return ""; }
   // The size rules of a variant, before anything is loaded (validate_request).
   virtual Geometry geometry(const std::string& variant) const = 0;
   // What a request needs in memory, from the variant's architecture (memory_plan.h).

@@ -321,7 +321,8 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
     auto predict = [&](const EncodedPrompt& p) {
       ++res.denoiser_calls;
       ++res.denoiser_calls_by_index[denoiser];
-      Tensor out = parts.predict({x, t, p, embedded, images ? &*images : nullptr});
+      const double t_next = i + 1 < total ? res.timesteps[static_cast<size_t>(i + 1)] : 0.0;
+      Tensor out = parts.predict({x, t, p, embedded, images ? &*images : nullptr, t_next});
       return to_scheduler_input(parts.prediction, out, x, *sampler, i);
     };
     Tensor v_cond, v_uncond;

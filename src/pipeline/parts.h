@@ -94,6 +94,9 @@ struct DenoiseInput {
   const EncodedPrompt& prompt;
   double embedded_guidance = 0;  // Guidance::embedded_scale(); 0 when the family takes none
   const ImageConditioning* images = nullptr;  // image-to-video: condition_on_images' result; else null
+  // The sampler's next model timestep (0 at the last step): what meanflow DiTs take as timestep_r
+  // (HunyuanVideo 1.5's use_meanflow: timesteps[i + 1], 0 after the last). Others ignore it.
+  double t_next = 0;
 };
 
 struct Parts {

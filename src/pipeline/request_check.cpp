@@ -19,10 +19,14 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
   for (const auto& t : tasks) task_list += (task_list.empty() ? "" : ", ") + t;
   VIDAX_CHECK(!request.last_image.defined() || request.image.defined(),
               "--last-image needs --image (the first frame): first-last-frame models take both");
-  if (request.image.defined())
+  if (request.image.defined()) {
+    const std::string with_image = family.image_variant(variant);
     VIDAX_CHECK(has("i2v") || has("flf2v") || has("ti2v"),
-                "--image: " << variant << " takes no image (its tasks: " << task_list
-                            << "); `vidax models` lists the image-to-video variants");
+                "--image: " << variant << " takes no image (its tasks: " << task_list << "); "
+                            << (with_image.empty() ? std::string("`vidax models` lists the image-to-video variants")
+                                                   : "its image-to-video variant is " + with_image + " (--model " +
+                                                         with_image + ")"));
+  }
   if (!request.key_images.empty())
     VIDAX_CHECK(family.variant(variant).key_images,
                 "--image-frame / --image-strength (or --image given more than once): "

@@ -9,6 +9,7 @@
 #include "models/hunyuan/demo.h"
 #include "models/hunyuan15/checkpoint_keys.h"
 #include "models/hunyuan15/presets.h"
+#include "models/hunyuan15/siglip.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/text_encoder.h"
 #include "models/hunyuan15/vae.h"
@@ -167,6 +168,17 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
        hunyuan::demo_random_weights(HunyuanVideo15VAE::parameter_shapes(vae, {.encoder = true, .decoder = true}),
                                     opt.seed + 4));
 
+  // i2v: the SigLIP as the published vision_encoder/siglip/ holds it (transformers' vision_model.* names).
+  if (p.i2v()) {
+    const fs::path sig = out / "vision_encoder" / "siglip";
+    const SiglipVisionConfig s = SiglipVisionConfig::from_json(p.siglip);
+    write_json(sig / "image_encoder" / "config.json", p.siglip);
+    save(sig / "image_encoder" / "model.safetensors",
+         to_layout(hunyuan::demo_random_weights(shapes_of(siglip_params(s)), opt.seed + 5),
+                   siglip_keymap("vision_model", s)));
+    write_json(sig / "feature_extractor" / "preprocessor_config.json", p.siglip_processor);
+  }
+
   json written{{"model", p.name()},
                {"note", "tiny random-weight " + p.name() + " checkpoint made by `vidax make-demo`; its videos are noise"},
                {"transformer_version", p.transformer_version},
@@ -177,6 +189,7 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
                {"text_len", p.text_len},
                {"tokenizer_ids", {{"qwen", qwen_ids}, {"byt5", btok.size()}}},
                {"seed", opt.seed}};
+  if (p.i2v()) written["siglip"] = p.siglip;
   pipeline::write_json_file((out / "vidax_model.json").string(), written);
   return written;
 }

@@ -6,6 +6,8 @@
 // with both halves, the Qwen2.5-VL text model as Qwen2_5_VLForConditionalGeneration saves it
 // (model.*), the ByT5 encoder under T5Stack's names (as byt5_model.pt holds them; here a
 // .safetensors). vidax_model.json names the variant (detection reads it).
+// `--model hunyuanvideo1.5-i2v-tiny-demo` writes transformer/480p_i2v/ (ideal_task i2v) and a tiny
+// SigLIP under vision_encoder/siglip/ (image_encoder/ with vision_model.* names, feature_extractor/).
 //
 // The tokenizers are made here, nothing is downloaded:
 //  - text_encoder/llm/tokenizer.json: Qwen2's format (its NFC normalizer, its pre-tokenizer regex,

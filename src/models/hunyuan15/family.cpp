@@ -9,6 +9,7 @@
 #include "models/hunyuan15/demo.h"
 #include "models/hunyuan15/load.h"
 #include "models/hunyuan15/presets.h"
+#include "models/hunyuan15/siglip.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/vae.h"
 #include "text/qwen2_config.h"
@@ -37,12 +38,13 @@ class Hunyuan15Family final : public pipeline::Family {
   }
   std::string name() const override { return "hunyuanvideo1.5"; }
   std::string description() const override {
-    return "HunyuanVideo 1.5 (Tencent, Tencent-Hunyuan/HunyuanVideo-1.5), text-to-video";
+    return "HunyuanVideo 1.5 (Tencent, Tencent-Hunyuan/HunyuanVideo-1.5), text-to-video and image-to-video";
   }
   const std::vector<pipeline::Variant>& variants() const override { return variants_; }
 
-  // A ckpts/ folder: its demo (vidax_model.json), else the first t2v transformer it holds (480p,
-  // then 720p), else the 480p one (resolve then names the transformers that are there).
+  // A ckpts/ folder: its demo (vidax_model.json), else the first transformer it holds in the
+  // presets' order (t2v 480p, 720p, then the i2v ones), else the t2v 480p one (resolve then names
+  // the transformers that are there).
   std::string detect(const std::string& weights_dir) const override {
     if (!is_checkpoint(weights_dir)) return "";
     if (const std::string demo = demo_model(weights_dir); !demo.empty()) return demo;
@@ -61,6 +63,12 @@ class Hunyuan15Family final : public pipeline::Family {
     const Preset& p = preset(name);
     (void)find_weights(weights_dir, p.transformer_version);  // every part there, or an error naming what is missing
     return p.variant;
+  }
+
+  // The image-to-video variant of a t2v one (named when a t2v variant is given --image), and the reverse.
+  std::string image_variant(const std::string& variant) const override {
+    const std::string other = sibling_variant(variant);
+    return !other.empty() && preset(other).i2v() ? other : "";
   }
 
   pipeline::Geometry geometry(const std::string& variant) const override {
@@ -104,8 +112,21 @@ class Hunyuan15Family final : public pipeline::Family {
                                area +
                            4.0 * 3.0 * static_cast<double>(r.frames * r.height * r.width),
                        MemoryKind::Vae});
+    if (p.i2v()) {
+      // The image side, run once before the loop: the VAE encoder (fp32) and the SigLIP, resident through
+      // the run (the loader keeps them).
+      double vae_encoder = 0;
+      for (const auto& [n, shape] : HunyuanVideo15VAE::parameter_shapes(vae, {.encoder = true, .decoder = false}))
+        vae_encoder += static_cast<double>(shape_numel(shape));
+      const SiglipVisionConfig s = SiglipVisionConfig::from_json(p.siglip);
+      double siglip = 0;
+      for (const auto& q : siglip_params(s).params) siglip += static_cast<double>(shape_numel(q.shape));
+      m.items.push_back({"VAE encoder and SigLIP weights", 4.0 * vae_encoder + b * siglip, MemoryKind::WeightsResident});
+    }
     m.phases = r.keep_loaded ? std::vector<std::vector<size_t>>{{0, 1, 3}, {0, 1, 2, 3}, {0, 1, 3, 4}}
                              : std::vector<std::vector<size_t>>{{0, 1, 3}, {1, 2, 3}, {3, 4}};
+    if (p.i2v())  // the image encoders live with every phase (they are loaded with the rest)
+      for (auto& phase : m.phases) phase.push_back(5);
     return m;
   }
 

@@ -7,6 +7,8 @@
 #include "io/text_file.h"
 #include "models/hunyuan/text_encoder.h"
 #include "models/hunyuan15/checkpoint_keys.h"
+#include "models/hunyuan15/i2v.h"
+#include "models/hunyuan15/siglip.h"
 #include "models/hunyuan15/text_byt5.h"
 #include "models/hunyuan15/text_encoder.h"
 #include "text/byt5_tokenizer.h"
@@ -166,14 +168,26 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncod
   stage("loading the DiT " + out.files.dit);
   auto dit = std::make_shared<const HunyuanVideo15DiT>(HunyuanVideo15DiT::from_weights(
       dit_cfg, load_strict(weights_in(out.files.dit), dit_component(), dit_cfg.to_json()), compute, out.files.dit));
-  stage("loading the VAE decoder " + out.files.vae);
+  // i2v: the VAE's encoder too (the reference image's latent) and the SigLIP (_load_vision_encoder).
+  const bool i2v = out.preset.i2v();
+  stage(std::string(i2v ? "loading the VAE " : "loading the VAE decoder ") + out.files.vae);
   auto vae = std::make_shared<const HunyuanVideo15VAE>(
-      load_vae(out.files.vae, VAEParts{.encoder = false, .decoder = true}, DType::F32));
+      load_vae(out.files.vae, VAEParts{.encoder = i2v, .decoder = true}, DType::F32));
   T2VOptions t;
   t.tiling = VAETiling::pipeline();
   t.vision_tokens = out.preset.vision_tokens;
   t.text_len = out.preset.text_len;
-  out.parts = make_t2v_parts(dit, vae, encoder, t);
+  if (!i2v) {
+    out.parts = make_t2v_parts(dit, vae, encoder, t);
+    return out;
+  }
+  stage("loading the SigLIP image encoder " + out.files.siglip);
+  auto siglip = std::make_shared<const SiglipEncoder>(load_siglip(out.files.siglip, compute));
+  out.preset.siglip = siglip->model->config().to_json();
+  out.preset.siglip_processor = siglip->processor.to_json();
+  I2VOptions o;
+  o.t2v = t;
+  out.parts = make_i2v_parts(dit, vae, siglip, encoder, o);
   return out;
 }
 

@@ -9,7 +9,9 @@
 //     checkpoints/byt5_model.* (T5Stack names, or create_byt5's {"state_dict": module.text_tower.encoder.*}
 //     form, the prefix stripped); byt5_max_length 256;
 //   - the DiT (transformer/<version>/) through the translator, strictly;
-//   - the VAE decoder (vae/, load_vae), decoding tiled as get_vae_inference_config (256, 0.125).
+//   - the VAE decoder (vae/, load_vae), decoding tiled as get_vae_inference_config (256, 0.125);
+//   - for an i2v variant also the VAE's encoder (the reference image's latent) and the SigLIP
+//     (vision_encoder/siglip/, siglip.h), the parts made by make_i2v_parts (i2v.h).
 // The negative prompt's glyph half is always zeros with an all-zero mask, as the pipeline's
 // _prepare_byt5_embeddings encodes "" for it (its Qwen half is the negative prompt's).
 #pragma once
@@ -35,7 +37,7 @@ struct LoadedT2V {
   pipeline::Parts parts;
 };
 
-// Refuses what is not built (--device other than cpu, --mesh, --offload, --lora, --vae-tile,
+// (Named for its first use; it loads the i2v variants too.) Refuses what is not built (--device other than cpu, --mesh, --offload, --lora, --vae-tile,
 // single-file parts) naming the flag; then loads opt.weights_dir as opt.model (a variant name).
 // `encoder`: a prompt encoder to use instead of the folder's (tests), null = the folder's.
 LoadedT2V load_t2v(const pipeline::LoadOptions& opt, std::shared_ptr<PromptEncoder> encoder = nullptr);

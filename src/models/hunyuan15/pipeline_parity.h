@@ -26,7 +26,16 @@ namespace vidax::hunyuan15 {
 
 parity::Produced run_t2v_golden(const parity::Golden& g, const parity::Options& opt);
 
-// Registers hunyuan1.5.pipeline.t2v (engine::register_builtin_kinds calls it).
+// Kind hunyuan1.5.pipeline.i2v: the same run with a reference image (i2v.h make_i2v_parts), against
+// __call__ with reference_image (tools/golden/hunyuan15_pipeline_i2v.py). Config as t2v's plus
+// "siglip" {"vision", "processor"} (the image encoder's config.json and preprocessor_config.json) and
+// "bucket_hw_base_size" (the size buckets' base; absent: sqrt(height * width)); parameters as t2v's
+// plus the VAE encoder's under vae.encoder.* and the SigLIP's under vision_encoder.* (transformers
+// names); input.image [H, W, 3] U8 (the picture) -> as t2v's, plus inter.cond_latents [C, 1, h, w]
+// (get_image_condition_latents) and inter.vision_states [1, tokens, width] (_prepare_vision_states).
+parity::Produced run_i2v_golden(const parity::Golden& g, const parity::Options& opt);
+
+// Registers hunyuan1.5.pipeline.t2v and .i2v (engine::register_builtin_kinds calls it).
 void register_pipeline_parity_kinds();
 
 }  // namespace vidax::hunyuan15

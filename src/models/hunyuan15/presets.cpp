@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "models/hunyuan15/dit_config.h"
+#include "models/hunyuan15/siglip.h"
 #include "models/hunyuan15/vae.h"
 #include "text/qwen2_config.h"
 
@@ -36,6 +37,23 @@ Preset t2v(const char* name, const char* description, const char* version, int64
             {"num_heads", 6},      {"relative_attention_num_buckets", 32},
             {"relative_attention_max_distance", 128}, {"feed_forward_proj", "gated-gelu"},
             {"layer_norm_epsilon", 1e-6}, {"is_gated_act", true}};
+  return p;
+}
+
+// An image-to-video variant: the t2v one's parts, the i2v transformer, the SigLIP, the bucket base as
+// the default size (presets.h).
+Preset i2v(const char* name, const char* description, const char* version, int64_t base, double shift,
+           double guidance, int64_t steps) {
+  Preset p = t2v(name, description, version, base, base, shift);
+  p.variant.tasks = {"i2v"};
+  p.variant.defaults.guidance = guidance;
+  p.variant.defaults.steps = steps;
+  nlohmann::json dit = p.dit;
+  dit["ideal_task"] = "i2v";
+  dit["ideal_resolution"] = std::string(version).substr(0, std::string(version).find('_'));
+  p.dit = dit;
+  p.siglip = SiglipVisionConfig::so400m_patch14_384().to_json();
+  p.siglip_processor = SiglipProcessorConfig{}.to_json();
   return p;
 }
 
@@ -89,7 +107,42 @@ Preset tiny_demo() {
   return p;
 }
 
+// The i2v demo: the t2v demo's parts, its DiT for i2v, a tiny SigLIP of the DiT's vision width (24 x 24
+// pixels in 8 x 8 patches: 9 tokens).
+Preset tiny_i2v_demo() {
+  Preset p = tiny_demo();
+  p.variant.name = kI2VTinyDemo;
+  p.variant.description =
+      "tiny random-weight HunyuanVideo 1.5 i2v architecture written by `vidax make-demo` (noise-like output)";
+  p.variant.tasks = {"i2v"};
+  p.transformer_version = "480p_i2v";
+  p.dit["ideal_task"] = "i2v";
+  SiglipVisionConfig s;
+  s.hidden_size = p.dit.at("vision_states_dim").get<int64_t>();
+  s.intermediate_size = 40;
+  s.num_hidden_layers = 2;
+  s.num_attention_heads = 2;
+  s.image_size = 24;
+  s.patch_size = 8;
+  p.siglip = s.to_json();
+  SiglipProcessorConfig proc;
+  proc.height = proc.width = 24;
+  p.siglip_processor = proc.to_json();
+  p.vision_tokens = s.tokens();
+  return p;
+}
+
 }  // namespace
+
+std::string sibling_variant(const std::string& name) {
+  static const std::pair<const char*, const char*> kPairs[] = {
+      {kT2V480p, kI2V480p}, {kT2V720p, kI2V720p}, {kT2VTinyDemo, kI2VTinyDemo}};
+  for (const auto& [t, i] : kPairs) {
+    if (name == t) return i;
+    if (name == i) return t;
+  }
+  return "";
+}
 
 const std::vector<Preset>& presets() {
   static const std::vector<Preset> all = {
@@ -101,6 +154,27 @@ const std::vector<Preset>& presets() {
           "9",
           "720p_t2v", 720, 1280, 9.0),
       tiny_demo(),
+      i2v(kI2V480p,
+          "HunyuanVideo 1.5 image-to-video 8.3B (transformer/480p_i2v), 480p: the image's bucket of 640 x 640 "
+          "(e.g. 480x848 for 16:9), 121 frames, CFG 6, shift 5",
+          "480p_i2v", 640, 5.0, 6.0, 50),
+      i2v(kI2V720p,
+          "HunyuanVideo 1.5 image-to-video 8.3B (transformer/720p_i2v), 720p: the image's bucket of 960 x 960 "
+          "(e.g. 720x1280 for 16:9), 121 frames, CFG 6, shift 7",
+          "720p_i2v", 960, 7.0, 6.0, 50),
+      i2v(kI2V480pDistilled,
+          "HunyuanVideo 1.5 image-to-video, CFG-distilled (transformer/480p_i2v_distilled): one pass per step "
+          "(guidance 1), shift 5",
+          "480p_i2v_distilled", 640, 5.0, 1.0, 50),
+      i2v(kI2V720pDistilled,
+          "HunyuanVideo 1.5 image-to-video, CFG-distilled (transformer/720p_i2v_distilled): one pass per step "
+          "(guidance 1), shift 7",
+          "720p_i2v_distilled", 960, 7.0, 1.0, 50),
+      i2v(kI2V480pStepDistilled,
+          "HunyuanVideo 1.5 image-to-video, step-distilled (transformer/480p_i2v_step_distilled): 12 steps, "
+          "guidance 1, shift 7",
+          "480p_i2v_step_distilled", 640, 7.0, 1.0, 12),
+      tiny_i2v_demo(),
   };
   return all;
 }
@@ -112,8 +186,8 @@ const Preset& preset(const std::string& name) {
     known += (known.empty() ? "" : ", ") + p.name();
   }
   throw Error(msg() << "unknown HunyuanVideo 1.5 model '" << name << "'; known: " << known
-                    << " (the cfg-distilled, sparse, step-distilled, i2v and super-resolution transformers are not "
-                       "built yet)");
+                    << " (the t2v cfg-distilled and step-distilled, the sparse and the super-resolution transformers "
+                       "are not built yet)");
 }
 
 }  // namespace vidax::hunyuan15

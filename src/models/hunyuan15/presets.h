@@ -12,8 +12,14 @@
 //     960, 16)): 480x848 (480p), 720x1280 (720p);
 //   - text_len 1000 (_load_text_encoders' TextEncoder max_length), vision tokens 729
 //     (vision_num_semantic_tokens), the decode's tile (get_vae_inference_config: 256, 0.125).
-// Not offered (refused by name): the cfg-distilled, sparse and step-distilled transformers, the
-// i2v ones and the super-resolution stage.
+// Image-to-video (PIPELINE_CONFIGS['480p_i2v'] / ['720p_i2v']: guidance 6, shift 5 / 7; the
+// cfg-distilled '480p_i2v_distilled' / '720p_i2v_distilled': guidance 1, the same shifts;
+// '480p_i2v_step_distilled': guidance 1, shift 7, num_inference_steps 12, the folder
+// get_transformer_version names for --enable_step_distill): the size is the bucket of the image's
+// aspect ratio (i2v.h) in the list of base sqrt(height * width): the defaults 640 x 640 (480p) and
+// 960 x 960 (720p) are target_size_config's bucket_hw_base_size for the ideal_resolution.
+// Not offered (refused by name): the t2v cfg-distilled, the sparse and the t2v step-distilled
+// transformers and the super-resolution stage.
 #pragma once
 #include <nlohmann/json.hpp>
 #include <string>
@@ -35,6 +41,10 @@ struct Preset {
   // Qwen2.5-VL-7B-Instruct and byt5-small (the memory plan's sizes; a folder's own configs are what
   // load), a demo's tiny ones (what make-demo writes).
   nlohmann::json llm, byt5;
+  // Image-to-video variants: the SigLIP's configs (image_encoder/config.json, feature_extractor/
+  // preprocessor_config.json; the published siglip-so400m-patch14-384, a demo's tiny one); null for t2v.
+  nlohmann::json siglip, siglip_processor;
+  bool i2v() const { return !siglip.is_null(); }
 };
 
 const std::vector<Preset>& presets();
@@ -44,5 +54,14 @@ const Preset& preset(const std::string& name);
 inline constexpr const char* kT2V480p = "hunyuanvideo1.5-t2v-480p";
 inline constexpr const char* kT2V720p = "hunyuanvideo1.5-t2v-720p";
 inline constexpr const char* kT2VTinyDemo = "hunyuanvideo1.5-t2v-tiny-demo";  // `vidax make-demo` (demo.h)
+inline constexpr const char* kI2V480p = "hunyuanvideo1.5-i2v-480p";
+inline constexpr const char* kI2V720p = "hunyuanvideo1.5-i2v-720p";
+inline constexpr const char* kI2V480pDistilled = "hunyuanvideo1.5-i2v-480p-distilled";
+inline constexpr const char* kI2V720pDistilled = "hunyuanvideo1.5-i2v-720p-distilled";
+inline constexpr const char* kI2V480pStepDistilled = "hunyuanvideo1.5-i2v-480p-step-distilled";
+inline constexpr const char* kI2VTinyDemo = "hunyuanvideo1.5-i2v-tiny-demo";  // `vidax make-demo` (demo.h)
+
+// The t2v variant of the same resolution for an i2v one and the reverse ("" when none).
+std::string sibling_variant(const std::string& name);
 
 }  // namespace vidax::hunyuan15

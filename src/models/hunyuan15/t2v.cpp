@@ -67,8 +67,6 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanVideo15DiT> dit, std
               "HunyuanVideo 1.5 t2v: is_reshape_temporal_channels DiTs are not built in the t2v loop");
   VIDAX_CHECK(!c.guidance_embed, "HunyuanVideo 1.5 t2v: a guidance-embedded (distilled) DiT needs the pipeline's "
                                  "embedded_guidance_scale, not built yet (guidance_embed must be false)");
-  VIDAX_CHECK(!c.use_meanflow, "HunyuanVideo 1.5 t2v: a meanflow (step-distilled) DiT needs timestep_r (the next "
-                               "timestep), not built yet (use_meanflow must be false)");
   VIDAX_CHECK(opt.vision_tokens >= 1, "HunyuanVideo 1.5 t2v: vision_tokens " << opt.vision_tokens << ", must be >= 1");
 
   pipeline::Parts p;
@@ -97,6 +95,7 @@ pipeline::Parts make_t2v_parts(std::shared_ptr<const HunyuanVideo15DiT> dit, std
     DiTInputs d;
     d.hidden_states = x;
     d.timestep = {in.t};
+    if (cfg.use_meanflow) d.timestep_r = {in.t_next};  // timesteps[i + 1], 0 after the last step
     d.text_states = e.text_states.unsqueeze(0);
     d.encoder_attention_mask = e.text_mask.unsqueeze(0);
     d.vision_states = vision;

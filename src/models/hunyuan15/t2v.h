@@ -20,8 +20,11 @@
 // (sched.flow_match_discrete: 1.5's FlowMatchDiscreteScheduler is 1.0's with use_flux_shift off,
 // which the pipeline's _create_scheduler leaves off). The noise is torch.randn on the CPU generator
 // seeded `seed`, float32 (the published pipeline draws it in its target dtype, bf16).
-// Not built: guidance-embedded (distilled) and meanflow (step-distilled) DiTs, guidance_rescale,
-// image-to-video, the super-resolution stage; each is refused by make_t2v_parts.
+// A meanflow DiT (use_meanflow) takes timestep_r = the next timestep (0 after the last step), as
+// __call__ passes it (DenoiseInput::t_next).
+// Not built: guidance-embedded (distilled) DiTs, guidance_rescale,
+// the super-resolution stage; each is refused by make_t2v_parts. Image-to-video: i2v.h (these parts
+// plus the reference image's conditioning).
 #pragma once
 #include <cstdint>
 #include <memory>

@@ -31,6 +31,8 @@ bool has_safetensors(const fs::path& dir) {
 
 }  // namespace
 
+bool is_i2v_version(const std::string& version) { return version.find("_i2v") != std::string::npos; }
+
 std::vector<std::string> transformer_versions(const std::string& dir) {
   std::vector<std::string> out;
   std::error_code ec;
@@ -67,8 +69,8 @@ WeightFiles find_weights(const std::string& dir, const std::string& version) {
     throw Error(msg() << "HunyuanVideo 1.5 weights " << dir << ": no transformer/" << version
                       << "/ (the transformer this model needs); present: "
                       << (present.empty() ? std::string("none (no transformer/ folder)") : present)
-                      << " (the cfg-distilled, sparse, step-distilled, i2v and super-resolution transformers are not "
-                         "built yet)");
+                      << " (the t2v cfg-distilled and step-distilled, the sparse and the super-resolution transformers are "
+                         "not built yet)");
   }
   f.dit = tr.string();
   need(tr / "config.json", false, "the transformer's config");
@@ -92,6 +94,16 @@ WeightFiles find_weights(const std::string& dir, const std::string& version) {
     if (f.byt5_weights.empty() && is_file(glyph / "checkpoints" / name)) f.byt5_weights = (glyph / "checkpoints" / name).string();
   if (f.byt5_weights.empty())
     missing += "\n  " + (glyph / "checkpoints" / "byt5_model.pt").string() + " (the Glyph ByT5 weights)";
+  if (is_i2v_version(version)) {
+    const fs::path sig = root / "vision_encoder" / "siglip";
+    f.siglip = need(sig, true, "the SigLIP image encoder folder, _load_vision_encoder's vision_encoder/siglip");
+    if (!f.siglip.empty()) {
+      need(sig / "image_encoder" / "config.json", false, "the SigLIP config");
+      need(sig / "feature_extractor" / "preprocessor_config.json", false, "the SigLIP image processor config");
+      if (!has_safetensors(sig / "image_encoder"))
+        missing += "\n  " + (sig / "image_encoder" / "model.safetensors").string() + " (the SigLIP weights)";
+    }
+  }
   VIDAX_CHECK(missing.empty(), "HunyuanVideo 1.5 weights " << dir << " (the official ckpts/ layout) is missing:" << missing);
   return f;
 }

@@ -10,9 +10,12 @@
 //                            absent, here it must be there)
 //   text_encoder/Glyph-SDXL-v2/assets/color_idx.json, assets/multilingual_10-lang_idx.json,
 //                            checkpoints/byt5_model.pt (or byt5_model.safetensors)
-// The scheduler/ and vision_encoder/siglip/ folders the official loader also opens are not read:
-// the scheduler is the flow-match one made from the preset's shift (as __call__ does), and a
-// t2v run gives the DiT zero vision states (no SigLIP).
+//   vision_encoder/siglip/   image_encoder/ (config.json + model.safetensors: SiglipVisionModel) and
+//                            feature_extractor/preprocessor_config.json (_load_vision_encoder's);
+//                            looked for when the transformer is an i2v one (a version with "_i2v")
+// The scheduler/ folder the official loader also opens is not read: the scheduler is the flow-match
+// one made from the preset's shift (as __call__ does); a t2v run gives the DiT zero vision states and
+// reads no SigLIP.
 // A `vidax make-demo` folder has this layout too (plus vidax_model.json naming its variant).
 #pragma once
 #include <string>
@@ -29,7 +32,11 @@ struct WeightFiles {
   std::string byt5_config;          // text_encoder/byt5-small/config.json
   std::string byt5_weights;         // text_encoder/Glyph-SDXL-v2/checkpoints/byt5_model.{pt,safetensors}
   std::string glyph_colors, glyph_fonts;  // the Glyph-SDXL-v2 assets
+  std::string siglip;               // vision_encoder/siglip/ (i2v versions only; "" for t2v)
 };
+
+// True for an image-to-video transformer version ("480p_i2v", "480p_i2v_step_distilled", ...).
+bool is_i2v_version(const std::string& version);
 
 // The transformer versions under dir/transformer/ (sorted), empty when there is none.
 std::vector<std::string> transformer_versions(const std::string& dir);
