@@ -44,6 +44,7 @@ struct Follower::Impl {
         loaded = ready_for_job(m, spec, opt.lora_dir, opt.log);
       });
     } catch (const std::exception& e) {
+      if (!mesh.abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh.abandoned());
       log("job " + id + ": failed before its run: " + e.what());
       return;
     }
@@ -59,6 +60,7 @@ struct Follower::Impl {
     } catch (const pipeline::Cancelled& e) {
       log("job " + id + ": stopped (" + e.what() + ")");
     } catch (const std::exception& e) {
+      if (!mesh.abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh.abandoned());
       log("job " + id + ": failed: " + e.what());
     }
   }

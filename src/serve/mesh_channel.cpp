@@ -96,15 +96,10 @@ bool MeshChannel::agree_cancel(bool mine) {
 }
 
 std::string MeshChannel::agree_errors(const std::string& error) {
-  const size_t slot = kMaxMessage + 1;  // one message, NUL-ended ("" = no error)
-  std::vector<char> mine(slot, '\0'), all(slot * static_cast<size_t>(size()), '\0');
-  std::memcpy(mine.data(), error.data(), std::min(error.size(), kMaxMessage));
-  world_.all_gather(mine.data(), all.data(), slot, DType::U8);
+  const std::vector<std::string> all = world_.settle(error, kMaxMessage);
   std::vector<std::pair<int, std::string>> failed;
-  for (int r = 0; r < size(); ++r) {
-    std::string m(all.data() + static_cast<size_t>(r) * slot);
-    if (!m.empty()) failed.emplace_back(r, std::move(m));
-  }
+  for (int r = 0; r < size(); ++r)
+    if (!all[static_cast<size_t>(r)].empty()) failed.emplace_back(r, all[static_cast<size_t>(r)]);
   if (failed.empty()) return "";
   const bool same = std::all_of(failed.begin(), failed.end(), [&](const auto& f) { return f.second == failed[0].second; });
   if (same && failed.size() == static_cast<size_t>(size())) return failed[0].second;
@@ -116,14 +111,27 @@ std::string MeshChannel::agree_errors(const std::string& error) {
 void MeshChannel::run_agreed(const std::function<void()>& f) {
   std::exception_ptr cancelled;
   std::string error;
+  abandoned_.clear();
   try {
     f();
   } catch (const pipeline::Cancelled&) {
     cancelled = std::current_exception();
+  } catch (const dist::PeerFailed& e) {
+    abandoned_ = e.what();
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "an error without a message";
   }
+  if (world_.abandoned() && abandoned_.empty()) abandoned_ = "after another rank's failure notice: " + error;
+  // A collective abandoned on another rank's failure notice (dist::PeerFailed, or whatever the
+  // code it unwound through made of it): the failing rank's message is the job's, not this one.
+  if (world_.abandoned()) {
+    error.clear();
+    cancelled = nullptr;
+  }
+  // This rank failed: wake the others wherever they wait (a collective of the model, the cancel
+  // broadcast), then every rank agrees on a channel no job collective uses.
+  if (!error.empty()) world_.report_failure(error);
   const std::string all = agree_errors(error);
   if (!all.empty()) throw Error(all);
   if (cancelled) std::rethrow_exception(cancelled);

@@ -402,6 +402,7 @@ struct Server::Impl {
       log("job " + id + ": failed: " + e.what());
     } catch (const std::exception& e) {
       store->finish(id, Status::Failed, "generation_failed", e.what());
+      if (mesh && !mesh->abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh->abandoned());
       log("job " + id + ": failed: " + e.what());
     }
   }
