@@ -52,7 +52,13 @@ MeshChannel::MeshChannel(dist::Communicator& world) : world_(world) {}
 
 void MeshChannel::send_job(const MeshJob& job) {
   VIDAX_CHECK(rank() == 0, "only rank 0 sends jobs (this is rank " << rank() << ")");
-  const std::string text = nlohmann::json{{"id", job.id}, {"spec", job.spec}, {"unload", job.unload}}.dump();
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Tensor& k : job.key_images) {
+    VIDAX_CHECK(k.defined() && k.dim() == 3, "a job's keyframe must be [3, H, W], got " << (k.defined() ? k.str() : "none"));
+    shapes.push_back({k.size(0), k.size(1), k.size(2)});
+  }
+  const std::string text =
+      nlohmann::json{{"id", job.id}, {"spec", job.spec}, {"unload", job.unload}, {"key_shapes", shapes}}.dump();
   Header h;
   h.kind = kJob;
   h.json_bytes = text.size();
@@ -62,6 +68,7 @@ void MeshChannel::send_job(const MeshJob& job) {
   broadcast_bytes(world_, const_cast<char*>(text.data()), text.size());
   send_image(world_, job.image);
   send_image(world_, job.last_image);
+  for (const Tensor& k : job.key_images) send_image(world_, k);
 }
 
 void MeshChannel::send_stop() {
@@ -86,6 +93,10 @@ std::optional<MeshJob> MeshChannel::receive() {
   job.unload = j.at("unload").get<std::vector<std::string>>();
   job.image = receive_image(world_, h.image);
   job.last_image = receive_image(world_, h.last_image);
+  for (const auto& sh : j.at("key_shapes")) {
+    const uint64_t s3[3] = {sh.at(0).get<uint64_t>(), sh.at(1).get<uint64_t>(), sh.at(2).get<uint64_t>()};
+    job.key_images.push_back(receive_image(world_, s3));
+  }
   return job;
 }
 

@@ -34,6 +34,7 @@ struct MeshJob {
   nlohmann::json spec;
   std::vector<std::string> unload;
   Tensor image, last_image;  // [3, H, W] F32 as pipeline::Request holds them; undefined: none
+  std::vector<Tensor> key_images;  // the spec's `images`, in order (their paths cleared)
 };
 
 class MeshChannel {
