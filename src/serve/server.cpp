@@ -317,10 +317,16 @@ struct Server::Impl {
       };
       ev.warn = [&](const std::string& w) { log("job " + id + ": warning: " + w); };
       bool timed_out = false;
+      // The job's limit: its timeout_seconds, capped by --job-timeout.
+      double limit = opt.job_timeout_seconds;
+      std::string limit_name = "--job-timeout";
+      if (spec.timeout_seconds > 0 && (limit <= 0 || spec.timeout_seconds < limit)) {
+        limit = spec.timeout_seconds;
+        limit_name = "its timeout_seconds";
+      }
       auto cancel_now = [&] {
         if (stopping) return true;
-        if (opt.job_timeout_seconds > 0 &&
-            std::chrono::duration<double>(Clock::now() - t0).count() > opt.job_timeout_seconds) {
+        if (limit > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > limit) {
           timed_out = true;
           return true;
         }
@@ -352,7 +358,7 @@ struct Server::Impl {
         on_every_rank([&] { res = pipeline::run_generation(loaded->parts, req, ev, true); });  // decode: rank 0
       } catch (const pipeline::Cancelled& e) {
         if (!timed_out) throw;
-        throw JobTimeout(msg() << "the job ran past --job-timeout " << opt.job_timeout_seconds << " s (" << e.what()
+        throw JobTimeout(msg() << "the job ran past " << limit_name << " " << limit << " s (" << e.what()
                                << ")");
       }
 

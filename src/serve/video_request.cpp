@@ -26,6 +26,7 @@ constexpr size_t kMaxPromptBytes = 20000;  // far above any text encoder's budge
 // A server's own bounds, beside the CLI's rules: no single request may hold the queue for days.
 constexpr int64_t kMaxFrames = 10000;  // steps: pipeline::kMaxSteps, the CLI's bound
 constexpr size_t kMaxLoras = 8;
+constexpr double kMaxTimeoutSeconds = 7 * 86400;  // a week
 constexpr double kMaxLoraScale = 100;  // |scale|; a LoRA's useful range is about 0..2
 
 std::string type_name(const json& v) {
@@ -213,7 +214,7 @@ const std::vector<std::string>& video_request_fields() {
   static const std::vector<std::string> f = {"model",  "prompt", "size",     "seconds", "frames",
                                              "input_reference", "negative_prompt", "steps", "seed",
                                              "guidance", "shift", "sampler", "lora", "fps", "preset", "last_frame",
-                                             "images"};
+                                             "images", "timeout_seconds"};
   return f;
 }
 
@@ -451,6 +452,13 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     s.frames = std::llround(secs * s.fps / static_cast<double>(ft)) * ft + 1;
     s.seconds = body.at("seconds").is_string() ? body.at("seconds").get<std::string>() : format_seconds(secs);
   }
+  if (body.contains("timeout_seconds")) {
+    s.timeout_seconds = get_number(body, "timeout_seconds", from_form);
+    if (!(s.timeout_seconds > 0 && s.timeout_seconds <= kMaxTimeoutSeconds))
+      throw bad_field("timeout_seconds", "timeout_seconds " + format_seconds(s.timeout_seconds) +
+                                             ": must be a number of seconds in (0, " +
+                                             format_seconds(kMaxTimeoutSeconds) + "] (the server's --job-timeout caps it)");
+  }
   s.steps = body.contains("steps") ? get_int(body, "steps", from_form) : d.steps;
   s.guidance = body.contains("guidance") ? get_number(body, "guidance", from_form) : d.guidance;
   if (!body.contains("guidance")) s.guidance_scales = d.guidance_scales;  // as the CLI without --guidance
@@ -613,7 +621,7 @@ json spec_to_json(const VideoSpec& s) {
           {"steps", s.steps},       {"seed", s.seed},         {"guidance", s.guidance},
           {"shift", s.shift},       {"sampler", s.sampler},   {"fps", s.fps},
           {"seconds", s.seconds},   {"image", s.image},       {"last_image", s.last_image},
-          {"guidance_scales", s.guidance_scales}, {"images", key_images}};
+          {"guidance_scales", s.guidance_scales}, {"images", key_images}, {"timeout_seconds", s.timeout_seconds}};
 }
 
 VideoSpec spec_from_json(const json& j) {
@@ -637,6 +645,7 @@ VideoSpec spec_from_json(const json& j) {
   for (const auto& l : j.value("lora", json::array())) s.loras.push_back({l.at("path"), l.at("scale")});
   s.preset = j.value("preset", "");
   s.guidance_scales = j.value("guidance_scales", std::vector<double>{});  // absent in older servers' jobs
+  s.timeout_seconds = j.value("timeout_seconds", 0.0);  // absent in older servers' jobs
   for (const auto& k : j.value("images", json::array()))  // absent in older servers' jobs
     s.key_images.push_back({k.at("path"), k.at("frame"), k.at("strength"), ""});
   return s;

@@ -99,6 +99,8 @@ struct VideoSpec {
   std::string image, last_image;
   // `images`: keyframes after input_reference (frame 0), for a model that takes them (Variant::key_images).
   std::vector<KeyImageUse> key_images;
+  // `timeout_seconds`: this job's limit (0 = none given); the server's --job-timeout caps it.
+  double timeout_seconds = 0;
   std::string size() const { return std::to_string(width) + "x" + std::to_string(height); }
 };
 

@@ -125,6 +125,44 @@ TEST(ServeTimeout, AJobPastTheLimitFailsAndTheNextRuns) {
   EXPECT_NE(v["error"]["message"].get<std::string>().find("--job-timeout 0.05"), std::string::npos) << v.dump();
 }
 
+// timeout_seconds: a request's own limit, as --job-timeout for that job only; the server's limit
+// caps it; a bad value is a 400 naming the field.
+TEST(ServeTimeout, ARequestsTimeoutSecondsStopsItAndTheServersLimitCapsIt) {
+  json long_job = small_job(200);
+  long_job["size"] = "96x64";
+  {
+    TestServer s(fresh_dir("timeout_request"));
+    json j = long_job;
+    j["timeout_seconds"] = 0.05;
+    const std::string a = s.submit(j);
+    const json v = s.wait_for(a, "failed", 120);
+    EXPECT_EQ(v["error"]["code"], "job_timeout") << v.dump();
+    EXPECT_NE(v["error"]["message"].get<std::string>().find("the job ran past its timeout_seconds 0.05 s"),
+              std::string::npos)
+        << v.dump();
+    // Another job, without one, is not limited by it.
+    const std::string b = s.submit(small_job(2));
+    EXPECT_EQ(s.wait_for(b, "completed", 120)["status"], "completed");
+    for (const json& bad : {json(0), json(-1), json("soon"), json(1e9)}) {
+      json k = small_job(2);
+      k["timeout_seconds"] = bad;
+      auto r = s.client->Post("/v1/videos", k.dump(), "application/json");
+      ASSERT_TRUE(r);
+      EXPECT_EQ(r->status, 400) << bad.dump() << ": " << r->body;
+      EXPECT_EQ(json::parse(r->body)["error"].value("param", ""), "timeout_seconds") << r->body;
+    }
+  }
+  serve::ServeOptions opt;
+  opt.job_timeout_seconds = 0.05;
+  TestServer s(fresh_dir("timeout_capped"), opt);
+  json j = long_job;
+  j["timeout_seconds"] = 3600;  // more than the server allows: the server's limit holds
+  const json v = s.wait_for(s.submit(j), "failed", 120);
+  EXPECT_EQ(v["error"]["code"], "job_timeout") << v.dump();
+  EXPECT_NE(v["error"]["message"].get<std::string>().find("the job ran past --job-timeout 0.05 s"), std::string::npos)
+      << v.dump();
+}
+
 // LTX-2 (images at chosen frames): input_reference reaches Request::image, which the family runs as
 // an image at frame 0 with strength 1 (the same run as `vidax generate --image FILE`:
 // tests/ltx2/test_family_image.cpp checks Request::image against key_images {frame 0, strength 1}
