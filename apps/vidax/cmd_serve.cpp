@@ -105,6 +105,9 @@ int run_serve(const ServeArgs& a) {
   VIDAX_CHECK(world.size() == 1 || !a.mesh.empty(),
               "launched with " << world.size() << " ranks but no --mesh (e.g. --mesh cfg=2 or sp=" << world.size()
                                << "); without one every rank would serve on its own");
+  // A rank that fails inside the model's collectives wakes the others, and the server goes on
+  // (docs/serve.md, "Under MPI"): on every rank, before the mesh's groups are made.
+  if (world.size() > 1) world.enable_failure_recovery();
   std::unique_ptr<dist::Mesh> mesh;
   if (!a.mesh.empty()) mesh = std::make_unique<dist::Mesh>(world, dist::parse_mesh(a.mesh));
   if (world.rank() != 0) g_rank_prefix = "rank " + std::to_string(world.rank()) + ": ";

@@ -15,6 +15,13 @@
 #include "dist/communicator.h"
 #include "engine/builtin_kinds.h"
 
+namespace {
+// Under mpirun an error on any rank stops every rank, with its message (MPI_Abort; no return).
+void abort_other_ranks(const std::string& message) {
+  if (vidax::dist::launched_by_mpi() && vidax::dist::world().size() > 1) vidax::dist::world().abort(message);
+}
+}  // namespace
+
 int main(int argc, char** argv) {
   // `vidax inspect ... | head` must not die of SIGPIPE: a closed stdout or stderr
   // fails the writes instead, and the command finishes with its own status.
@@ -62,15 +69,20 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vidax: error: %s\n", e.what());
     return 1;
   } catch (const std::bad_alloc&) {
+    // Under mpirun too: returning would leave this rank in MPI_Finalize and the others waiting in
+    // their collective (docs/bugs.md row 130).
+    abort_other_ranks("out of memory");
     std::fprintf(stderr, "vidax: error: out of memory; use a smaller size or model\n");
     return 1;
   } catch (const std::filesystem::filesystem_error& e) {
     // A path the OS refused (a link loop, no permission): the user's input, not a bug.
+    abort_other_ranks(e.what());
     std::fprintf(stderr, "vidax: error: %s\n", e.what());
     return 1;
   } catch (const nlohmann::json::exception& e) {
     // Every JSON reader names its file and field (a vidax::Error); one that slips
     // through is still bad input, not a crash.
+    abort_other_ranks(std::string("a JSON value of the wrong type or shape: ") + e.what());
     std::fprintf(stderr, "vidax: error: a JSON value of the wrong type or shape: %s\n", e.what());
     return 1;
   } catch (const std::exception& e) {

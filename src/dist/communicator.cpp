@@ -1,8 +1,10 @@
 #include "dist/communicator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "backend/recording.h"
@@ -127,6 +129,63 @@ void LocalCommunicator::all_to_all(const void* in, void* out, size_t n, DType dt
 void LocalCommunicator::abort(const std::string& message) {
   std::fprintf(stderr, "vidax: error: %s\n", message.c_str());
   std::exit(1);
+}
+
+PeerFailed::PeerFailed(int r, const std::string& message)
+    : Error(msg() << "rank " << r << " failed while this rank waited in a collective: " << message), rank(r) {}
+
+std::vector<std::string> Communicator::settle(const std::string& error, size_t max_bytes) {
+  const size_t slot = max_bytes + 1;  // one message, NUL-ended ("" = no error)
+  std::vector<char> mine(slot, '\0'), all(slot * static_cast<size_t>(size()), '\0');
+  std::memcpy(mine.data(), error.data(), std::min(error.size(), max_bytes));
+  all_gather(mine.data(), all.data(), slot, DType::U8);
+  std::vector<std::string> out;
+  for (int r = 0; r < size(); ++r) out.emplace_back(all.data() + static_cast<size_t>(r) * slot);
+  return out;
+}
+
+namespace {
+// VIDAX_TEST_FAULT: the rank and step it names (-1: none), and whether the fault is armed or spent.
+struct TestFault {
+  int rank = -1, step = -1;
+  bool armed = false, spent = false;
+  std::mutex mu;
+};
+TestFault& test_fault() {
+  static TestFault* f = [] {
+    auto* t = new TestFault;
+    const char* v = std::getenv("VIDAX_TEST_FAULT");
+    if (!v || !*v) return t;
+    int rank = -1, step = -1;
+    char tail = 0;
+    if (std::sscanf(v, "%d:%d%c", &rank, &step, &tail) != 2 || rank < 0 || step < 1) {
+      std::fprintf(stderr, "vidax: warning: VIDAX_TEST_FAULT='%s' is not RANK:STEP (e.g. 1:2); ignored\n", v);
+      return t;
+    }
+    t->rank = rank;
+    t->step = step;
+    return t;
+  }();
+  return *f;
+}
+}  // namespace
+
+void mark_denoising_step(int step) {
+  TestFault& f = test_fault();
+  if (f.rank < 0) return;
+  std::lock_guard<std::mutex> lock(f.mu);
+  if (!f.spent && step == f.step) f.armed = true;
+}
+
+void fire_test_fault(int world_rank) {
+  TestFault& f = test_fault();
+  if (f.rank < 0) return;
+  std::lock_guard<std::mutex> lock(f.mu);
+  if (!f.armed || world_rank != f.rank) return;
+  f.armed = false;
+  f.spent = true;
+  throw Error(msg() << "VIDAX_TEST_FAULT: rank " << world_rank << " failed on purpose inside the model's "
+                    << "collectives at denoising step " << f.step);
 }
 
 bool launched_by_mpi() {

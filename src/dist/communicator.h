@@ -5,10 +5,21 @@
 #pragma once
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "core/error.h"
 #include "core/tensor.h"
 
 namespace vidax::dist {
+
+// Thrown by a collective, with failure recovery on (Communicator::enable_failure_recovery), when
+// another rank reported a failure (report_failure) while this one waited in it: the collective is
+// abandoned. The job's error is the failing rank's, which settle() gathers; this only unwinds.
+class PeerFailed : public Error {
+ public:
+  PeerFailed(int rank, const std::string& message);
+  int rank;  // the world rank that reported
+};
 
 class Communicator {
  public:
@@ -33,6 +44,27 @@ class Communicator {
   virtual std::unique_ptr<Communicator> split(int color, int key) = 0;
   // Stops every rank of the job with this message (an error on any rank stops all).
   [[noreturn]] virtual void abort(const std::string& message) = 0;
+
+  // --- Failure recovery: one rank failing mid-job (docs/architecture.md, "A rank that fails
+  // mid-job"; used by `vidax serve` under mpirun). Called on the world. Without it (and on one
+  // rank) the defaults: nothing to watch, settle() is an all-gather on this communicator.
+  //
+  // Every rank at the same point, before the job collectives: from then on every collective of
+  // this world and of its splits (made before or after) waits while also watching a side channel,
+  // and throws PeerFailed when a failing rank's report_failure arrives there.
+  virtual void enable_failure_recovery() {}
+  // This rank failed in the middle of a job: tells every other rank on the side channel (it does
+  // not wait). The caller then calls settle() like every rank.
+  virtual void report_failure(const std::string& message) { (void)message; }
+  // Whether a collective of this rank was abandoned (PeerFailed) since the last settle().
+  virtual bool abandoned() const { return false; }
+  // Every rank, at the end of a job's phase: every rank's `error` ("" = none; cut to max_bytes),
+  // in rank order. It runs on a channel no job collective uses, so it completes whichever
+  // collective a rank abandoned. When any rank failed or abandoned one, every communicator of
+  // this world then continues on a fresh one (the same groups), and the old ones, with what is
+  // pending on them, are left alone. A rank that abandoned without a failure anywhere gets the
+  // notice's text as its error.
+  virtual std::vector<std::string> settle(const std::string& error, size_t max_bytes);
 
   // Tensor-level helpers (contiguous host tensors; out-of-place unless *_inplace).
   void all_reduce_sum_inplace(Tensor& t);
@@ -64,6 +96,14 @@ class LocalCommunicator final : public Communicator {
 // The job's world: MPI's world when the process was started by mpirun (and MPI
 // is built in), else a LocalCommunicator. Initializes MPI on first use.
 Communicator& world();
-bool launched_by_mpi();  // OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment
+bool launched_by_mpi();
+
+// Test-only fault injection (the environment variable VIDAX_TEST_FAULT="RANK:STEP", read once):
+// on world rank RANK, once per process, the first collective of a split communicator (a mesh
+// group: the model's) after denoising step STEP (1-based) began throws instead of entering it,
+// as an allocation failing on that rank alone would. The generic denoising loop marks each step.
+void mark_denoising_step(int step);
+// Called by each collective of a split MPI communicator: throws the injected fault when armed.
+void fire_test_fault(int world_rank);  // OMPI_COMM_WORLD_SIZE / PMI_SIZE / PMIX_RANK in the environment
 
 }  // namespace vidax::dist

@@ -8,6 +8,7 @@
 #include "backend/ops.h"
 #include "core/error.h"
 #include "core/rng.h"
+#include "dist/communicator.h"
 #include "nn/parallel_cfg.h"
 #include "pipeline/interrupt.h"
 #include "pipeline/sampler.h"
@@ -313,6 +314,7 @@ Result run_generation(const Parts& parts, const Request& request, const Events& 
   auto t1 = Clock::now();
   for (int i = 0; i < total; ++i) {
     auto ts = Clock::now();
+    dist::mark_denoising_step(i + 1);  // VIDAX_TEST_FAULT (tests only): a rank failing inside this step
     const double t = res.timesteps[static_cast<size_t>(i)];
     const Guidance& guidance = guidance_at(i);
     const double embedded = guidance.embedded_scale();

@@ -32,15 +32,7 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
                 "--image-frame / --image-strength (or --image given more than once): "
                     << variant << " takes no images at chosen frames (its tasks: " << task_list
                     << "); a first frame is --image FILE, a last frame --last-image FILE");
-  for (size_t i = 0; i < request.key_images.size(); ++i) {
-    const KeyImage& k = request.key_images[i];
-    VIDAX_CHECK(k.frame >= 0 && k.frame < request.frames,
-                "--image-frame " << k.frame << " (image " << i + 1 << "): outside the video's frames [0, "
-                                 << request.frames << ") (--frames " << request.frames << ")");
-    VIDAX_CHECK(std::isfinite(k.strength) && k.strength >= 0.0 && k.strength <= 1.0,
-                "--image-strength " << k.strength << " (image " << i + 1
-                                    << "): must be in [0, 1] (1 keeps the image, 0 lets it be denoised)");
-  }
+  check_key_images(request);
   if (request.last_image.defined())
     VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
                                                << "); a first-last-frame (flf2v) variant does");
@@ -63,6 +55,18 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
   c.memory = family.memory_plan(variant, request, precision);
   check_memory(c.memory, static_cast<double>(mem_available_bytes()), static_cast<double>(mem_total_bytes()), warn);
   return c;
+}
+
+void check_key_images(const Request& request) {
+  for (size_t i = 0; i < request.key_images.size(); ++i) {
+    const KeyImage& k = request.key_images[i];
+    VIDAX_CHECK(k.frame >= 0 && k.frame < request.frames,
+                "--image-frame " << k.frame << " (image " << i + 1 << "): outside the video's frames [0, "
+                                 << request.frames << ") (--frames " << request.frames << ")");
+    VIDAX_CHECK(std::isfinite(k.strength) && k.strength >= 0.0 && k.strength <= 1.0,
+                "--image-strength " << k.strength << " (image " << i + 1
+                                    << "): must be in [0, 1] (1 keeps the image, 0 lets it be denoised)");
+  }
 }
 
 std::optional<uint64_t> parse_seed(const std::string& text, const std::string& option, bool allow_random) {

@@ -24,6 +24,11 @@ struct CheckedRequest {
 CheckedRequest check_request(const Family& family, const std::string& variant, const Request& request,
                              const std::string& precision, const std::function<void(const std::string&)>& warn);
 
+// Each of request.key_images' frame (in [0, frames)) and strength (in [0, 1]), in order, with the
+// CLI's messages ("--image-frame 9 (image 2): ..."): check_request's check, which `vidax serve`
+// runs on its `images` too.
+void check_key_images(const Request& request);
+
 // A seed as the user typed it: a decimal integer in [0, 2^64-1], the range of
 // torch.manual_seed; a negative integer asks for a random seed (the reference's
 // --base_seed -1) and gives nullopt. Anything else (a fraction, text, a value

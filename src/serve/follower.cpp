@@ -41,9 +41,13 @@ struct Follower::Impl {
         req = to_pipeline_request(spec, m.variant().defaults);
         req.image = job.image;
         req.last_image = job.last_image;
+        VIDAX_CHECK(req.key_images.size() == job.key_images.size(),
+                    "rank 0 sent " << job.key_images.size() << " keyframes for a spec of " << req.key_images.size());
+        for (size_t k = 0; k < job.key_images.size(); ++k) req.key_images[k].image = job.key_images[k];
         loaded = ready_for_job(m, spec, opt.lora_dir, opt.log);
       });
     } catch (const std::exception& e) {
+      if (!mesh.abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh.abandoned());
       log("job " + id + ": failed before its run: " + e.what());
       return;
     }
@@ -59,6 +63,7 @@ struct Follower::Impl {
     } catch (const pipeline::Cancelled& e) {
       log("job " + id + ": stopped (" + e.what() + ")");
     } catch (const std::exception& e) {
+      if (!mesh.abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh.abandoned());
       log("job " + id + ": failed: " + e.what());
     }
   }

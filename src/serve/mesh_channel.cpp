@@ -52,7 +52,13 @@ MeshChannel::MeshChannel(dist::Communicator& world) : world_(world) {}
 
 void MeshChannel::send_job(const MeshJob& job) {
   VIDAX_CHECK(rank() == 0, "only rank 0 sends jobs (this is rank " << rank() << ")");
-  const std::string text = nlohmann::json{{"id", job.id}, {"spec", job.spec}, {"unload", job.unload}}.dump();
+  nlohmann::json shapes = nlohmann::json::array();
+  for (const Tensor& k : job.key_images) {
+    VIDAX_CHECK(k.defined() && k.dim() == 3, "a job's keyframe must be [3, H, W], got " << (k.defined() ? k.str() : "none"));
+    shapes.push_back({k.size(0), k.size(1), k.size(2)});
+  }
+  const std::string text =
+      nlohmann::json{{"id", job.id}, {"spec", job.spec}, {"unload", job.unload}, {"key_shapes", shapes}}.dump();
   Header h;
   h.kind = kJob;
   h.json_bytes = text.size();
@@ -62,6 +68,7 @@ void MeshChannel::send_job(const MeshJob& job) {
   broadcast_bytes(world_, const_cast<char*>(text.data()), text.size());
   send_image(world_, job.image);
   send_image(world_, job.last_image);
+  for (const Tensor& k : job.key_images) send_image(world_, k);
 }
 
 void MeshChannel::send_stop() {
@@ -86,6 +93,10 @@ std::optional<MeshJob> MeshChannel::receive() {
   job.unload = j.at("unload").get<std::vector<std::string>>();
   job.image = receive_image(world_, h.image);
   job.last_image = receive_image(world_, h.last_image);
+  for (const auto& sh : j.at("key_shapes")) {
+    const uint64_t s3[3] = {sh.at(0).get<uint64_t>(), sh.at(1).get<uint64_t>(), sh.at(2).get<uint64_t>()};
+    job.key_images.push_back(receive_image(world_, s3));
+  }
   return job;
 }
 
@@ -96,15 +107,10 @@ bool MeshChannel::agree_cancel(bool mine) {
 }
 
 std::string MeshChannel::agree_errors(const std::string& error) {
-  const size_t slot = kMaxMessage + 1;  // one message, NUL-ended ("" = no error)
-  std::vector<char> mine(slot, '\0'), all(slot * static_cast<size_t>(size()), '\0');
-  std::memcpy(mine.data(), error.data(), std::min(error.size(), kMaxMessage));
-  world_.all_gather(mine.data(), all.data(), slot, DType::U8);
+  const std::vector<std::string> all = world_.settle(error, kMaxMessage);
   std::vector<std::pair<int, std::string>> failed;
-  for (int r = 0; r < size(); ++r) {
-    std::string m(all.data() + static_cast<size_t>(r) * slot);
-    if (!m.empty()) failed.emplace_back(r, std::move(m));
-  }
+  for (int r = 0; r < size(); ++r)
+    if (!all[static_cast<size_t>(r)].empty()) failed.emplace_back(r, all[static_cast<size_t>(r)]);
   if (failed.empty()) return "";
   const bool same = std::all_of(failed.begin(), failed.end(), [&](const auto& f) { return f.second == failed[0].second; });
   if (same && failed.size() == static_cast<size_t>(size())) return failed[0].second;
@@ -116,14 +122,27 @@ std::string MeshChannel::agree_errors(const std::string& error) {
 void MeshChannel::run_agreed(const std::function<void()>& f) {
   std::exception_ptr cancelled;
   std::string error;
+  abandoned_.clear();
   try {
     f();
   } catch (const pipeline::Cancelled&) {
     cancelled = std::current_exception();
+  } catch (const dist::PeerFailed& e) {
+    abandoned_ = e.what();
   } catch (const std::exception& e) {
     error = e.what();
     if (error.empty()) error = "an error without a message";
   }
+  if (world_.abandoned() && abandoned_.empty()) abandoned_ = "after another rank's failure notice: " + error;
+  // A collective abandoned on another rank's failure notice (dist::PeerFailed, or whatever the
+  // code it unwound through made of it): the failing rank's message is the job's, not this one.
+  if (world_.abandoned()) {
+    error.clear();
+    cancelled = nullptr;
+  }
+  // This rank failed: wake the others wherever they wait (a collective of the model, the cancel
+  // broadcast), then every rank agrees on a channel no job collective uses.
+  if (!error.empty()) world_.report_failure(error);
   const std::string all = agree_errors(error);
   if (!all.empty()) throw Error(all);
   if (cancelled) std::rethrow_exception(cancelled);

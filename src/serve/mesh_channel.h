@@ -5,7 +5,9 @@
 //   check_same           at start: the served models are the same list on every rank
 //   send_job / receive   before a job: its spec and the residency decision (or "stop")
 //   run_agreed           the job's two phases (the model made ready, the generation), each
-//                        ending with agree_errors
+//                        ending with agree_errors (Communicator::settle: on a channel of its own,
+//                        so a rank that fails inside the model's collectives wakes the others,
+//                        and every rank goes on with fresh communicators)
 //   agree_cancel         once per denoising step (rank 0's cancel decision)
 //
 // Rank 0 makes the calls from its worker thread and the followers from their main thread.
@@ -32,6 +34,7 @@ struct MeshJob {
   nlohmann::json spec;
   std::vector<std::string> unload;
   Tensor image, last_image;  // [3, H, W] F32 as pipeline::Request holds them; undefined: none
+  std::vector<Tensor> key_images;  // the spec's `images`, in order (their paths cleared)
 };
 
 class MeshChannel {
@@ -55,7 +58,11 @@ class MeshChannel {
   // Every rank: runs `f`, then agrees on the outcome. Throws Error(the agreed message) when any
   // rank failed; a pipeline::Cancelled (every rank stops at the same step: agree_cancel) is not a
   // failure and is rethrown after the agreement.
+  // A rank that waited in a collective when another failed abandons it (dist::PeerFailed) and
+  // continues on fresh communicators (Communicator::settle); abandoned() then says so, for the log.
   void run_agreed(const std::function<void()>& f);
+  // Why the last run_agreed abandoned a collective on this rank ("" = it did not).
+  const std::string& abandoned() const { return abandoned_; }
   // Every rank: rank 0's `mine` against each rank's; throws on every rank, naming `what` and the
   // ranks, when one differs (the served models must be the same list everywhere).
   void check_same(const std::string& what, const std::string& mine);
@@ -64,6 +71,7 @@ class MeshChannel {
 
  private:
   dist::Communicator& world_;
+  std::string abandoned_;
 };
 
 }  // namespace vidax::serve

@@ -3,6 +3,7 @@
 #include <httplib.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -133,6 +134,7 @@ struct Server::Impl {
   void remove_inputs(const std::string& id) const {
     std::error_code ec;
     for (const char* f : {"input_reference", "last_frame"}) fs::remove(input_path(id, f), ec);
+    for (size_t k = 0; k < kMaxKeyImages; ++k) fs::remove(input_path(id, "image_" + std::to_string(k)), ec);
   }
   fs::path thumb_dir(const std::string& id) const { return videos_dir / (id + ".thumb"); }
   fs::path thumb_path(const std::string& id) const { return thumb_dir(id) / "frame_00000.png"; }
@@ -270,6 +272,8 @@ struct Server::Impl {
         mj.id = id;
         mj.spec = spec_to_json(spec);
         mj.spec["image"] = mj.spec["last_image"] = "";
+        for (auto& k : mj.spec["images"]) k["path"] = "";
+        for (const pipeline::KeyImage& k : req.key_images) mj.key_images.push_back(k.image);
         for (const ServedModel* e : evict) mj.unload.push_back(e->name);
         mj.image = req.image;
         mj.last_image = req.last_image;
@@ -313,10 +317,16 @@ struct Server::Impl {
       };
       ev.warn = [&](const std::string& w) { log("job " + id + ": warning: " + w); };
       bool timed_out = false;
+      // The job's limit: its timeout_seconds, capped by --job-timeout.
+      double limit = opt.job_timeout_seconds;
+      std::string limit_name = "--job-timeout";
+      if (spec.timeout_seconds > 0 && (limit <= 0 || spec.timeout_seconds < limit)) {
+        limit = spec.timeout_seconds;
+        limit_name = "its timeout_seconds";
+      }
       auto cancel_now = [&] {
         if (stopping) return true;
-        if (opt.job_timeout_seconds > 0 &&
-            std::chrono::duration<double>(Clock::now() - t0).count() > opt.job_timeout_seconds) {
+        if (limit > 0 && std::chrono::duration<double>(Clock::now() - t0).count() > limit) {
           timed_out = true;
           return true;
         }
@@ -348,7 +358,7 @@ struct Server::Impl {
         on_every_rank([&] { res = pipeline::run_generation(loaded->parts, req, ev, true); });  // decode: rank 0
       } catch (const pipeline::Cancelled& e) {
         if (!timed_out) throw;
-        throw JobTimeout(msg() << "the job ran past --job-timeout " << opt.job_timeout_seconds << " s (" << e.what()
+        throw JobTimeout(msg() << "the job ran past " << limit_name << " " << limit << " s (" << e.what()
                                << ")");
       }
 
@@ -402,6 +412,7 @@ struct Server::Impl {
       log("job " + id + ": failed: " + e.what());
     } catch (const std::exception& e) {
       store->finish(id, Status::Failed, "generation_failed", e.what());
+      if (mesh && !mesh->abandoned().empty()) log("job " + id + ": abandoned a collective: " + mesh->abandoned());
       log("job " + id + ": failed: " + e.what());
     }
   }
@@ -421,6 +432,10 @@ struct Server::Impl {
         if ((name == "input_reference" || name == "last_frame") && !part.filename.empty()) {
           image_files[name] = part.content;
           (name == "input_reference" ? uploaded.input_reference : uploaded.last_frame) = true;
+        } else if (!part.filename.empty() && std::find(video_request_fields().begin(), video_request_fields().end(),
+                                                       name) == video_request_fields().end()) {
+          if (uploaded.other_files.count(name)) throw bad_field(name, "field '" + name + "' is given twice");
+          uploaded.other_files[name] = part.content;  // a file an `images` entry names (else refused)
         } else {
           body[name] = part.content;
         }
@@ -456,6 +471,27 @@ struct Server::Impl {
         throw bad_field(field, field + " is not a decodable image: " + e.what(), "invalid_image");
       }
       (field == "input_reference" ? spec.image : spec.last_image) = path.string();
+    }
+    // The keyframes (`images`), saved and decoded the same way.
+    for (size_t k = 0; k < spec.key_images.size(); ++k) {
+      KeyImageUse& u = spec.key_images[k];
+      const std::string field = "images[" + std::to_string(k) + "].image";
+      const fs::path path = input_path(j.id, "image_" + std::to_string(k));
+      try {
+        io::PendingOutput out(path.string());
+        {
+          std::ofstream f(out.temp_path(), std::ios::binary);
+          f.write(u.bytes.data(), static_cast<std::streamsize>(u.bytes.size()));
+          VIDAX_CHECK(f.good(), "cannot write " << out.temp_path());
+        }
+        (void)io::read_image(out.temp_path(), field);
+        out.commit();
+      } catch (const Error& e) {
+        remove_inputs(j.id);
+        throw bad_field(field, field + " is not a decodable image: " + e.what(), "invalid_image");
+      }
+      u.path = path.string();
+      u.bytes.clear();
     }
     j.model = spec.model;
     j.prompt = spec.prompt;

@@ -5,12 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <regex>
+#include <set>
 
 #include "engine/families.h"
 #include "io/video.h"
 #include "pipeline/memory_plan.h"
+#include "pipeline/request_check.h"
 #include "serve/api_error.h"
 
 namespace vidax::serve {
@@ -23,6 +26,7 @@ constexpr size_t kMaxPromptBytes = 20000;  // far above any text encoder's budge
 // A server's own bounds, beside the CLI's rules: no single request may hold the queue for days.
 constexpr int64_t kMaxFrames = 10000;  // steps: pipeline::kMaxSteps, the CLI's bound
 constexpr size_t kMaxLoras = 8;
+constexpr double kMaxTimeoutSeconds = 7 * 86400;  // a week
 constexpr double kMaxLoraScale = 100;  // |scale|; a LoRA's useful range is about 0..2
 
 std::string type_name(const json& v) {
@@ -91,6 +95,36 @@ std::string field_of_message(const std::string& m, bool gave_seconds) {
   for (const auto& [prefix, field] : map)
     if (m.rfind(prefix, 0) == 0) return std::string(field) == "frames" && gave_seconds ? "seconds" : field;
   return "";
+}
+
+// The bytes of a `data:image/...;base64,...` URL; nullopt when `text` is not one.
+std::optional<std::string> data_url_bytes(const std::string& text) {
+  static const std::regex head(R"(data:image/[A-Za-z0-9.+-]+;base64,)");
+  std::smatch m;
+  if (!std::regex_search(text, m, head, std::regex_constants::match_continuous)) return std::nullopt;
+  std::string out;
+  uint32_t acc = 0;
+  int bits = 0;
+  size_t pad = 0;
+  for (size_t i = static_cast<size_t>(m.length(0)); i < text.size(); ++i) {
+    const char c = text[i];
+    int v;
+    if (c >= 'A' && c <= 'Z') v = c - 'A';
+    else if (c >= 'a' && c <= 'z') v = c - 'a' + 26;
+    else if (c >= '0' && c <= '9') v = c - '0' + 52;
+    else if (c == '+') v = 62;
+    else if (c == '/') v = 63;
+    else if (c == '=' && ++pad <= 2) continue;
+    else return std::nullopt;
+    if (pad) return std::nullopt;  // data after '='
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xff));
+    }
+  }
+  return out;
 }
 
 std::string format_seconds(double s) {
@@ -179,7 +213,8 @@ ServedModel load_served_model(const std::string& weights, const std::string& mod
 const std::vector<std::string>& video_request_fields() {
   static const std::vector<std::string> f = {"model",  "prompt", "size",     "seconds", "frames",
                                              "input_reference", "negative_prompt", "steps", "seed",
-                                             "guidance", "shift", "sampler", "lora", "fps", "preset", "last_frame"};
+                                             "guidance", "shift", "sampler", "lora", "fps", "preset", "last_frame",
+                                             "images", "timeout_seconds"};
   return f;
 }
 
@@ -251,6 +286,80 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
       throw bad_field(f, std::string(f) + " must be an image file in a multipart/form-data request (as OpenAI's SDK "
                                           "sends it), not a " + (from_form ? "text field" : "JSON value"),
                       "invalid_type");
+  // Keyframes (LTX-2): as the CLI's --image FILE --image-frame N --image-strength S after the first
+  // frame (input_reference). Frames and strengths are checked below, once the frame count is known.
+  std::set<std::string> used_files;
+  if (body.contains("images")) {
+    const auto& v = model->variant();
+    std::string list;
+    for (const auto& t : v.tasks) list += (list.empty() ? "" : ", ") + t;
+    if (!v.key_images)
+      throw bad_field("images", "model " + s.model + " takes no images at chosen frames (its tasks: " + list +
+                                    "); a first frame is input_reference, a last frame last_frame", "unsupported_value");
+    json entries = body.at("images");
+    if (from_form && entries.is_string()) {
+      try {
+        entries = json::parse(entries.get<std::string>());
+      } catch (const json::exception&) {
+        throw bad_field("images", "images is not valid JSON text (a list of {\"image\", \"frame\", \"strength\"})",
+                        "invalid_json");
+      }
+    }
+    if (!entries.is_array())
+      throw bad_field("images", "images must be a list of {\"image\", \"frame\", \"strength\"}, got " +
+                                    type_name(entries), "invalid_type");
+    if (entries.size() > kMaxKeyImages)
+      throw bad_field("images", "images has " + std::to_string(entries.size()) + " entries; at most " +
+                                    std::to_string(kMaxKeyImages));
+    const bool first_is_reference = images.input_reference;
+    for (size_t k = 0; k < entries.size(); ++k) {
+      const std::string field = "images[" + std::to_string(k) + "]";
+      const json& e = entries[k];
+      if (!e.is_object())
+        throw bad_field(field, field + " must be an object {\"image\", \"frame\", \"strength\"}, got " + type_name(e),
+                        "invalid_type");
+      for (auto it = e.begin(); it != e.end(); ++it)
+        if (it.key() != "image" && it.key() != "frame" && it.key() != "strength")
+          throw valid_utf8(it.key()) ? bad_field(field + "." + it.key(), "unknown field '" + it.key() + "' in " + field,
+                                                 "unknown_parameter")
+                                     : bad_field(field, "a field name in " + field + " is not valid UTF-8", "invalid_encoding");
+      KeyImageUse u;
+      if (!e.contains("image"))
+        throw bad_field(field + ".image", field + ".image is required (a data:image/...;base64 URL, or in a form the "
+                                                  "name of a file part)", "missing_required_parameter");
+      const std::string src = get_string(e, "image");
+      if (const auto bytes = data_url_bytes(src)) {
+        u.bytes = *bytes;
+      } else if (src.rfind("data:", 0) == 0) {
+        throw bad_field(field + ".image", field + ".image is not a data:image/...;base64 URL with valid base64",
+                        "invalid_encoding");
+      } else {
+        const auto f = images.other_files.find(src);
+        if (f == images.other_files.end())
+          throw bad_field(field + ".image", field + ".image '" + src.substr(0, 64) + "': " +
+                                                (from_form ? "no file part of that name in this form"
+                                                           : "not a data:image/...;base64 URL (a file part's name "
+                                                             "needs a multipart/form-data request)") ,
+                          "invalid_value");
+        u.bytes = f->second;
+        used_files.insert(src);
+      }
+      // As the CLI: only the first image defaults to frame 0 (here input_reference when given).
+      if (e.contains("frame")) {
+        u.frame = get_int(e, "frame", from_form);
+      } else if (first_is_reference || k > 0) {
+        throw bad_field(field + ".frame", field + " has no frame: only the first image (input_reference, else "
+                                                  "images[0]) defaults to frame 0; give " + field + ".frame",
+                        "missing_required_parameter");
+      }
+      if (e.contains("strength")) u.strength = get_number(e, "strength", from_form);
+      s.key_images.push_back(std::move(u));
+    }
+  }
+  for (const auto& [name, bytes] : images.other_files)
+    if (!used_files.count(name))
+      throw valid_utf8(name) ? bad_field(name, "unknown field '" + name + "'", "unknown_parameter")
+                             : ApiError(400, "a field name is not valid UTF-8", "", "invalid_encoding");
   if (body.contains("lora")) {
     if (lora_dir.empty())
       throw bad_field("lora", "this server has no LoRA folder (vidax serve --lora-dir DIR); lora is not accepted",
@@ -343,6 +452,13 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     s.frames = std::llround(secs * s.fps / static_cast<double>(ft)) * ft + 1;
     s.seconds = body.at("seconds").is_string() ? body.at("seconds").get<std::string>() : format_seconds(secs);
   }
+  if (body.contains("timeout_seconds")) {
+    s.timeout_seconds = get_number(body, "timeout_seconds", from_form);
+    if (!(s.timeout_seconds > 0 && s.timeout_seconds <= kMaxTimeoutSeconds))
+      throw bad_field("timeout_seconds", "timeout_seconds " + format_seconds(s.timeout_seconds) +
+                                             ": must be a number of seconds in (0, " +
+                                             format_seconds(kMaxTimeoutSeconds) + "] (the server's --job-timeout caps it)");
+  }
   s.steps = body.contains("steps") ? get_int(body, "steps", from_form) : d.steps;
   s.guidance = body.contains("guidance") ? get_number(body, "guidance", from_form) : d.guidance;
   if (!body.contains("guidance")) s.guidance_scales = d.guidance_scales;  // as the CLI without --guidance
@@ -359,6 +475,24 @@ VideoSpec parse_video_request(const json& body, bool from_form, const std::vecto
     throw bad_field("steps", "steps " + std::to_string(s.steps) + ": this server takes at most " +
                                  std::to_string(pipeline::kMaxSteps) + " (the CLI's bound, pipeline::kMaxSteps)");
 
+  // The keyframes' frames and strengths: the CLI's check (and messages) on the CLI's list, where
+  // input_reference is the first --image (frame 0, strength 1); the first entry that fails is named.
+  {
+    pipeline::Request kr;
+    kr.frames = s.frames;
+    const size_t offset = images.input_reference ? 1 : 0;
+    if (offset) kr.key_images.push_back({Tensor(), 0, 1.0});
+    for (size_t k = 0; k < s.key_images.size(); ++k) {
+      kr.key_images.push_back({Tensor(), s.key_images[k].frame, s.key_images[k].strength});
+      try {
+        pipeline::check_key_images(kr);
+      } catch (const Error& e) {
+        const std::string m = e.what();
+        const std::string field = "images[" + std::to_string(k) + "]";
+        throw bad_field(field + (m.rfind("--image-frame", 0) == 0 ? ".frame" : ".strength"), m);
+      }
+    }
+  }
   // The CLI's checks, on the loaded model's geometry, then the memory the request needs.
   const pipeline::Request req = to_pipeline_request(s, d);
   try {
@@ -478,6 +612,8 @@ std::vector<translate::LoraSpec> lora_specs(const VideoSpec& s, const std::strin
 }
 
 json spec_to_json(const VideoSpec& s) {
+  json key_images = json::array();
+  for (const auto& k : s.key_images) key_images.push_back({{"path", k.path}, {"frame", k.frame}, {"strength", k.strength}});
   json loras = json::array();
   for (const auto& l : s.loras) loras.push_back({{"path", l.path}, {"scale", l.scale}});
   return {{"model", s.model},  {"lora", loras}, {"preset", s.preset},       {"prompt", s.prompt},     {"negative_prompt", s.negative_prompt},
@@ -485,7 +621,7 @@ json spec_to_json(const VideoSpec& s) {
           {"steps", s.steps},       {"seed", s.seed},         {"guidance", s.guidance},
           {"shift", s.shift},       {"sampler", s.sampler},   {"fps", s.fps},
           {"seconds", s.seconds},   {"image", s.image},       {"last_image", s.last_image},
-          {"guidance_scales", s.guidance_scales}};
+          {"guidance_scales", s.guidance_scales}, {"images", key_images}, {"timeout_seconds", s.timeout_seconds}};
 }
 
 VideoSpec spec_from_json(const json& j) {
@@ -509,6 +645,9 @@ VideoSpec spec_from_json(const json& j) {
   for (const auto& l : j.value("lora", json::array())) s.loras.push_back({l.at("path"), l.at("scale")});
   s.preset = j.value("preset", "");
   s.guidance_scales = j.value("guidance_scales", std::vector<double>{});  // absent in older servers' jobs
+  s.timeout_seconds = j.value("timeout_seconds", 0.0);  // absent in older servers' jobs
+  for (const auto& k : j.value("images", json::array()))  // absent in older servers' jobs
+    s.key_images.push_back({k.at("path"), k.at("frame"), k.at("strength"), ""});
   return s;
 }
 
@@ -530,6 +669,12 @@ pipeline::Request to_pipeline_request(const VideoSpec& s, const pipeline::Defaul
   r.fps = s.fps;  // the video's frame rate: a family whose model takes it reads it (Request::fps)
   if (!s.image.empty()) r.image = io::read_image(s.image, "input_reference");
   if (!s.last_image.empty()) r.last_image = io::read_image(s.last_image, "last_frame");
+  // Keyframes after the first frame (an empty path: the image comes from rank 0, MeshJob).
+  for (size_t k = 0; k < s.key_images.size(); ++k) {
+    const KeyImageUse& u = s.key_images[k];
+    r.key_images.push_back({u.path.empty() ? Tensor() : io::read_image(u.path, "images[" + std::to_string(k) + "].image"),
+                            u.frame, u.strength});
+  }
   return r;
 }
 

@@ -5,6 +5,7 @@
 // stores and the worker runs: every default filled in, the seed drawn.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
@@ -70,6 +71,17 @@ struct LoraUse {
   double scale = 1.0;
 };
 
+// One keyframe of a request's `images` (LTX-2): an image at a pixel frame with a strength, as the
+// CLI's `--image FILE --image-frame N --image-strength S`. `bytes` is what the request carried
+// (a data URL's or a form file part's), until the server saves it at `path`.
+struct KeyImageUse {
+  std::string path;
+  int64_t frame = 0;
+  double strength = 1.0;
+  std::string bytes;  // not stored with the job
+};
+constexpr size_t kMaxKeyImages = 16;
+
 struct VideoSpec {
   std::string model, prompt, negative_prompt;  // negative "" = the variant's default
   int64_t frames = 0, height = 0, width = 0, steps = 0;
@@ -85,6 +97,10 @@ struct VideoSpec {
   // Image-to-video: the uploaded input_reference (and last_frame, first-last-frame models), saved
   // in the server's data folder; "" = none. Their size is the video's aspect ratio (as the CLI's).
   std::string image, last_image;
+  // `images`: keyframes after input_reference (frame 0), for a model that takes them (Variant::key_images).
+  std::vector<KeyImageUse> key_images;
+  // `timeout_seconds`: this job's limit (0 = none given); the server's --job-timeout caps it.
+  double timeout_seconds = 0;
   std::string size() const { return std::to_string(width) + "x" + std::to_string(height); }
 };
 
@@ -95,6 +111,9 @@ const std::vector<std::string>& video_request_fields();
 // last_frame): the server takes them out of the body and says here which were uploaded.
 struct UploadedImages {
   bool input_reference = false, last_frame = false;
+  // The form's other file parts, by field name: what an `images` entry's `image` may name. A part
+  // no entry names is an unknown field.
+  std::map<std::string, std::string> other_files;
 };
 
 // `body` is the parsed JSON object, or a multipart form's fields as strings

@@ -12,6 +12,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
       "4|MpiNp4.Cfg2Sp2*"
       "4|MpiNp4.Tp4*:MpiNp4.Sp4*"
       "4|MpiNp4.Cfg2Tp2*")
+  list(APPEND _vidax_parallel_runs "2|MpiRecovery.*" "4|MpiRecovery.*")  # test_recovery.cpp
   foreach(run ${_vidax_parallel_runs})
     string(REPLACE "|" ";" parts "${run}")
     list(GET parts 0 np)

@@ -9,7 +9,7 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   target_compile_definitions(test_serve_mpi PRIVATE VIDAX_TEST_DATA_DIR="${VIDAX_TEST_DATA_DIR}"
                              VIDAX_BINARY_DIR="${CMAKE_BINARY_DIR}" VIDAX_MPIEXEC="${MPIEXEC_EXECUTABLE}")
   add_dependencies(test_serve_mpi vidax_app)
-  # One entry (about 10 s): the four tests each start their own `mpirun -np 2`.
+  # One entry (about 17 s): the seven tests each start their own `mpirun -np 2`.
   add_test(NAME serve.mpirun_np2 COMMAND test_serve_mpi)
   set_tests_properties(serve.mpirun_np2 PROPERTIES LABELS "serve;mpi" TIMEOUT 400)
 endif()

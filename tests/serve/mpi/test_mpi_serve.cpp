@@ -4,6 +4,8 @@
 // a single-process `vidax generate` of the same request; a cancel stops both ranks at the same
 // step; a job that fails on one rank only fails with that rank's message and the next job runs;
 // SIGTERM on rank 0 drains and every rank exits 0; --job-timeout; an I2V job under --max-memory.
+// A rank that fails inside the DiT's collectives (VIDAX_TEST_FAULT) fails the job with its message
+// on every rank, without a hang, and the next job runs; `vidax generate` under mpirun exits.
 // Built as test_serve_mpi, run by ctest only where mpirun is (label "serve;mpi").
 #include <fcntl.h>
 #include <signal.h>
@@ -44,7 +46,9 @@ struct MpiServe {
   int port = 0, rank0_pid = 0;
   fs::path out, err;
 
-  MpiServe(const fs::path& dir, const std::vector<std::string>& common, const std::vector<std::vector<std::string>>& ranks) {
+  // `extra_env`: more environment for every rank (e.g. VIDAX_TEST_FAULT, which names its rank).
+  MpiServe(const fs::path& dir, const std::vector<std::string>& common, const std::vector<std::vector<std::string>>& ranks,
+           const std::vector<std::string>& extra_env = {}) {
     out = dir / "stdout.txt";
     err = dir / "stderr.txt";
     std::vector<std::string> args = {VIDAX_MPIEXEC, "--allow-run-as-root", "--oversubscribe"};
@@ -57,8 +61,10 @@ struct MpiServe {
     }
     std::vector<std::string> env;
     for (char** e = environ; *e; ++e) env.emplace_back(*e);
-    env.insert(env.end(), kMpiEnv.begin(), kMpiEnv.end());  // later copies are ignored by getenv: put ours first
-    std::rotate(env.begin(), env.end() - static_cast<long>(kMpiEnv.size()), env.end());
+    std::vector<std::string> ours = kMpiEnv;
+    ours.insert(ours.end(), extra_env.begin(), extra_env.end());
+    env.insert(env.end(), ours.begin(), ours.end());  // later copies are ignored by getenv: put ours first
+    std::rotate(env.begin(), env.end() - static_cast<long>(ours.size()), env.end());
     std::vector<char*> argv, envp;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -444,4 +450,75 @@ TEST(MpiServe, AJobPastItsTimeoutStopsOnBothRanks) {
   EXPECT_NE(err.find("rank 1: job " + id + ": stopped (cancelled during denoising step " + step[1].str() + "/1000)"),
             std::string::npos)
       << err;
+}
+
+// One rank fails in the middle of a denoising step, inside the DiT forward (VIDAX_TEST_FAULT:
+// its first collective of step 2 throws instead of being entered), while the other waits in
+// that collective (sp=2: the attention's all-to-all). The waiting rank abandons it on the
+// failing rank's notice, the job fails with the failing rank's message, both ranks continue on
+// fresh communicators and the next job gives the single-process frame. Once with rank 1 failing
+// (rank 0, the server, waits), once with rank 0 failing (rank 1 waits).
+TEST(MpiServe, ARankThatFailsInsideTheModelsCollectivesFailsTheJobAndTheServerGoesOn) {
+  (void)reference_frame();
+  for (int failing : {1, 0}) {
+    SCOPED_TRACE("failing rank " + std::to_string(failing));
+    const fs::path dir = fresh_dir("mpi-serve-fault-" + std::to_string(failing));
+    std::vector<std::string> args = common_args(dir / "data");
+    args.back() = "sp=2";
+    MpiServe s(dir, args, {{}, {}}, {"VIDAX_TEST_FAULT=" + std::to_string(failing) + ":2"});
+    ASSERT_TRUE(s.wait_ready());
+    httplib::Client c("127.0.0.1", s.port);
+    c.set_read_timeout(60, 0);
+
+    const std::string failed = submit(c, small_job(3));
+    json v = wait_until(c, failed, finished);
+    ASSERT_EQ(v["status"], "failed") << v.dump() << read_file(s.err);
+    EXPECT_EQ(v["error"]["code"], "generation_failed");
+    const std::string message = v["error"]["message"];
+    const std::string want = "rank " + std::to_string(failing) + ": VIDAX_TEST_FAULT: rank " + std::to_string(failing) +
+                             " failed on purpose inside the model's collectives at denoising step 2";
+    EXPECT_EQ(message, want);
+
+    // The next jobs run on both ranks, on the renewed communicators, with the single-process frame.
+    for (int k = 0; k < 2; ++k) {
+      const std::string next = submit(c, small_job(2));
+      v = wait_until(c, next, finished);
+      ASSERT_EQ(v["status"], "completed") << v.dump() << read_file(s.err);
+      EXPECT_EQ(thumbnail_diff(c, next, dir), 0.0);
+    }
+
+    ASSERT_EQ(kill(s.rank0_pid, SIGTERM), 0);
+    EXPECT_EQ(s.wait_exit(), 0) << read_file(s.err);
+    const std::string err = read_file(s.err);
+    EXPECT_NE(err.find("rank 1: job " + failed + ": failed: " + want), std::string::npos) << err;
+    // The other rank was waiting in the collective the failing one never entered, and left it.
+    const std::string waiter = failing == 1 ? "" : "rank 1: ";
+    EXPECT_NE(err.find(waiter + "job " + failed + ": abandoned a collective: rank " + std::to_string(failing) +
+                       " failed while this rank waited in a collective: VIDAX_TEST_FAULT"),
+              std::string::npos)
+        << err;
+    EXPECT_NE(err.find("rank 1: rank 0 said stop"), std::string::npos) << err;
+  }
+}
+
+// `vidax generate` under mpirun, one rank failing mid-step: no hang, every rank ends (MPI_Abort
+// from the failing rank, main.cpp) and mpirun exits non-zero with the rank's message.
+TEST(MpiServe, GenerateUnderMpirunEndsWhenOneRankFailsMidStep) {
+  const fs::path dir = fresh_dir("mpi-generate-fault");
+  const std::vector<std::string> args = {"generate",  "--weights", demo_weights_dir(), "--prompt", "a red panda",
+                                         "--width",   "48",        "--height",         "32",       "--frames",
+                                         "5",         "--steps",   "3",                "--seed",   "7",
+                                         "--mesh",    "sp=2",      "-o",               (dir / "frames").string()};
+  const auto t0 = std::chrono::steady_clock::now();
+  MpiServe s(dir, args, {{}, {}}, {"VIDAX_TEST_FAULT=1:2"});
+  const int code = s.wait_exit(120);
+  EXPECT_NE(code, -1) << "still running after 120 s: " << read_file(s.err);
+  EXPECT_NE(code, 0);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(secs, 120);
+  const std::string err = read_file(s.err);
+  EXPECT_NE(err.find("VIDAX_TEST_FAULT: rank 1 failed on purpose inside the model's collectives at denoising step 2"),
+            std::string::npos)
+      << err;
+  EXPECT_FALSE(fs::exists(dir / "frames" / "frame_00000.png")) << "a failed run wrote frames";
 }
