@@ -120,6 +120,8 @@ struct Parts {
   int min_images = 0, max_images = 0;
   // Takes Request::key_images (images at any frame with a strength); false: refused by name.
   bool takes_key_images = false;
+  // Takes Request::reference_videos (in-context LoRA reference videos); false: refused by name.
+  bool takes_reference_videos = false;
   std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
   // Control-video models (VACE): the callable that turns ControlInputs into the denoiser's
   // conditioning (through DenoiseInput::images), once per run, before the prompts. Set = the model

@@ -1,6 +1,8 @@
 // The LTX-2 family's whole run (t2v_run.h).
 #include "models/ltx2/t2v_run.h"
 
+#include "models/ltx2/ic_lora_run.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -246,6 +248,9 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
               "--last-image: LTX-2 takes images at chosen frames instead: --image FILE --image-frame N (the last "
               "frame is N = --frames - 1)");
   VIDAX_CHECK(!q.has_control(), "--control-video / --mask-video / --reference-image: LTX-2 takes no control video");
+  VIDAX_CHECK(!q.skip_stage_2 && q.conditioning_attention_strength == 1.0,
+              "--skip-stage-2 / --conditioning-attention-strength: for the IC-LoRA pipeline (--reference-video FILE or "
+              "--video FILE); this run is one stage");
   T2VRequest r;
   r.height = q.height;
   r.width = q.width;
@@ -315,6 +320,7 @@ PromptContexts encode_contexts(const Model& m, const std::string& prompt, const 
 pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline::Events& ev, bool decode) {
   VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise,
               "--record / --replay: not wired for LTX-2 yet (its run has two latent streams, video and audio)");
+  if (!q.reference_videos.empty()) return run_ic_lora(m, q, ev, decode);  // ICLoraPipeline (ic_lora_run.h)
   const T2VRequest r = t2v_request(m.preset, q);
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
@@ -403,6 +409,7 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   p.min_images = 0;  // Request::image: a first frame (frame 0, strength 1)
   p.max_images = 1;
   p.takes_key_images = true;
+  p.takes_reference_videos = true;  // the IC-LoRA pipeline (ic_lora_run.h)
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
   // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
   // job's LoRAs (the same list as now costs nothing). The old DiT goes first (one DiT in memory, as
