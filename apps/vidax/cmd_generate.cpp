@@ -80,18 +80,28 @@ std::vector<ImageArg> image_args(const std::vector<const CLI::Option*>& order, c
   return out;
 }
 
+// One reference video of the command line: its file, strength and the option that gave it.
+struct ReferenceVideoArg {
+  std::string path;
+  double strength = 1.0;
+  std::string option;
+};
+
 // The reference videos (--reference-video FILE, --video-conditioning FILE STRENGTH, --video FILE) in
 // command-line order, each with its strength (1 unless --video-conditioning gives one).
-std::vector<std::pair<std::string, double>> reference_video_args(
+std::vector<ReferenceVideoArg> reference_video_args(
     const std::vector<const CLI::Option*>& order, const CLI::Option* reference, const CLI::Option* conditioning,
     const CLI::Option* video, const std::vector<std::string>& references,
     const std::vector<std::pair<std::string, double>>& conditionings, const std::vector<std::string>& videos) {
-  std::vector<std::pair<std::string, double>> out;
+  std::vector<ReferenceVideoArg> out;
   size_t nr = 0, nc = 0, nv = 0;
   for (const CLI::Option* o : order) {
-    if (o == reference && nr < references.size()) out.emplace_back(references[nr++], 1.0);
-    else if (o == conditioning && nc < conditionings.size()) out.push_back(conditionings[nc++]);
-    else if (o == video && nv < videos.size()) out.emplace_back(videos[nv++], 1.0);
+    if (o == reference && nr < references.size()) out.push_back({references[nr++], 1.0, "--reference-video"});
+    else if (o == conditioning && nc < conditionings.size()) {
+      out.push_back({conditionings[nc].first, conditionings[nc].second, "--video-conditioning"});
+      ++nc;
+    } else if (o == video && nv < videos.size())
+      out.push_back({videos[nv++], 1.0, "--video"});
   }
   return out;
 }
@@ -111,7 +121,7 @@ struct GenerateArgs {
   // video: the same path), paired in command-line order into `reference_videos`.
   std::vector<std::string> reference_video_paths, video_paths;
   std::vector<std::pair<std::string, double>> video_conditionings;
-  std::vector<std::pair<std::string, double>> reference_videos;
+  std::vector<ReferenceVideoArg> reference_videos;
   double conditioning_attention_strength = 1.0;
   bool skip_stage_2 = false;
   std::optional<std::string> negative_prompt, output;
@@ -151,7 +161,7 @@ nlohmann::json key_images_json(const GenerateArgs& a, const pipeline::Request& r
 // The record's reference_videos: file and strength of each, in the order used.
 nlohmann::json reference_videos_json(const GenerateArgs& a) {
   nlohmann::json out = nlohmann::json::array();
-  for (const auto& [path, strength] : a.reference_videos) out.push_back({{"file", path}, {"strength", strength}});
+  for (const ReferenceVideoArg& r : a.reference_videos) out.push_back({{"file", r.path}, {"strength", r.strength}});
   return out;
 }
 
@@ -349,11 +359,11 @@ int run_generate(const GenerateArgs& a) {
   for (const std::string& r : a.reference_images) req.reference_images.push_back(io::read_image(r, "--reference-image"));
   req.control_scale = a.control_scale;
   // IC-LoRA reference videos (LTX-2), decoded now: a bad file fails before any weight is read.
-  for (const auto& [path, strength] : a.reference_videos) {
+  for (const ReferenceVideoArg& r : a.reference_videos) {
     ReferenceVideo v;
-    v.path = path;
-    v.strength = strength;
-    v.video = io::read_video_tensor(path, "--reference-video", &v.fps);
+    v.path = r.path;
+    v.strength = r.strength;
+    v.video = io::read_video_tensor(r.path, r.option, &v.fps);
     req.reference_videos.push_back(std::move(v));
   }
   req.conditioning_attention_strength = a.conditioning_attention_strength;

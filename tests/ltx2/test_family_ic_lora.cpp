@@ -289,7 +289,7 @@ TEST(Ltx2CliICLora, GenerateWithReferenceVideosAndTheirErrors) {
       {{"--conditioning-attention-strength", "0.5"}, "needs a reference video"},
       {{"--lora", ic_lora(), "--video", ref, "--skip-stage-2", "--conditioning-attention-strength", "2"},
        "--conditioning-attention-strength 2: must be in [0, 1]"},
-      {{"--lora", ic_lora(), "--video", junk, "--skip-stage-2"}, "cannot read the --reference-video " + junk},
+      {{"--lora", ic_lora(), "--video", junk, "--skip-stage-2"}, "cannot read the --video " + junk},
       {{"--lora", ic_lora(), "--video", ref, "--skip-stage-2", "--steps", "3"}, "--steps 3"},
   };
   for (const auto& [extra, needle] : cases) {

@@ -441,8 +441,7 @@ def make_pipeline(path, req, seed, with_decoders, lora_metadata, image_specs, pi
         out["inter.state.attention_mask"] = v0.attention_mask
     for i in range(len(image_specs)):
         out[f"inter.image.{i}"] = encoder.inputs[i]
-    for i in range(len(refs)):
-        out[f"inter.reference_video.{i}"] = encoder.inputs[len(image_specs) + i]
+    # (the preprocessed reference videos are the conditioning files' taps: kept out here, the files stay small)
 
     tensors = {"model.diffusion_model." + n: p.detach().float().contiguous() for n, p in dit.state_dict().items()}
     config = {k: v for k, v in req.items() if k != "lora_strength"}
