@@ -104,6 +104,13 @@ TEST(Ltx2ICLoraGolden, EachInputIsRead) {
     c["conditioning_attention_strength"] = 0.3;
   });
   EXPECT_EQ(row_status(attn, "output.video_latent"), Status::Fail);
+  // __call__'s pixel mask (conditioning_attention_mask) halves the attention to the reference.
+  const parity::Report masked = run_edited(kPipe, [](auto& t, auto& c) {
+    lora_by_path(c);
+    t["input.conditioning_attention_mask"] = Tensor::full({1, 1, 9, 64, 64}, 0.5f, DType::F32);
+  });
+  EXPECT_EQ(row_status(masked, "inter.state.clean_latent"), Status::Ok);
+  EXPECT_EQ(row_status(masked, "output.video_latent"), Status::Fail);
   const parity::Report pixels = run_edited("ltx2_conditioning_reference_video.safetensors", [](auto& t, auto&) {
     t.at("input.reference_video.0") = ops::add_scalar(t.at("input.reference_video.0"), 8.0);
   });

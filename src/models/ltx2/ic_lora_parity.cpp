@@ -109,11 +109,13 @@ Tensor picture(const parity::Golden& g, size_t i, int64_t height, int64_t width,
   return preprocess_image(x, height, width);
 }
 
-// The attention of reference i: a pixel mask input.attention_mask (downsampled to the reference's
-// latent grid) times the strength, else the scalar strength when < 1, else none.
+// The attention of a reference: a pixel mask (input.conditioning_attention_mask, __call__'s name, or
+// input.attention_mask; [1, 1, F, H, W]) downsampled to the reference's latent grid times the
+// strength, else the scalar strength when < 1, else none.
 Tensor reference_attention_of(const parity::Golden& g, const Tensor& latent, double strength) {
-  if (g.has("input.attention_mask")) {
-    const Tensor w = downsample_mask_to_latent(g.input("attention_mask"), latent.size(2), latent.size(3), latent.size(4));
+  const char* name = g.has("input.conditioning_attention_mask") ? "conditioning_attention_mask" : "attention_mask";
+  if (g.has(std::string("input.") + name)) {
+    const Tensor w = downsample_mask_to_latent(g.input(name), latent.size(2), latent.size(3), latent.size(4));
     std::vector<float> v = w.to_f32_vector();
     for (float& x : v) x = x * static_cast<float>(strength);
     return Tensor::from_f32(v, w.shape());
@@ -302,8 +304,7 @@ parity::Produced run_ic_lora(const parity::Golden& g, const parity::Options& opt
     rc.downscale_factor = scale.downscale;
     rc.temporal_scale_factor = scale.temporal;
     rc.strength = strengths[i];
-    rc.attention = reference_attention(r.conditioning_attention_strength,
-                                       rc.latent.size(2) * rc.latent.size(3) * rc.latent.size(4));
+    rc.attention = reference_attention_of(g, rc.latent, r.conditioning_attention_strength);
     refs.push_back(std::move(rc));
   }
 

@@ -5,8 +5,8 @@
 //           latent_channels, images (optional), video_conditioning [{"strength"}],
 //           reference_downscale_factor, reference_temporal_scale_factor, conditioning_attention_strength
 //   parameters: the encoder's (official names); input.image.<i> [h, w, 3], input.reference_video.<i>
-//   [F, h, w, 3] (the decoded 8-bit frames), optionally input.attention_mask [1, 1, F, H, W] (a pixel
-//   mask, times the strength) -> output.image_latent.<i>, output.reference_latent.<i>,
+//   [F, h, w, 3] (the decoded 8-bit frames), optionally input.attention_mask (or
+//   input.conditioning_attention_mask) [1, 1, F, H, W] (a pixel mask, times the strength) -> output.image_latent.<i>, output.reference_latent.<i>,
 //   output.state.{latent,clean_latent,denoise_mask,positions,attention_mask,keyframes_mask};
 //   inter.reference_video.<i> (the encoder's input, before its frame crop). fp32 only.
 // Kind ltx2.pipeline.ic_lora: ICLoraPipeline.__call__ with skip_stage_2 from the prompt contexts on.
@@ -19,7 +19,8 @@
 //           audio_vae.*, vocoder.*
 //   input.v_context_p, input.a_context_p; per image input.image_latent.<i> and / or input.image.<i>;
 //   per reference input.reference_latent.<i> and / or input.reference_video.<i> (encoded by
-//   vae.encoder.* without a latent) -> output.video_latent, output.audio_latent (stage 1's), with the
+//   vae.encoder.* without a latent), optionally input.conditioning_attention_mask [1, 1, F, H, W]
+//   (__call__'s pixel mask, times the strength) -> output.video_latent, output.audio_latent (stage 1's), with the
 //   decoders output.video [F, H/2, W/2, 3], output.audio; inter.sigmas, inter.noise.*, inter.state.*,
 //   inter.image.<i>, inter.reference_video.<i>, inter.step<i>.{video,audio,video_denoised,audio_denoised}.
 #pragma once
