@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -255,15 +256,22 @@ pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& 
 }
 
 void print_replay(const pipeline::ReplayReport& rep, int total) {
+  // Several streams (a version-2 record): one line per step and stream, "step 2/4 audio t=...".
+  auto stream = [](const pipeline::StepError& e) { return e.stream.empty() ? std::string() : " " + e.stream; };
   for (const auto& e : rep.steps)
-    std::printf("step %d/%d t=%g max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", e.step, total, e.timestep, e.max_abs,
-                e.mean_abs, e.rel_l2, e.ok ? "OK" : "FAIL");
-  if (rep.final)
+    std::printf("step %d/%d%s t=%g max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", e.step, total, stream(e).c_str(),
+                e.timestep, e.max_abs, e.mean_abs, e.rel_l2, e.ok ? "OK" : "FAIL");
+  if (!rep.finals.empty())
+    for (const auto& f : rep.finals)
+      std::printf("final%s max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", stream(f).c_str(), f.max_abs, f.mean_abs,
+                  f.rel_l2, f.ok ? "OK" : "FAIL");
+  else if (rep.final)
     std::printf("final max_abs=%.3g mean_abs=%.3g rel_l2=%.3g %s\n", rep.final->max_abs, rep.final->mean_abs,
                 rep.final->rel_l2, rep.final->ok ? "OK" : "FAIL");
   const bool ok = rep.diverged_at == 0 && rep.final && rep.final->ok;
-  std::printf("%s replay: %zu/%d steps within rel_l2 <= %g\n", ok ? "PASS" : "FAIL",
-              rep.steps.size() - (rep.diverged_at ? 1 : 0), total, rep.tolerance);
+  int within = 0;  // the steps whose every stream is within the bound
+  for (const auto& e : rep.steps) within = e.step != rep.diverged_at ? std::max(within, e.step) : within;
+  std::printf("%s replay: %d/%d steps within rel_l2 <= %g\n", ok ? "PASS" : "FAIL", within, total, rep.tolerance);
   std::fflush(stdout);
 }
 
@@ -374,7 +382,10 @@ int run_generate(const GenerateArgs& a) {
   req.seed = seed ? *seed : std::random_device{}() % 2147483648u;
   if (rec) req = replay_request(a, *rec, d, req);  // the record's settings; the options checked against them
   world.broadcast(&req.seed, 1, DType::U64, 0);  // one seed: every rank draws the same full noise
-  const double fps = a.fps.value_or(d.fps);
+  // A replay runs at the record's frame rate (LTX-2 takes it: its positions and audio length).
+  const double rec_fps = rec ? rec->header.request.value("fps", 0.0) : 0.0;
+  if (rec_fps > 0) same_as_record("--fps", a.fps, rec_fps, rec->dir);
+  const double fps = rec_fps > 0 ? rec_fps : a.fps.value_or(d.fps);
   check_fps(fps);
   req.fps = fps;
   req.decode_audio = !(a.no_audio && a.audio_output.empty());  // nothing would take the audio
@@ -484,9 +495,12 @@ int run_generate(const GenerateArgs& a) {
   if (rec) {
     const double tol = a.replay_tolerance.value_or(default_replay_tolerance(rec->header.precision, loaded.precision));
     replayer.emplace(*rec, req, tol);  // req.noise := the recorded noise; the schedule checked
+    // Several streams: the run's own draws are compared as it makes them (said after the run).
     note("replaying " + rec->dir + " (" + rec->header.producer.value("name", std::string("?")) + ", " +
-         rec->header.precision + "): the recorded noise is injected; the seed's own CPU draw " +
-         (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it"));
+         rec->header.precision + "): the recorded noise is injected" +
+         (rec->has_streams() ? " (streams " + rec->stream_names() + ")"
+                             : std::string("; the seed's own CPU draw ") +
+                                   (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it")));
   }
   std::optional<ProgressBar> bar;
   int bar_total = static_cast<int>(req.steps);
@@ -531,6 +545,9 @@ int run_generate(const GenerateArgs& a) {
   if (loaded.parts.device_report) note(loaded.parts.device_report());
   if (!lead) return 0;
   if (replayer) replayer->finish(res);
+  if (replayer && rec->has_streams())
+    note(std::string("the seed's own CPU draws ") +
+         (replayer->report().noise_matches_seed ? "match the record's bit for bit" : "differ from the record's"));
   g_phase = "writing " + out_path;
 
   // Write.
@@ -751,10 +768,12 @@ Command add_generate(CLI::App& app) {
                 "apply a LoRA even when some of its keys match no parameter (they are printed)");
   sub->add_option("--record", a->record,
                   "Record the run into a new folder DIR: every noise tensor drawn, the latent after each step and "
-                  "the final latent (safetensors + record.json; docs/generate.md)");
+                  "the final latent, per stream for LTX-2's video and audio (safetensors + record.json; "
+                  "docs/generate.md)");
   sub->add_option("--replay", a->replay,
-                  "Replay a record (vidax --record or tools/golden/record_reference.py): its request on its noise, "
-                  "each step's latent compared; stops at the first step beyond --replay-tolerance");
+                  "Replay a record (vidax --record, tools/golden/record_reference.py or record_reference_ltx2.py): "
+                  "its request on its noise, each step's latent (each stream's) compared; stops at the first step "
+                  "beyond --replay-tolerance");
   sub->add_option("--replay-tolerance", a->replay_tolerance,
                   "Bound on each step's latent relative L2 against the record (default 1e-5 at fp32, 1e-2 when "
                   "the record or the replay is bf16)");

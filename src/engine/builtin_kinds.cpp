@@ -14,6 +14,7 @@
 #include "models/hunyuan15/vae_parity.h"
 #include "parity/parity.h"
 #include "text/clip_text.h"
+#include "text/gemma3_config.h"
 #include "text/llama_config.h"
 #include "text/qwen2_config.h"
 #include "text/umt5_keys.h"
@@ -45,6 +46,7 @@ void register_builtin_components() {
       for (const translate::Component* c : f->components()) translate::register_component(*c);
     translate::register_component(translate::t5::umt5_component());  // text encoders (text/)
     translate::register_component(text::llama_component());
+    translate::register_component(text::gemma3_component());
     translate::register_component(text::qwen25_vl_text_component());
     translate::register_component(text::clip_text_component());
   });

@@ -105,6 +105,9 @@ struct Request {
   bool decode_audio = true;
 };
 
+// Named tensors in a run's order (one per latent stream: Events::on_stream_latents).
+using StreamTensors = std::vector<std::pair<std::string, Tensor>>;
+
 struct Events {
   std::function<void(const std::string& stage)> on_stage;            // "encoding the prompts", ...
   std::function<void(int done, int total, double seconds)> on_step;  // after each denoising step
@@ -124,6 +127,15 @@ struct Events {
   // A re-noising sampler's draw at `step` replaced: a defined F32 tensor of `shape` is used
   // instead of the generator's; undefined = draw.
   std::function<Tensor(int step, const Shape& shape)> replace_noise;
+  // Record and replay of a run with several latent streams (a family that owns its run,
+  // Parts::run: LTX-2's "video" and "audio"), instead of on_noise / on_latent. on_stream_noise:
+  // each initial draw as the run makes it, in its order (LTX-2: video, then audio, from one
+  // generator); it returns the tensor the run uses (the draw itself, or a replay's recorded one).
+  std::function<Tensor(const std::string& stream, const Tensor& drawn)> on_stream_noise;
+  // Every stream's latent after denoising step `step` (1-based) at `timestep`, in the run's order.
+  std::function<void(int step, double timestep, const StreamTensors& latents)> on_stream_latents;
+  // Every stream's final latent (what its decoder takes), once the steps are done.
+  std::function<void(const StreamTensors& latents)> on_stream_final;
 };
 
 // Thrown by run_generation when Events::cancelled says so; distinct from Interrupted (a signal)

@@ -58,9 +58,21 @@ std::optional<Detection> detect(const TensorSource& src, const std::vector<const
   std::optional<Detection> best;
   size_t best_expected = 0;
   for (const auto* c : candidates) {
-    Json cfg = c->default_config();
-    ParamSpec spec = c->params(cfg);
+    const Json defaults = c->default_config();
+    const ParamSpec default_spec = c->params(defaults);
     for (const auto& layout : c->layouts()) {
+      // Claims counted with the config the file's shapes give (its biases, layer count), so that a
+      // component is not out-claimed only because its defaults lack a feature the file has (a
+      // Llama with attention biases taken for a Qwen2); the defaults where nothing can be inferred.
+      Json cfg = defaults;
+      ParamSpec spec = default_spec;
+      try {
+        Json inferred = c->infer_config(src, layout);
+        ParamSpec s = c->params(inferred);
+        cfg = std::move(inferred);
+        spec = std::move(s);
+      } catch (const Error&) {
+      }
       size_t n = claimed_keys(src, spec, c->keymap(layout, cfg));
       // Most keys claimed wins; on a tie, the component expecting fewer
       // parameters (a decoder-only file is the VAE decoder, not a VAE missing half).

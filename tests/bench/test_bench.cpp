@@ -155,3 +155,31 @@ TEST(Bench, ScaledWeightsDtypes) {
 }
 
 }  // namespace
+
+// VACE: the step runs the vace blocks on a random vace context of the real shape, and the FLOPs
+// count them (a vace block is a block plus after_proj, before_proj at vace layer 0, on as many
+// tokens); --device pjrt is refused naming VACE rather than timing a step without the vace blocks.
+TEST(Bench, VaceStepRunsAndCountsTheVaceBlocks) {
+  BenchOptions o = tiny_options();
+  o.model = "wan2.1-vace-tiny-demo";
+  o.vae = false;
+  const json r = vidax::engine::run_bench(o, quiet);
+  EXPECT_GT(r.at("step_seconds_median").get<double>(), 0.0);
+  EXPECT_EQ(r.at("vace_context_shape"), json({96, 2, 8, 12}));
+  // The published 1.3B VACE at 256x256x9 (768 tokens): 6 vace blocks at layers 0, 5, .., 25.
+  const auto vace = vidax::wan::DiTConfig::from_json(vidax::wan::preset("wan2.1-vace-1.3b").dit);
+  const auto t2v = vidax::wan::DiTConfig::from_json(vidax::wan::preset("wan2.1-t2v-1.3b").dit);
+  ASSERT_EQ(vace.vace_layers.size(), 6u);
+  const double L = 768, D = 1536, F = 8960;
+  const double per_block = 2 * L * (6 * D * D + 2 * D * F) + 4 * L * L * D + 4 * L * 512 * D;
+  const double extra = 6 * per_block + 2 * L * D * D * 7 + 2 * L * D * 4 * 96;  // 6 after_proj + 1 before_proj
+  EXPECT_DOUBLE_EQ(vidax::wan::dit_step_flops(vace, 768), vidax::wan::dit_step_flops(t2v, 768) + extra);
+  BenchOptions p = o;
+  p.device = "pjrt";
+  try {
+    (void)vidax::engine::run_bench(p, quiet);
+    FAIL() << "expected --device pjrt to be refused for VACE";
+  } catch (const vidax::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("VACE"), std::string::npos) << e.what();
+  }
+}

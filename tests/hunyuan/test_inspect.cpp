@@ -46,3 +46,28 @@ TEST(HunyuanInspect, GoldenFilesAreRecognisedWithFullCoverage) {
   ASSERT_NE(wan.units[0].comp, nullptr);
   EXPECT_EQ(wan.units[0].comp->name(), "wan2.1-dit");
 }
+
+// Detection counts each component's claims with the config the file's shapes give, not its
+// defaults: the Llama-3 golden with attention and MLP biases (hunyuan_text_llama_llama3) was taken
+// for a Qwen2.5-VL encoder (whose defaults have q/k/v biases) and inspect then failed on Qwen's
+// 28-head default; LTX-2's Gemma-3 goldens were taken for Llama (Gemma's q/k norms unused, k/v
+// mismatched) before gemma3-text-encoder was registered for detection (bugs rows 136, 137).
+TEST(HunyuanInspect, TextEncoderGoldensAreTheirOwnEncoders) {
+  engine::register_builtins();
+  const fs::path golden = fs::path(VIDAX_TEST_DATA_DIR) / "golden";
+  const translate::InspectReport llama = translate::inspect((golden / "hunyuan" / "hunyuan_text_llama_llama3.safetensors").string());
+  ASSERT_EQ(llama.units.size(), 1u);
+  ASSERT_NE(llama.units[0].comp, nullptr) << llama.to_text();
+  EXPECT_EQ(llama.units[0].comp->name(), "llama-text-encoder");
+  EXPECT_TRUE(llama.complete()) << llama.to_text();
+  // The Gemma golden also holds LTX-2's feature extractor (feature_extractor.*, not a Gemma part):
+  // every Gemma parameter is filled and only those keys stay unused.
+  const translate::InspectReport gemma = translate::inspect((golden / "ltx2" / "ltx2_text_gemma3_v2.safetensors").string());
+  ASSERT_GE(gemma.units.size(), 1u);
+  ASSERT_NE(gemma.units[0].comp, nullptr) << gemma.to_text();
+  EXPECT_EQ(gemma.units[0].comp->name(), "gemma3-text-encoder");
+  const translate::Plan& plan = gemma.units[0].match.plan;
+  EXPECT_TRUE(plan.missing.empty() && plan.mismatches.empty()) << gemma.to_text();
+  ASSERT_FALSE(plan.unused_keys.empty());
+  for (const std::string& k : plan.unused_keys) EXPECT_EQ(k.rfind("feature_extractor.", 0), 0u) << k;
+}

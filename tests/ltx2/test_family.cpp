@@ -311,7 +311,8 @@ TEST(Ltx2Family, RequestsItDoesNotTakeAreRefusedByName) {
       "--last-image");  // images: tests/ltx2/test_family_image.cpp
   pipeline::Events rec;
   rec.on_latent = [](int, const Tensor&) {};
-  expect_error([&] { pipeline::run_generation(loaded.parts, demo_request("a cat", 1), rec, false); }, "--record");
+  expect_error([&] { pipeline::run_generation(loaded.parts, demo_request("a cat", 1), rec, false); },
+               "two latent streams (video, audio): it reports them through Events::on_stream_noise");
   auto load_refused = [&](const std::function<void(pipeline::LoadOptions&)>& change, const std::string& needle) {
     pipeline::LoadOptions lo;
     lo.weights_dir = demo_dir();
@@ -437,7 +438,8 @@ TEST(Ltx2Cli, BadRequestsAndRefusedFlagsNameTheOption) {
       {{"--vae-tile", "256"}, "--vae-tile 256"},
       {{"--device", "pjrt"}, "--device pjrt"},
       {{"--noise", noise}, "--noise"},
-      {{"--record", (d / "rec").string()}, "--record / --replay"},
+      {{"--replay", std::string(VIDAX_TEST_DATA_DIR) + "/golden/pipeline/wan_record_tiny"},
+       "recorded with model wan2.1-tiny-demo but the weights are ltx2.3-tiny-demo"},
       {{"--model", "ltx2.3-tiny-demo", "--diffusion-model", lora}, "--diffusion-model"},
       {{"--model", "ltx2.3-22b-dev"}, "not ltx2.3-22b-dev"},
       {{"--preset", "lightx2v-4step"}, "lightx2v-4step"},

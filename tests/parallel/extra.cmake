@@ -32,6 +32,17 @@ if(MPI_CXX_FOUND AND MPIEXEC_EXECUTABLE)
   set_tests_properties(parallel.mpirun_np4.cli_parity_sp2_tp2 PROPERTIES LABELS "parallel;mpi" TIMEOUT 120
                        ENVIRONMENT "${_vidax_mpi_env}" PASS_REGULAR_EXPRESSION "PASS 7/7"
                        FAIL_REGULAR_EXPRESSION "FAIL|PASS 7/7.*PASS 7/7")
+  # A whole pipeline golden on a mesh (kind wan.pipeline.vace: the official WanVace.generate), as
+  # `vidax generate --mesh` runs it.
+  foreach(mesh tp=2 sp=2 cfg=2)
+    string(REPLACE "=" "" tag "${mesh}")
+    add_test(NAME parallel.mpirun_np2.cli_parity_vace_pipeline_${tag}
+             COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:vidax_app>
+                     parity ${CMAKE_CURRENT_SOURCE_DIR}/golden/pipeline/wan_vace_tiny.safetensors --mesh ${mesh})
+    set_tests_properties(parallel.mpirun_np2.cli_parity_vace_pipeline_${tag} PROPERTIES LABELS "parallel;mpi" TIMEOUT 120
+                         ENVIRONMENT "${_vidax_mpi_env}" PASS_REGULAR_EXPRESSION "PASS 5/5"
+                         FAIL_REGULAR_EXPRESSION "FAIL|PASS 5/5.*PASS 5/5")
+  endforeach()
   add_test(NAME parallel.mpirun_np2.cli_mesh_error
            COMMAND ${MPIEXEC_EXECUTABLE} --allow-run-as-root --oversubscribe -np 2 $<TARGET_FILE:vidax_app>
                    parity ${CMAKE_CURRENT_SOURCE_DIR}/golden/wan_dit_heads4_odd_b2.safetensors --mesh sp=3)

@@ -230,7 +230,10 @@ void expect_golden_equal(const std::string& name, const dist::Mesh& mesh) {
 void expect_goldens_equal(const dist::Mesh& mesh) {
   const char* files[] = {"wan_dit_heads4_odd_b2.safetensors", "wan_dit_tiny_b2.safetensors",
                          "wan_dit_tiny.safetensors",          "wan_dit_diffusers_tiny.safetensors",
-                         "wan_dit_i2v_tiny.safetensors",      "wan_dit_flf2v_tiny.safetensors"};
+                         "wan_dit_i2v_tiny.safetensors",      "wan_dit_flf2v_tiny.safetensors",
+                         // VACE: the vace blocks sharded as the main ones, the hints per token chunk
+                         "wan_dit_vace_default_b2.safetensors", "wan_dit_vace_tiny.safetensors",
+                         "wan_dit_vace_diffusers_tiny.safetensors"};
   int compared = 0;
   for (const char* f : files) {
     const io::Checkpoint file = io::Checkpoint::open(kData + "/golden/" + f);

@@ -327,3 +327,31 @@ TEST(VaceCli, GeneratesOnTheTinyDemoAndRefusesBadInputs) {
     EXPECT_FALSE(fs::exists(d / "bad.y4m"));
   }
 }
+
+// --offload streams the vace blocks with the main ones (groups vace_blocks.0.. first, then
+// blocks.0..; models/wan/dit.h StreamedBlocks): the latents equal the resident run's bit for bit.
+// The strict load (every tensor of the file taken once) would fail if a vace block were both
+// resident and streamed, or neither. The control: another control scale moves the latents.
+TEST(VaceCli, OffloadStreamsTheVaceBlocksAndGivesTheResidentLatents) {
+  namespace cli = vidax::test::cli;
+  const fs::path d = vidax::test::scratch_dir("vace_offload");
+  const std::string vace = (d / "vace").string();
+  {
+    const auto r = cli::run({"make-demo", vace, "--model", "wan2.1-vace-tiny-demo", "--tokenizer", cli::tiny_spiece()});
+    ASSERT_EQ(r.code, 0) << r.err;
+  }
+  const std::string control = write_y4m(d, "control.y4m", rgb_video(5, 32, 48));
+  auto latents = [&](const std::string& name, std::vector<std::string> extra) {
+    std::vector<std::string> a{"generate", "--weights", vace, "--prompt", "a cat", "--seed", "3", "--steps", "2",
+                               "--control-video", control, "-o", (d / (name + ".safetensors")).string()};
+    a.insert(a.end(), extra.begin(), extra.end());
+    const auto r = cli::run(a, {.timeout_s = 300});
+    EXPECT_EQ(r.code, 0) << r.err;
+    return io::Checkpoint::open((d / (name + ".safetensors")).string()).get("latents").to_f32_vector();
+  };
+  const std::vector<float> resident = latents("resident", {});
+  const std::vector<float> streamed = latents("streamed", {"--offload"});
+  ASSERT_FALSE(resident.empty());
+  EXPECT_EQ(streamed, resident);
+  EXPECT_NE(latents("scaled", {"--offload", "--control-scale", "0.5"}), resident);
+}

@@ -293,4 +293,18 @@ TEST(Wan22Presets, MemoryPlanCountsBothExpertsUnlessOffloaded) {
       EXPECT_DOUBLE_EQ(it.bytes, vae22);
     }
   EXPECT_TRUE(found);
+  // The encoder half is loaded with TI2V (its i2v branch), image or not: counted; with an image
+  // its encode joins, in a first phase with everything loaded.
+  double encoder = 0;
+  for (const auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig{}, {true, false}))
+    encoder += 4.0 * static_cast<double>(shape_numel(shape));
+  ASSERT_EQ(ti2v.items.back().what, "VAE encoder weights");
+  EXPECT_DOUBLE_EQ(ti2v.items.back().bytes, encoder);
+  for (const auto& it : ti2v.items) EXPECT_EQ(it.what.find("VAE encode "), std::string::npos) << it.what;
+  r.image = Tensor::zeros({3, 704, 1280}, DType::F32);
+  const MemoryPlan with_image = family().memory_plan("wan2.2-ti2v-5b", r, "bf16");
+  ASSERT_EQ(with_image.items.size(), ti2v.items.size() + 1);
+  EXPECT_EQ(with_image.items.back().what, "VAE encode activations (the image)");
+  EXPECT_EQ(with_image.phases.size(), ti2v.phases.size() + 1);
+  EXPECT_GT(with_image.peak_bytes(), ti2v.peak_bytes());
 }

@@ -163,3 +163,30 @@ TEST(WanFamily, RequestCheckRefusesBeforeLoading) {
   r.width = 96;
   EXPECT_EQ(pipeline::check_request(f, "wan2.1-tiny-demo", r, "fp32", {}).geometry.frame_multiple(), 4);
 }
+
+// VACE 14B under --offload: the vace blocks stream with the main blocks (dit.h StreamedBlocks), so
+// the resident part is the embeddings and the head only, far below the 8 vace blocks' weights
+// (~5.6 GB in bf16) that stayed resident before; the pool's group is vace block 0 (with before_proj).
+TEST(WanFamily, VaceOffloadStreamsTheVaceBlocksInThePlan) {
+  const pipeline::Family& f = engine::family("wan");
+  pipeline::Request r;
+  r.frames = 81;
+  r.height = 480;
+  r.width = 832;
+  r.offload = true;
+  const pipeline::MemoryPlan m = f.memory_plan("wan2.1-vace-14b", r, "bf16");
+  const pipeline::MemoryPlan t2v = f.memory_plan("wan2.1-t2v-14b", r, "bf16");
+  auto item = [](const pipeline::MemoryPlan& p, const std::string& starts) {
+    for (const auto& i : p.items)
+      if (i.what.rfind(starts, 0) == 0) return i;
+    ADD_FAILURE() << "no item " << starts;
+    return pipeline::MemoryItem{};
+  };
+  const auto rest = item(m, "DiT weights outside the blocks"), pool = item(m, "DiT and vace blocks streamed");
+  EXPECT_EQ(pool.what, "DiT and vace blocks streamed (2 of 48 in the pool)");
+  // The rest: the T2V model's plus the vace patch embedding (a linear of 96 * 4 -> 5120), not GBs.
+  EXPECT_LT(rest.bytes - item(t2v, "DiT weights outside the blocks").bytes, 0.05e9);
+  // The group: a 14B block (~0.35 B parameters) plus two 5120 x 5120 projections, x2 (pool) x2 (packed) in bf16.
+  EXPECT_GT(pool.bytes, item(t2v, "DiT blocks streamed").bytes);
+  EXPECT_LT(pool.bytes, 1.2 * item(t2v, "DiT blocks streamed").bytes);
+}

@@ -122,8 +122,9 @@ std::map<std::string, Tensor> demo_ic_lora(const std::map<std::string, Tensor>& 
 }
 
 pipeline::Result run_ic_lora(const Model& m, const pipeline::Request& q, const pipeline::Events& ev, bool decode) {
-  VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise,
-              "--record / --replay: not wired for LTX-2 yet (its run has two latent streams, video and audio)");
+  VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise && !ev.on_stream_noise && !ev.on_stream_latents,
+              "--record / --replay: not wired for LTX-2's IC-LoRA pipeline (--reference-video / --video) yet; the "
+              "one-stage run records");
   const ICLoraRequest r = ic_lora_request(m.preset, q);
   const ReferenceScale scale = model_reference_scale(m);
   const T2VRequest s1 = stage_1_request(r);

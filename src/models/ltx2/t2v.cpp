@@ -111,7 +111,8 @@ VideoTarget video_target(const T2VRequest& r) {
 }
 
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& c, TorchGenerator& gen,
-                       bool keep_steps, const std::vector<ImageConditioning>& images, const AfterStep& after_step) {
+                       bool keep_steps, const std::vector<ImageConditioning>& images, const AfterStep& after_step,
+                       const DenoiseHooks& hooks) {
   const LatentGrid g = latent_grid(r);
   const DiTConfig& cfg = model.config();
   VIDAX_CHECK(cfg.model_type == ModelType::AudioVideo,
@@ -159,8 +160,9 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
   const bool conditioned = !images.empty() || cfg.use_keyframes_abs_pos_embedding;
   if (conditioned) out.video_state = conditioned_video_state(video_target(r), images);
   const VideoLatentState& vs = out.video_state;
-  Tensor video = gen.randn({1, conditioned ? vs.tokens() : tv, kVideoChannels});
-  Tensor audio = gen.randn({1, ta, kAudioChannels * kAudioMelBins});
+  auto drawn = [&](const char* stream, Tensor t) { return hooks.noise ? hooks.noise(stream, t) : t; };
+  Tensor video = drawn("video", gen.randn({1, conditioned ? vs.tokens() : tv, kVideoChannels}));
+  Tensor audio = drawn("audio", gen.randn({1, ta, kAudioChannels * kAudioMelBins}));
   if (conditioned) {  // GaussianNoiser: lerp(clean, noise, denoise_mask)
     VideoLatentState noised = vs;
     add_noise(noised, video);
@@ -233,6 +235,7 @@ T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptC
     video = sched::ltx2_euler_step(video, dv_kept, out.sigmas, i);
     audio = sched::ltx2_euler_step(audio, da, out.sigmas, i);
     if (keep_steps) out.steps.push_back({video, audio, dv_kept, da, cond_v, cond_a});
+    if (hooks.step) hooks.step(i + 1, sigma, video, audio);
     if (after_step) after_step(i + 1, static_cast<int64_t>(out.sigmas.size()) - 1);
   }
   // clear_conditioning (the appended tokens dropped), then unpatchify: b (f h w) c -> b c f h w; b t (c f) -> b c t f.

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -81,10 +82,18 @@ struct T2VLatents {
 // images: the encoded image conditionings, in the order the pipeline applies them (empty: t2v).
 // after_step (optional): called after each step with (steps done, total steps), the latents updated
 // (a caller's progress and cancellation point: what it throws ends the run).
+// hooks (optional; record and replay, pipeline/record.h): `noise` sees each initial draw as it is
+// made ("video" [1, T_v, 128], then "audio" [1, T_a, 128]) and returns the tensor the run uses
+// (the video's before the conditioning noiser); `step` sees the patchified states after each step
+// (1-based) and its sigma.
 using AfterStep = std::function<void(int64_t done, int64_t total)>;
+struct DenoiseHooks {
+  std::function<Tensor(const std::string& stream, const Tensor& drawn)> noise;
+  std::function<void(int64_t step, float sigma, const Tensor& video, const Tensor& audio)> step;
+};
 T2VLatents denoise_t2v(const LTXModel& model, const T2VRequest& r, const PromptContexts& contexts, TorchGenerator& gen,
                        bool keep_steps = false, const std::vector<ImageConditioning>& images = {},
-                       const AfterStep& after_step = {});
+                       const AfterStep& after_step = {}, const DenoiseHooks& hooks = {});
 
 // The video target of a request (latent_grid's video part, 128 channels, the frame count and rate).
 VideoTarget video_target(const T2VRequest& r);

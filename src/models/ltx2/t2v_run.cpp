@@ -106,6 +106,26 @@ class Split {
 
 constexpr int64_t kVideoChannels = 128;
 
+// The run's streams as Events::on_stream_* see them (record and replay): each draw, the patchified
+// states [T, 128] after each step (the batch of 1 dropped), in the order video, audio.
+DenoiseHooks record_hooks(const pipeline::Events& ev) {
+  DenoiseHooks h;
+  if (ev.on_stream_noise)
+    h.noise = [&ev](const std::string& stream, const Tensor& drawn) {
+      const Tensor used = ev.on_stream_noise(stream, drawn.select(0, 0).contiguous());
+      VIDAX_CHECK(used.defined() && used.shape() == Shape(drawn.shape().begin() + 1, drawn.shape().end()),
+                  "LTX-2: the " << stream << " noise given for " << drawn.str() << " is "
+                                << (used.defined() ? used.str() : "none"));
+      return used.contiguous().to(DType::F32).clone().reshape(drawn.shape());  // the run's own copy
+    };
+  if (ev.on_stream_latents)
+    h.step = [&ev](int64_t step, float sigma, const Tensor& video, const Tensor& audio) {
+      ev.on_stream_latents(static_cast<int>(step), sigma,
+                           {{"video", video.select(0, 0).contiguous()}, {"audio", audio.select(0, 0).contiguous()}});
+    };
+  return h;
+}
+
 }  // namespace
 
 pipeline::Geometry geometry() {
@@ -318,8 +338,10 @@ PromptContexts encode_contexts(const Model& m, const std::string& prompt, const 
 }
 
 pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline::Events& ev, bool decode) {
-  VIDAX_CHECK(!ev.on_noise && !ev.on_latent && !ev.replace_noise,
-              "--record / --replay: not wired for LTX-2 yet (its run has two latent streams, video and audio)");
+  // Record and replay (pipeline/record.h): the two streams through Events::on_stream_*.
+  VIDAX_CHECK(ev.on_stream_noise || ev.on_stream_latents || (!ev.on_noise && !ev.on_latent && !ev.replace_noise),
+              "LTX-2's run has two latent streams (video, audio): it reports them through Events::on_stream_noise / "
+              "on_stream_latents (pipeline/record.h), not on_noise / on_latent");
   if (!q.reference_videos.empty()) return run_ic_lora(m, q, ev, decode);  // ICLoraPipeline (ic_lora_run.h)
   const T2VRequest r = t2v_request(m.preset, q);
   auto stage = [&](const std::string& s) {
@@ -364,7 +386,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
     if (ev.on_step) ev.on_step(static_cast<int>(done), static_cast<int>(total), seconds_since(ts));
     ts = Clock::now();
     stop_point(msg() << "denoising step " << done << "/" << total);
-  });
+  }, record_hooks(ev));
   res.seconds_denoise = seconds_since(t1);
   for (size_t i = 0; i + 1 < lat.sigmas.size(); ++i) res.timesteps.push_back(lat.sigmas[i]);
   const int64_t passes = static_cast<int64_t>(guidance_passes(r.video_guider, r.audio_guider).size());
@@ -374,6 +396,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   res.taps["audio_latent"] = lat.audio.select(0, 0).contiguous();
   VIDAX_CHECK(ops::all_finite(lat.video) && ops::all_finite(lat.audio),
               "the LTX-2 latents contain NaN or Inf after denoising; with --precision bf16, try fp32");
+  if (ev.on_stream_final) ev.on_stream_final({{"video", res.latents}, {"audio", res.taps["audio_latent"]}});
   if (!decode) return res;
 
   stage("decoding the video");

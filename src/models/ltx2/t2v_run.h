@@ -19,8 +19,9 @@
 // __call__'s num_frames / height / width / frame_rate / num_inference_steps / seed; --guidance is the
 // video guider's cfg_scale (--video-cfg-guidance-scale); --negative-prompt. What the run does not take
 // is refused naming the option: --sampler other than euler, --shift, --cfg-scale, guidance step
-// ranges, per-denoiser scales, --noise, --record / --replay, --last-image (an image at the last
-// frame is --image FILE --image-frame N).
+// ranges, per-denoiser scales, --noise, --last-image (an image at the last
+// frame is --image FILE --image-frame N). --record / --replay: the two streams go through
+// Events::on_stream_noise / on_stream_latents / on_stream_final (pipeline/record.h, format 2).
 #pragma once
 #include <functional>
 #include <map>

@@ -63,6 +63,16 @@ json dit_step_flops_parts(const DiTConfig& cfg, int64_t tokens) {
   // I2V / FLF2V: each block also attends to the CLIP tokens (its image K/V are made once per run).
   if (cfg.has_image_input())
     parts["image_cross_attention"] = n * 4 * L * static_cast<double>(cfg.image_tokens * (cfg.model_type == "flf2v" ? 2 : 1)) * D;
+  // VACE: each vace block is a block (the same attention and FFN over the latent's tokens) plus
+  // after_proj (and before_proj at vace layer 0), D x D each, on the vace context's tokens (as many).
+  if (cfg.is_vace()) {
+    const double v = static_cast<double>(cfg.vace_layers.size());
+    const double projections = v + static_cast<double>(std::count(cfg.vace_layers.begin(), cfg.vace_layers.end(), 0));
+    parts["vace_linear"] = v * block_linear + 2 * L * D * D * projections +
+                           2 * L * D * pv * static_cast<double>(cfg.vace_in_dim);  // + vace_patch_embedding
+    parts["vace_self_attention"] = v * 4 * L * L * D;
+    parts["vace_cross_attention"] = v * 4 * L * Lt * D;
+  }
   return parts;
 }
 
@@ -207,9 +217,12 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
   const double available = opt.memory_limit_bytes > 0 ? opt.memory_limit_bytes
                                                       : static_cast<double>(mem_available_bytes());
 
-  // VACE: its step also runs the vace blocks on a vace context; not timed yet (refused, not mis-timed).
-  VIDAX_CHECK(!cfg.is_vace(), "bench: " << opt.model << " is a VACE model, whose DiT step (with its vace blocks) "
-                                                        "is not benchmarked yet; `vidax generate` runs it");
+  // VACE: a step also runs the vace blocks on a vace context (random, of the real shape); the
+  // paths that do not take one are refused rather than mis-timed.
+  VIDAX_CHECK(!cfg.is_vace() || (opt.device == "cpu" && opt.loras.empty()),
+              "bench: " << opt.model << " is a VACE model: its step (with the vace blocks) is benchmarked on the CPU "
+                        "backend without --lora (--device pjrt does not lower VACE; bench's runtime-LoRA pass is "
+                        "text-to-video only)");
   json r;
   r["model"] = opt.model;
   r["precision"] = precision_name(precision);
@@ -419,6 +432,18 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       r["dit_image_context_seconds"] = img.wall;
       tiny_text = with_images(tiny_text, dit.encode_images(clip, random_input({yc, 1, cfg.patch_size[1], cfg.patch_size[2]}, seed + 6)));
     }
+    // VACE: a random vace context of the real shape (the control video's latents and the mask:
+    // vace_in_dim channels on the latent grid), scale 1, shared by both CFG branches as in the run.
+    VaceContext vace_context;
+    if (cfg.is_vace()) {
+      const Tensor vc = random_input({cfg.vace_in_dim, lat_f, lat_h, lat_w}, seed + 8);
+      const Sample vs = timed([&] { vace_context = dit.encode_vace(vc, 1.0); });
+      text = with_vace(text, vace_context);
+      r["dit_vace_context_seconds"] = vs.wall;
+      r["vace_context_shape"] = {cfg.vace_in_dim, lat_f, lat_h, lat_w};
+      tiny_text = with_vace(tiny_text, dit.encode_vace(random_input({cfg.vace_in_dim, 1, cfg.patch_size[1],
+                                                                     cfg.patch_size[2]}, seed + 9), 1.0));
+    }
     r["dit_context_seconds"] = ctx.wall;
     r["dit_context_cpu_seconds"] = ctx.cpu;
     // --cfg: the negative prompt's context too; a step is one forward per context.
@@ -427,6 +452,7 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
     if (opt.cfg) {
       const Tensor neg = random_input({std::min(opt.prompt_tokens, cfg.text_len), cfg.text_dim}, seed + 7);
       negative = image ? with_images(dit.encode_text(neg), image_context) : dit.encode_context(neg);
+      if (cfg.is_vace()) negative = with_vace(negative, vace_context);
       contexts.push_back(&negative);
     }
     r["cfg"] = opt.cfg;
@@ -526,8 +552,9 @@ json run_bench(const BenchOptions& opt, const std::function<void(const std::stri
       r["offload_streamed_peak_rss_bytes"] = peak_rss_bytes();
       // The same steps on the same weights held resident: what streaming costs per step.
       const double resident_need = 2.0 * dit_weight_bytes(cfg, compute) + act_bytes;
-      if (image || resident_need > available) {
-        r["offload_resident_baseline"] = image ? "skipped: text-to-video DiTs only" : "skipped: does not fit resident";
+      if (image || cfg.is_vace() || resident_need > available) {
+        r["offload_resident_baseline"] = image || cfg.is_vace() ? "skipped: text-to-video DiTs only"
+                                                                : "skipped: does not fit resident";
         log("offload: no resident baseline (" + r["offload_resident_baseline"].get<std::string>() + ")");
       } else {
         log("offload: the same steps with the weights resident (baseline)");

@@ -58,10 +58,20 @@ TextContext concat_batch(const std::vector<TextContext>& parts) {
 template <class F>
 auto WanDiT::with_block(size_t i, F&& fn) const {
   if (!streamer_) return fn(blocks_[i]);
-  auto b = streamer_->acquire(i);
-  auto out = fn(b->block);
-  streamer_->release(i, std::move(b));
+  const size_t group = streamed_vace_ + i;
+  auto b = streamer_->acquire(group);
+  auto out = fn(*b->block);
+  streamer_->release(group, std::move(b));
   return out;
+}
+
+VaceBranch::WithBlock WanDiT::with_vace_block() const {
+  if (!streamer_) return {};
+  return [streamer = streamer_](size_t j, const VaceBranch::BlockFn& fn) {
+    auto b = streamer->acquire(j);
+    fn(*b->vace);
+    streamer->release(j, std::move(b));
+  };
 }
 
 nn::WeightStreamStats WanDiT::stream_stats() const {
@@ -97,13 +107,17 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
   if (streamed.source) {
     // Built on the stream's worker: page the block's views in, cast what the compute dtype
     // needs, strictly (every tensor of the block taken).
-    auto load = [src = streamed.source, origin = streamed.origin, cfg = cfg_, compute = compute_](
-                    size_t i, double* bytes) {
+    streamed_vace_ = cfg_.is_vace() ? cfg_.vace_layers.size() : 0;
+    auto load = [src = streamed.source, origin = streamed.origin, cfg = cfg_, compute = compute_,
+                 nv = streamed_vace_](size_t i, double* bytes) {
       auto b = std::make_shared<StreamedBlock>();
       b->views = src(static_cast<int64_t>(i));
       for (const auto& [name, t] : b->views) nn::page_in(t);
       nn::ParamSource ps = nn::ParamSource::from_map(b->views, origin);
-      b->block = DiTBlock::load(ps, "blocks." + std::to_string(i), cfg, compute);
+      if (i < nv)
+        b->vace = VaceBranch::load_block(ps, i, cfg, compute);
+      else
+        b->block = DiTBlock::load(ps, "blocks." + std::to_string(i - nv), cfg, compute);
       ps.expect_all_taken();
       double n = 0;
       for (const auto& [name, t] : b->views) n += static_cast<double>(t.numel() * dtype_size(t.dtype()));
@@ -113,7 +127,7 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
     auto evict = [](size_t, const StreamedBlock& b) {
       for (const auto& [name, t] : b.views) nn::drop_pages(t);
     };
-    streamer_ = std::make_shared<nn::BlockStreamer<StreamedBlock>>(static_cast<size_t>(cfg_.num_layers), load, evict,
+    streamer_ = std::make_shared<nn::BlockStreamer<StreamedBlock>>(streamed_vace_ + block_count(), load, evict,
                                                                    "Wan DiT blocks of " + streamed.origin);
     streamer_->stream().set_prefetch(streamed.prefetch);
   } else {
@@ -136,11 +150,8 @@ WanDiT::WanDiT(const DiTConfig& cfg, nn::ParamSource& source, Precision precisio
     img_emb_ = std::move(m);
   }
   if (cfg_.is_vace()) {
-    // Not yet checked against the single-rank run: refused rather than run unverified.
-    VIDAX_CHECK(!mesh_ || mesh_->shape().world() == 1,
-                "Wan VACE DiT: --mesh " << mesh_->shape().str() << " is not supported for VACE yet (one rank)");
-    VIDAX_CHECK(!streamed.source, "Wan VACE DiT: weight streaming (--offload) is not supported for VACE yet");
-    vace_ = std::make_shared<const VaceBranch>(VaceBranch::load(params, cfg_, compute_));
+    vace_ = std::make_shared<const VaceBranch>(streamed.source ? VaceBranch::load_unheld(params, cfg_, compute_)
+                                                               : VaceBranch::load(params, cfg_, compute_, tp));
   }
 }
 
@@ -202,7 +213,7 @@ TextContext WanDiT::encode_text(const Tensor& context) const {
   out.blocks.reserve(block_count());
   for (size_t i = 0; i < block_count(); ++i)
     out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.text_kv(out.embedded, cfg_); }));
-  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_);
+  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_, with_vace_block());
   return out;
 }
 
@@ -276,7 +287,7 @@ TextContext WanDiT::encode(const Tensor& context, const Tensor& clip_fea, const 
   out.blocks.reserve(block_count());
   for (size_t i = 0; i < block_count(); ++i)
     out.blocks.push_back(with_block(i, [&](const DiTBlock& b) { return b.cross_kv(out.embedded, out.image, cfg_); }));
-  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_);
+  if (vace_) out.vace_blocks = vace_->text_kv(out.embedded, cfg_, with_vace_block());
   return out;
 }
 
@@ -393,7 +404,7 @@ Tensor WanDiT::run(const Tensor& x, const Tensor& e, const Tensor& e0_all, const
   const RopeTables rope{sp.local(all_rope.cos, 0), sp.local(all_rope.sin, 0)};
   // VACE: every vace block's hint, from the vace context and the embedded latent.
   std::vector<Tensor> hints;
-  if (vace_) hints = vace_->hints(h, sp.local(text.vace, 1), e0, rope, text.vace_blocks, cfg_, sp, taps);
+  if (vace_) hints = vace_->hints(h, sp.local(text.vace, 1), e0, rope, text.vace_blocks, cfg_, sp, taps, with_vace_block());
   for (size_t i = 0; i < block_count(); ++i) {
     h = with_block(i, [&](const DiTBlock& b) { return b.forward(h, e0, rope, text.blocks[i], cfg_, sp); });
     // The tap of a block that takes a hint: after it in VaceWanModel (BaseWanAttentionBlock adds it),

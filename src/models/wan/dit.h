@@ -79,9 +79,11 @@ using Taps = std::map<std::string, Tensor>;
 // Weight streaming (`--offload`, nn/weight_stream.h): the blocks are not held. Block i is
 // built from `source(i)` (its tensors under their engine names, fresh zero-copy views of the
 // mapped checkpoint) on a worker thread while block i - 1 runs, paged in and cast to the
-// compute dtype, and dropped after use (its mapped pages given back).
+// compute dtype, and dropped after use (its mapped pages given back). A VACE model streams its
+// vace blocks too, in the order a step runs them: group j < V is vace_blocks.<j> (V =
+// vace_layers.size()), group V + i is blocks.<i>; without VACE group i is blocks.<i>.
 struct StreamedBlocks {
-  std::function<std::map<std::string, Tensor>(int64_t block)> source;
+  std::function<std::map<std::string, Tensor>(int64_t group)> source;
   std::string origin;     // the checkpoint, for messages
   bool prefetch = true;   // false: each block is brought in on the compute thread (no overlap)
 };
@@ -163,9 +165,13 @@ class WanDiT {
   std::vector<DiTBlock> blocks_;
   // Streaming: one block's weights and the file views they were built from (dropped after use).
   struct StreamedBlock {
-    DiTBlock block;
+    std::optional<DiTBlock> block;  // a main block's group
+    std::optional<VaceBlock> vace;  // a vace block's group
     std::map<std::string, Tensor> views;
   };
+  size_t streamed_vace_ = 0;  // the vace blocks' groups, first in the stream (StreamedBlocks)
+  // Runs fn(vace block j) on a streamed one (VaceBranch::WithBlock).
+  VaceBranch::WithBlock with_vace_block() const;
   std::shared_ptr<nn::BlockStreamer<StreamedBlock>> streamer_;
   // Runs fn(block i) on a held or a streamed block.
   template <class F>

@@ -61,7 +61,10 @@ std::map<std::string, Tensor> golden_params(const io::Checkpoint& file, const st
 // file is a T2V batch of even size, else the whole batch (replicated on both cfg ranks).
 struct BatchSplit {
   dist::Communicator* cfg = nullptr;  // set when split
+  int64_t begin = 0, end = 0;         // this rank's batch entries, when split
   Tensor gather(const Tensor& t) const { return cfg ? cfg->all_gather(t, 0) : t; }
+  // A per-sample input of the file (VACE's vace_context) cut as x was.
+  Tensor local(const Tensor& t) const { return cfg ? ops::copy(t.slice(0, begin, end)) : t; }
 };
 
 BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, Tensor& ctx, std::vector<double>& t) {
@@ -72,7 +75,7 @@ BatchSplit split_batch(const dist::Mesh* mesh, const DiTConfig& cfg, Tensor& x, 
   x = ops::copy(x.slice(0, r * b, (r + 1) * b));
   ctx = ops::copy(ctx.slice(0, r * b, (r + 1) * b));
   t = std::vector<double>(t.begin() + r * b, t.begin() + (r + 1) * b);
-  return {&mesh->cfg()};
+  return {&mesh->cfg(), r * b, (r + 1) * b};
 }
 
 }  // namespace
@@ -131,12 +134,14 @@ std::map<std::string, Tensor> run_dit_golden(const io::Checkpoint& file, const n
     VIDAX_CHECK(v.size() == 1, path << ": input.vace_context_scale must hold one value, has " << v.size());
     vace_scale = v[0];
   }
-  VIDAX_CHECK(!cfg.is_vace() || !split.cfg, path << ": a vace golden file with a cfg axis of 2 is not supported");
   // The prompt context, joined to the vace context for a VACE model.
   auto encode = [&](const Tensor& c, auto&& input) {
     TextContext text = image ? model.encode_context(c, input(file.get("input.clip_fea")), input(file.get("input.y")), &taps)
                              : model.encode_context(c, &taps);
-    if (cfg.is_vace()) text = with_vace(text, model.encode_vace(input(file.get("input.vace_context")), vace_scale, &taps));
+    if (cfg.is_vace()) {
+      const Tensor v = file.get("input.vace_context");  // [B, C, F, H, W] cut as x under cfg=2, or [C, F, H, W]
+      text = with_vace(text, model.encode_vace(input(v.dim() == 5 ? split.local(v) : v), vace_scale, &taps));
+    }
     return text;
   };
   std::map<std::string, Tensor> out;

@@ -1,5 +1,7 @@
 #include "models/wan/family.h"
 
+#include <algorithm>
+
 #include "core/error.h"
 #include "models/wan/bench.h"
 #include "models/wan/clip.h"
@@ -38,12 +40,14 @@ double vae_decode_activation_bytes(const WanVAEConfig& vae, const pipeline::Requ
 }
 
 // Parameters of one DiT block (all blocks have the same).
-double dit_block_params(const DiTConfig& c) {
+// Parameters under `prefix` (a block: "blocks.0.", "vace_blocks.1.") of the DiT.
+double dit_params_under(const DiTConfig& c, const std::string& prefix) {
   double n = 0;
   for (const auto& info : translate::wan::dit_params(translate::wan::DitConfig::from_json(c.to_json())).params)
-    if (info.name.rfind("blocks.0.", 0) == 0) n += static_cast<double>(shape_numel(info.shape));
+    if (info.name.rfind(prefix, 0) == 0) n += static_cast<double>(shape_numel(info.shape));
   return n;
 }
+double dit_block_params(const DiTConfig& c) { return dit_params_under(c, "blocks.0."); }
 
 class WanFamily final : public pipeline::Family {
  public:
@@ -117,13 +121,22 @@ class WanFamily final : public pipeline::Family {
       // Streamed (--offload): what is not in a block stays (embeddings, head), with its packed
       // copy; the pool holds two blocks (the one running and the next, prefetched), each as the
       // compute dtype and its packed copy.
+      // VACE streams its vace blocks too (the largest group: vace block 0 with its before_proj).
       const double block_params = dit_block_params(dit);
-      const double rest = dit_params - static_cast<double>(dit.num_layers) * block_params;
+      double rest = dit_params - static_cast<double>(dit.num_layers) * block_params, group = block_params;
+      const size_t vace_blocks = dit.is_vace() ? dit.vace_layers.size() : 0;
+      for (size_t j = 0; j < vace_blocks; ++j) {
+        const double v = dit_params_under(dit, "vace_blocks." + std::to_string(j) + ".");
+        rest -= v;
+        group = std::max(group, v);
+      }
+      const int64_t groups = dit.num_layers + static_cast<int64_t>(vace_blocks);
       m.items.push_back({p.experts ? "DiT weights outside the blocks (one expert at a time)"
                                    : "DiT weights outside the blocks",
                          2 * rest * b, MemoryKind::WeightsResident});
-      m.items.push_back({"DiT blocks streamed (2 of " + std::to_string(dit.num_layers) + " in the pool)",
-                         2 * 2 * block_params * b, MemoryKind::WeightsStreamed});
+      m.items.push_back({std::string(vace_blocks ? "DiT and vace blocks" : "DiT blocks") + " streamed (2 of " +
+                             std::to_string(groups) + " in the pool)",
+                         2 * 2 * group * b, MemoryKind::WeightsStreamed});
     }
     m.items.push_back({"DiT activations", dit_activation_bytes(dit, tokens), MemoryKind::Activations});
     m.items.push_back({"VAE decoder weights", 4.0 * vae_decoder_params, MemoryKind::WeightsResident});
@@ -182,6 +195,27 @@ class WanFamily final : public pipeline::Family {
       encode.insert(encode.end(), {enc_i, enc_i + 1});
       for (auto& ph : m.phases) ph.push_back(enc_i);
       m.phases.insert(m.phases.begin(), encode);
+    }
+    // Wan 2.2 TI2V-5B: the Wan 2.2 VAE's encoder half is loaded with the model (its i2v branch may
+    // come with any request: resident with the VAE); given an image, its one-frame encode runs in a
+    // first phase with everything loaded (the decoder's width sets the activations, as the decode's).
+    if (vae22 && dit.model_type == "ti2v") {
+      double vae_encoder_params = 0;
+      for (const auto& [name, shape] : Wan22VAE::parameter_shapes(Wan22VAEConfig::from_json(p.vae), {true, false}))
+        vae_encoder_params += static_cast<double>(shape_numel(shape));
+      const size_t enc_i = m.items.size();
+      m.items.push_back({"VAE encoder weights", 4.0 * vae_encoder_params, MemoryKind::WeightsResident});
+      for (auto& ph : m.phases) ph.push_back(enc_i);
+      if (r.image.defined()) {
+        pipeline::Request image = r;
+        image.vae_tile = 0;
+        image.frames = 1;
+        m.items.push_back({"VAE encode activations (the image)", vae_decode_activation_bytes(vae, image),
+                           MemoryKind::Vae});
+        std::vector<size_t> encode = m.phases.front();
+        encode.push_back(enc_i + 1);
+        m.phases.insert(m.phases.begin(), encode);
+      }
     }
     // VACE: the VAE's encoder half (resident with the VAE) and the encode of the control video
     // (its inactive and reactive halves in turn, whole frames), in a first phase with everything loaded.

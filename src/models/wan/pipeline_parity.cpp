@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "core/error.h"
+#include "dist/mesh.h"
 #include "io/video.h"
 #include "models/wan/t2v_load.h"
 #include "parity/parity.h"
@@ -37,7 +38,6 @@ Tensor golden_image(const parity::Golden& g, const std::filesystem::path& dir, c
 // One whole run of a golden's request on its tiny checkpoint (config "weights", relative to the
 // golden; "diffusion_model" a DiT file replacing the folder's; "model" optional).
 parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Options& opt, bool images) {
-  VIDAX_CHECK(opt.mesh.empty(), g.path << ": wan.pipeline.* runs on a single rank (no --mesh yet)");
   const nlohmann::json& c = g.config;
   VIDAX_CHECK(c.contains("weights"), g.path << ": config has no \"weights\" (the checkpoint directory)");
   const std::filesystem::path dir = std::filesystem::path(g.path).parent_path();
@@ -51,6 +51,10 @@ parity::Produced run_pipeline_golden(const parity::Golden& g, const parity::Opti
     throw Error(msg() << g.path << ": __metadata__.config: " << e.what());
   }
   lo.precision = opt.precision;
+  // --mesh: the run on the mesh, as `vidax generate --mesh` (every rank ends with the whole latent).
+  std::unique_ptr<dist::Mesh> mesh;
+  if (!opt.mesh.empty()) mesh = std::make_unique<dist::Mesh>(dist::world(), dist::parse_mesh(opt.mesh));
+  lo.mesh = mesh.get();
   LoadedT2V m = load_t2v(lo);
   // The kind names the task the golden ran; the model must be that task's.
   if (g.kind == "wan.pipeline.t2v_a14b")

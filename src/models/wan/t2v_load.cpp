@@ -309,17 +309,27 @@ WanDiT load_streamed_dit(const std::string& path, const json& config, const DiTC
   auto src = translate::CheckpointSource::open(path);
   translate::Match m = translate::match(*src, translate::wan::dit_component(), config);
   translate::check(m.plan, {}, translate::wan::dit_component().name() + " from " + path);
-  // One plan for what stays (embeddings, head) and one per block, materialized per use: fresh
-  // views each time, so the GEMM's packed copies of a block go with the block.
+  // One plan for what stays (embeddings, head) and one per streamed group (StreamedBlocks: a VACE
+  // model's vace blocks first, then the blocks), materialized per use: fresh views each time, so
+  // the GEMM's packed copies of a block go with the block.
   translate::Plan rest = m.plan;
   rest.bound.clear();
-  std::vector<translate::Plan> blocks(static_cast<size_t>(cfg.num_layers), rest);
+  const size_t vace = cfg.is_vace() ? cfg.vace_layers.size() : 0;
+  std::vector<translate::Plan> blocks(vace + static_cast<size_t>(cfg.num_layers), rest);
+  auto index_after = [](const std::string& n, size_t at) {
+    return static_cast<size_t>(std::stoll(n.substr(at, n.find('.', at) - at)));
+  };
   for (const auto& b : m.plan.bound) {
     const std::string& n = b.param.name;
     if (n.rfind("blocks.", 0) == 0) {
-      const size_t i = static_cast<size_t>(std::stoll(n.substr(7, n.find('.', 7) - 7)));
-      VIDAX_CHECK(i < blocks.size(), path << ": parameter " << n << " of a block past num_layers " << cfg.num_layers);
-      blocks[i].bound.push_back(b);
+      const size_t i = index_after(n, 7);
+      VIDAX_CHECK(i < static_cast<size_t>(cfg.num_layers),
+                  path << ": parameter " << n << " of a block past num_layers " << cfg.num_layers);
+      blocks[vace + i].bound.push_back(b);
+    } else if (vace && n.rfind("vace_blocks.", 0) == 0) {
+      const size_t j = index_after(n, 12);
+      VIDAX_CHECK(j < vace, path << ": parameter " << n << " of a vace block past vace_layers (" << vace << ")");
+      blocks[j].bound.push_back(b);
     } else {
       rest.bound.push_back(b);
     }
@@ -472,7 +482,6 @@ LoadedT2V load_t2v(const pipeline::LoadOptions& opt) {
   const bool vace = DiTConfig::from_json(out.preset.dit).is_vace();
   VIDAX_CHECK(!pjrt_dit || !vace, "--device pjrt: " << out.preset.name()
                                                     << " is a VACE model, whose DiT steps are not lowered to PJRT yet");
-  VIDAX_CHECK(!opt.offload || !vace, "--offload: weight streaming is not supported for VACE models yet");
   const bool vae22 = out.preset.vae_version == "wan2.2";
   with_origin(config_origin(f, "vae", "vae", !f.vae_config.is_null(), f.vae_single ? f.vae : ""), [&] {
     if (vae22) (void)Wan22VAEConfig::from_json(out.preset.vae);
