@@ -81,6 +81,32 @@ std::vector<ImageArg> image_args(const std::vector<const CLI::Option*>& order, c
   return out;
 }
 
+// One reference video of the command line: its file, strength and the option that gave it.
+struct ReferenceVideoArg {
+  std::string path;
+  double strength = 1.0;
+  std::string option;
+};
+
+// The reference videos (--reference-video FILE, --video-conditioning FILE STRENGTH, --video FILE) in
+// command-line order, each with its strength (1 unless --video-conditioning gives one).
+std::vector<ReferenceVideoArg> reference_video_args(
+    const std::vector<const CLI::Option*>& order, const CLI::Option* reference, const CLI::Option* conditioning,
+    const CLI::Option* video, const std::vector<std::string>& references,
+    const std::vector<std::pair<std::string, double>>& conditionings, const std::vector<std::string>& videos) {
+  std::vector<ReferenceVideoArg> out;
+  size_t nr = 0, nc = 0, nv = 0;
+  for (const CLI::Option* o : order) {
+    if (o == reference && nr < references.size()) out.push_back({references[nr++], 1.0, "--reference-video"});
+    else if (o == conditioning && nc < conditionings.size()) {
+      out.push_back({conditionings[nc].first, conditionings[nc].second, "--video-conditioning"});
+      ++nc;
+    } else if (o == video && nv < videos.size())
+      out.push_back({videos[nv++], 1.0, "--video"});
+  }
+  return out;
+}
+
 struct GenerateArgs {
   std::string model, weights, prompt, output_format, sampler, precision, noise_file, mesh, last_image;
   // --image FILE, each with the --image-frame N / --image-strength S that follow it (before the next
@@ -92,6 +118,13 @@ struct GenerateArgs {
   std::string control_video, mask_video;        // Wan VACE
   std::vector<std::string> reference_images;    // Wan VACE, any number
   double control_scale = 1.0;                   // VACE context_scale
+  // LTX-2 IC-LoRA: --reference-video FILE, --video-conditioning FILE STRENGTH, --video FILE (video-to-
+  // video: the same path), paired in command-line order into `reference_videos`.
+  std::vector<std::string> reference_video_paths, video_paths;
+  std::vector<std::pair<std::string, double>> video_conditionings;
+  std::vector<ReferenceVideoArg> reference_videos;
+  double conditioning_attention_strength = 1.0;
+  bool skip_stage_2 = false;
   std::optional<std::string> negative_prompt, output;
   std::optional<int64_t> frames, height, width, steps;
   std::optional<std::string> seed;  // text: parse_seed takes all of torch's range, 2^64-1 too
@@ -126,6 +159,13 @@ nlohmann::json key_images_json(const GenerateArgs& a, const pipeline::Request& r
   for (size_t i = 0; i < req.key_images.size() && i < a.images.size(); ++i)
     out.push_back({{"file", a.images[i].path}, {"frame", req.key_images[i].frame},
                    {"strength", req.key_images[i].strength}});
+  return out;
+}
+
+// The record's reference_videos: file and strength of each, in the order used.
+nlohmann::json reference_videos_json(const GenerateArgs& a) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const ReferenceVideoArg& r : a.reference_videos) out.push_back({{"file", r.path}, {"strength", r.strength}});
   return out;
 }
 
@@ -199,6 +239,9 @@ pipeline::Request replay_request(const GenerateArgs& a, const pipeline::Record& 
   req.control_mask = given.control_mask;
   req.reference_images = given.reference_images;
   req.control_scale = given.control_scale;
+  req.reference_videos = given.reference_videos;
+  req.conditioning_attention_strength = given.conditioning_attention_strength;
+  req.skip_stage_2 = given.skip_stage_2;
   const std::string& dir = rec.dir;
   same_as_record("--prompt", a.prompt.empty() ? std::nullopt : std::optional<std::string>(a.prompt), req.prompt, dir);
   same_as_record("--negative-prompt", a.negative_prompt, req.negative_prompt, dir);
@@ -326,6 +369,16 @@ int run_generate(const GenerateArgs& a) {
   if (!a.mask_video.empty()) req.control_mask = io::read_video_tensor(a.mask_video, "--mask-video");
   for (const std::string& r : a.reference_images) req.reference_images.push_back(io::read_image(r, "--reference-image"));
   req.control_scale = a.control_scale;
+  // IC-LoRA reference videos (LTX-2), decoded now: a bad file fails before any weight is read.
+  for (const ReferenceVideoArg& r : a.reference_videos) {
+    ReferenceVideo v;
+    v.path = r.path;
+    v.strength = r.strength;
+    v.video = io::read_video_tensor(r.path, r.option, &v.fps);
+    req.reference_videos.push_back(std::move(v));
+  }
+  req.conditioning_attention_strength = a.conditioning_attention_strength;
+  req.skip_stage_2 = a.skip_stage_2;
   // The reference draws a random seed when none is given or it is negative (--base_seed -1);
   // the seed used is recorded either way.
   const std::optional<uint64_t> seed = a.seed ? parse_seed(*a.seed) : std::nullopt;
@@ -443,7 +496,10 @@ int run_generate(const GenerateArgs& a) {
   note("generating " + std::to_string(req.frames) + " frames of " +
        (req.image.defined() ? "the area of " : std::string()) + std::to_string(req.width) + "x" +
        std::to_string(req.height) + (req.image.defined() ? " (the image's aspect ratio decides the size)" : "") + ", " + std::to_string(req.steps) + " " + req.sampler + " steps, " +
-       (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)));
+       (req.noise.defined() ? "noise from " + a.noise_file : "seed " + std::to_string(req.seed)) +
+       (req.reference_videos.empty() ? std::string()
+                                     : ", " + std::to_string(req.reference_videos.size()) +
+                                           " reference video(s) (the model's pipeline sets the steps and size)"));
   std::optional<Replayer> replayer;
   if (rec) {
     const double tol = a.replay_tolerance.value_or(default_replay_tolerance(rec->header.precision, loaded.precision));
@@ -456,7 +512,8 @@ int run_generate(const GenerateArgs& a) {
                                    (replayer->report().noise_matches_seed ? "matches it bit for bit" : "differs from it")));
   }
   std::optional<ProgressBar> bar;
-  if (lead) bar.emplace("denoising", static_cast<int>(req.steps));
+  int bar_total = static_cast<int>(req.steps);
+  if (lead) bar.emplace("denoising", bar_total);
   Events ev;
   std::optional<ProgressBar> decode_bar;
   ev.on_stage = [&](const std::string& s) {
@@ -466,8 +523,8 @@ int run_generate(const GenerateArgs& a) {
     note(s);
   };
   ev.on_step = [&](int done, int total, double secs) {
-    // A two-stage run counts both stages' steps: the bar takes the run's own total.
-    if (bar && done == 1 && total != static_cast<int>(req.steps)) bar.emplace("denoising", total);
+    // A run with its own step count (LTX-2's IC-LoRA pipeline: the distilled table) reports it here.
+    if (bar && total > 0 && total != bar_total) bar.emplace("denoising", bar_total = total);
     if (bar) bar->update(done, secs);
   };
   ev.on_decode = [&](int done, int total, double secs) {
@@ -525,10 +582,13 @@ int run_generate(const GenerateArgs& a) {
                         {"mask_video", a.mask_video.empty() ? nlohmann::json() : nlohmann::json(a.mask_video)},
                         {"reference_images", a.reference_images},
                         {"control_scale", a.control_scale},
+                        {"reference_videos", reference_videos_json(a)},
+                        {"skip_stage_2", a.skip_stage_2 ? nlohmann::json(true) : nlohmann::json()},
                         {"frames", res.frames ? res.frames : req.frames},
                         {"height", res.height},
                         {"width", res.width},
-                        {"steps", req.steps},
+                        // a run with reference videos takes its pipeline's own steps (LTX-2 IC-LoRA: 8)
+                        {"steps", req.reference_videos.empty() ? req.steps : static_cast<int64_t>(res.timesteps.size())},
                         {"sampler", req.sampler},
                         {"shift", req.shift},
                         {"guidance", req.guidance},
@@ -652,6 +712,26 @@ Command add_generate(CLI::App& app) {
   sub->add_option("--reference-image", a->reference_images,
                   "VACE: a reference image (repeatable), pasted on a white canvas of the video's size");
   sub->add_option("--control-scale", a->control_scale, "VACE: the control's strength (context_scale, default 1.0)");
+  CLI::Option* reference_opt =
+      sub->add_option("--reference-video", a->reference_video_paths,
+                      "LTX-2 IC-LoRA: a reference (control) video, strength 1 (repeatable; needs its IC-LoRA with "
+                      "--lora and --skip-stage-2); resized and centre-cropped, taken frame by frame")
+          ->allow_extra_args(false);
+  CLI::Option* conditioning_opt =
+      sub->add_option("--video-conditioning", a->video_conditionings,
+                      "LTX-2 IC-LoRA: a reference video and its strength 0..1 (the reference CLI's PATH STRENGTH; "
+                      "repeatable)")
+          ->allow_extra_args(false);
+  CLI::Option* video_opt =
+      sub->add_option("--video", a->video_paths,
+                      "LTX-2 video-to-video: the source video, run as an IC-LoRA reference video (the official "
+                      "video-to-video path; = --reference-video FILE)")
+          ->allow_extra_args(false);
+  sub->add_option("--conditioning-attention-strength", a->conditioning_attention_strength,
+                  "LTX-2 IC-LoRA: how strongly the generated tokens attend to the reference videos, 0..1 (default 1)");
+  sub->add_flag("--skip-stage-2", a->skip_stage_2,
+                "LTX-2 IC-LoRA: stop after stage 1 (the video at half --height and --width, as the reference's "
+                "--skip-stage-2); stage 2 is not built, so it is required with reference videos");
   sub->add_option("--frames", a->frames, "Frame count: 4k+1 for Wan (default per model)");
   sub->add_option("--height", a->height, "Height in pixels, a multiple of 16 (default per model)");
   sub->add_option("--width", a->width, "Width in pixels, a multiple of 16 (default per model)");
@@ -723,11 +803,15 @@ Command add_generate(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "pjrt"}));
   sub->add_option("--pjrt-plugin", a->pjrt_plugin, "PJRT plugin .so for --device pjrt (default: $VIDAX_PJRT_PLUGIN)");
   sub->add_option("--mesh", a->mesh, "Device mesh under mpirun, e.g. cfg=2,sp=2 or sp=2,tp=2 (docs/parallelism.md)");
-  return {sub, [a, sub, image_opt, frame_opt, strength_opt]() -> int {
+  return {sub, [a, sub, image_opt, frame_opt, strength_opt, reference_opt, conditioning_opt, video_opt]() -> int {
             try {
               const std::vector<CLI::Option*>& order = sub->parse_order();
               a->images = image_args(std::vector<const CLI::Option*>(order.begin(), order.end()), image_opt, frame_opt,
                                      strength_opt, a->image_paths, a->image_frames, a->image_strengths);
+              a->reference_videos = reference_video_args(std::vector<const CLI::Option*>(order.begin(), order.end()),
+                                                         reference_opt, conditioning_opt, video_opt,
+                                                         a->reference_video_paths, a->video_conditionings,
+                                                         a->video_paths);
               return run_generate(*a);
             } catch (const pipeline::Interrupted& e) {
               std::fprintf(stderr, "vidax: %s\n", e.what());

@@ -39,10 +39,19 @@ void collect_frame(const AVFrame* fr, SwsContext** sws, RgbVideo* out) {
   *sws = sws_getCachedContext(*sws, fr->width, fr->height, static_cast<AVPixelFormat>(fr->format), fr->width,
                               fr->height, AV_PIX_FMT_RGB24, SWS_BICUBIC, nullptr, nullptr, nullptr);
   VIDAX_CHECK(*sws, "cannot create a YUV -> RGB converter");
-  out->rgb.resize(out->rgb.size() + out->frame_bytes());
-  uint8_t* dst[1] = {out->rgb.data() + out->frames * out->frame_bytes()};
-  const int stride[1] = {static_cast<int>(3 * out->width)};
+  // sws_scale's vector paths write whole vectors past a row's end (a 56-pixel-wide frame overran the
+  // frame's bytes: docs/bugs.md row 119): convert into rows of a 64-byte-aligned stride with a spare
+  // row, then copy the pixels.
+  const size_t row = static_cast<size_t>(3 * out->width);
+  const size_t padded = (row + 63) / 64 * 64;
+  std::vector<uint8_t> scratch(padded * static_cast<size_t>(fr->height + 1) + 64);
+  uint8_t* dst[1] = {scratch.data()};
+  const int stride[1] = {static_cast<int>(padded)};
   sws_scale(*sws, fr->data, fr->linesize, 0, fr->height, dst, stride);
+  out->rgb.resize(out->rgb.size() + out->frame_bytes());
+  uint8_t* frame = out->rgb.data() + out->frames * out->frame_bytes();
+  for (int64_t y = 0; y < fr->height; ++y)
+    std::copy_n(scratch.data() + static_cast<size_t>(y) * padded, row, frame + static_cast<size_t>(y) * row);
   ++out->frames;
 }
 

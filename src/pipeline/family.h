@@ -74,6 +74,9 @@ struct Variant {
   // FILE --image-frame N --image-strength S`, repeatable; LTX-2's keyframes). Others take the
   // first frame as Request::image and refuse --image-frame / --image-strength.
   bool key_images = false;
+  // Takes reference videos (Request::reference_videos: `vidax generate --reference-video FILE` /
+  // `--video FILE`; LTX-2's IC-LoRA pipeline). Others refuse them by name.
+  bool reference_videos = false;
 };
 
 // Parts of a model given as single files, as users download them (`--diffusion-model`,

@@ -115,6 +115,11 @@ void check_images(const Parts& parts, const Request& req) {
   for (const KeyImage& k : req.key_images)
     VIDAX_CHECK(k.image.defined() && k.image.dim() == 3 && k.image.size(0) == 3 && k.image.dtype() == DType::F32,
                 "an input image must be [3, H, W] F32, got " << (k.image.defined() ? k.image.str() : "none"));
+  VIDAX_CHECK(req.reference_videos.empty() || parts.takes_reference_videos,
+              "this model takes no reference videos (--reference-video / --video-conditioning / --video)");
+  for (const ReferenceVideo& v : req.reference_videos)
+    VIDAX_CHECK(v.video.defined() && v.video.dim() == 4 && v.video.size(0) == 3 && v.video.dtype() == DType::F32,
+                "a reference video must be [3, F, H, W] F32, got " << (v.video.defined() ? v.video.str() : "none"));
 }
 
 // The control inputs of a request against what the loaded model takes; throws naming the option.

@@ -31,6 +31,15 @@ struct KeyImage {
   double strength = 1.0;  // 1: kept as given; 0: denoised freely
 };
 
+// A reference video conditioning the whole clip (Request::reference_videos: `vidax generate
+// --reference-video FILE`, `--video-conditioning FILE S`, `--video FILE`; LTX-2's IC-LoRA pipeline).
+struct ReferenceVideo {
+  Tensor video;           // [3, F, H, W] F32 in [-1, 1]: the file's frames at its own size (the family resizes)
+  double strength = 1.0;  // 1: kept clean; 0: denoised freely
+  double fps = 0;         // the file's frame rate (the family says what another rate does)
+  std::string path;       // for messages
+};
+
 struct Request {
   std::string prompt;
   std::string negative_prompt;  // "" = default_negative_prompt (as the references)
@@ -71,6 +80,13 @@ struct Request {
   std::vector<Tensor> reference_images;
   double control_scale = 1.0;
   bool has_control() const { return control_video.defined() || control_mask.defined() || !reference_images.empty(); }
+  // Reference videos for an in-context LoRA (video-to-video), in the order given, for a variant that
+  // takes them (Variant::reference_videos; the loaded model: Parts::takes_reference_videos); with
+  // the attention strength between them and the generated tokens (--conditioning-attention-strength,
+  // 0..1) and --skip-stage-2 (a two-stage pipeline stops after its first stage). Others refuse them.
+  std::vector<ReferenceVideo> reference_videos;
+  double conditioning_attention_strength = 1.0;
+  bool skip_stage_2 = false;
   // Where the denoiser's weights live (--offload, --max-memory): streamed per block instead of
   // resident. The family's memory plan reads it; the loader gets it as LoadOptions::offload.
   bool offload = false;

@@ -125,6 +125,8 @@ struct Parts {
   bool takes_key_images = false;
   // Runs Request::two_stage (its own two-stage pipeline); false: --two-stage is refused by name.
   bool two_stage = false;
+  // Takes Request::reference_videos (in-context LoRA reference videos); false: refused by name.
+  bool takes_reference_videos = false;
   std::function<ImageConditioning(const ImageInputs& in)> condition_on_images;
   // Control-video models (VACE): the callable that turns ControlInputs into the denoiser's
   // conditioning (through DenoiseInput::images), once per run, before the prompts. Set = the model

@@ -33,6 +33,25 @@ CheckedRequest check_request(const Family& family, const std::string& variant, c
                     << variant << " takes no images at chosen frames (its tasks: " << task_list
                     << "); a first frame is --image FILE, a last frame --last-image FILE");
   check_key_images(request);
+  if (!request.reference_videos.empty())
+    VIDAX_CHECK(family.variant(variant).reference_videos,
+                "--reference-video / --video-conditioning / --video: " << variant
+                    << " takes no reference videos (its tasks: " << task_list
+                    << "); they are for in-context LoRA pipelines (LTX-2's IC-LoRA)");
+  for (size_t i = 0; i < request.reference_videos.size(); ++i) {
+    const double s = request.reference_videos[i].strength;
+    VIDAX_CHECK(std::isfinite(s) && s >= 0.0 && s <= 1.0,
+                "--video-conditioning strength " << s << " (reference video " << i + 1
+                                                 << "): must be in [0, 1] (1 keeps the reference clean, 0 lets it be "
+                                                    "denoised)");
+  }
+  VIDAX_CHECK(std::isfinite(request.conditioning_attention_strength) && request.conditioning_attention_strength >= 0.0 &&
+                  request.conditioning_attention_strength <= 1.0,
+              "--conditioning-attention-strength " << request.conditioning_attention_strength
+                                                   << ": must be in [0, 1] (0 ignores the reference videos, 1 attends "
+                                                      "to them fully)");
+  VIDAX_CHECK(request.conditioning_attention_strength == 1.0 || !request.reference_videos.empty(),
+              "--conditioning-attention-strength needs a reference video (--reference-video FILE or --video FILE)");
   if (request.last_image.defined())
     VIDAX_CHECK(has("flf2v"), "--last-image: " << variant << " takes no last frame (its tasks: " << task_list
                                                << "); a first-last-frame (flf2v) variant does");

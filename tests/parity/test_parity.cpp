@@ -86,6 +86,12 @@ std::string perturbed_copy(const std::string& path, double delta, std::vector<st
       config[rel] = (fs::absolute(fs::path(path).parent_path()) / config[rel].get<std::string>()).string();
       meta["config"] = config.dump();
     }
+  if (config.contains("loras") && config["loras"].is_array()) {  // LoRA files beside the golden (ltx2.pipeline.ic_lora)
+    for (auto& l : config["loras"])
+      if (l.contains("file") && l["file"].is_string())
+        l["file"] = (fs::absolute(fs::path(path).parent_path()) / l["file"].get<std::string>()).string();
+    meta["config"] = config.dump();
+  }
   const std::string out = (fs::temp_directory_path() / ("vidax_perturbed_" + stem(path) + "_" + std::to_string(::getpid()) + ".safetensors")).string();
   io::save_safetensors(out, t, meta);
   return out;

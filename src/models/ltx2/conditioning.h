@@ -60,6 +60,9 @@ struct VideoLatentState {
   Tensor latent, clean_latent;         // [1, T, C] F32
   Tensor denoise_mask, keyframes_mask;  // [1, T, 1] F32
   Positions positions;                  // 3 axes x T
+  // LatentState.attention_mask: [1, T, T] F32 in [0, 1] once a conditioning item builds one
+  // (reference_video.h: an IC-LoRA reference with an attention strength); undefined = full attention.
+  Tensor attention_mask;
   int64_t target_tokens = 0;            // F' h w: the tokens clear_conditioning keeps
   int64_t tokens() const { return positions.tokens; }
 };

@@ -1,6 +1,8 @@
 // `vidax make-demo --model ltx2.3-tiny-demo` (demo.h).
 #include "models/ltx2/demo.h"
 
+#include "models/ltx2/ic_lora_run.h"
+
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -297,11 +299,17 @@ json make_demo_weights(const pipeline::DemoOptions& opt, const std::string& mode
                        {{"format", "pt"}, {"vidax.note", "random demo weights"}});
   pipeline::write_json_file((gemma_dir / "config.json").string(), p.gemma);
   write_two_stage_demo_files(out, w, opt.seed);
+  // The IC-LoRA --reference-video / --video need (ic_lora_run.h); a LoRA beside the checkpoint is not
+  // taken as the model (checkpoint.h).
+  const std::string ic_lora = (out / (p.name() + "-ic-lora.safetensors")).string();
+  io::save_safetensors(ic_lora, demo_ic_lora(w.checkpoint, opt.seed + 1),
+                       {{"reference_downscale_factor", "1"}, {"vidax.note", "random demo IC-LoRA"}});
   json written{{"model", p.name()},
                {"note", "tiny random-weight " + p.name() + " checkpoint made by `vidax make-demo`; its video and "
                                                           "audio are noise"},
                {"checkpoint", fs::path(ckpt).filename().string()},
                {"gemma_root", kDemoGemmaFolder},
+               {"ic_lora", fs::path(ic_lora).filename().string()},
                {"config", p.config},
                {"tokenizer_ids", ids},
                {"seed", opt.seed}};

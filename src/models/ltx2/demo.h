@@ -9,6 +9,8 @@
 //   DIR/gemma-3-tiny-demo/             config.json (Gemma3ForConditionalGeneration's), model.safetensors
 //                                      (google/gemma-3's language_model.model.* names), tokenizer.json,
 //                                      tokenizer_config.json
+//   DIR/<variant>-ic-lora.safetensors  a tiny random IC-LoRA in ltx-trainer's format for
+//                                      --reference-video / --video (ic_lora_run.h demo_ic_lora)
 //   DIR/vidax_model.json               names the variant (detection reads it)
 //   DIR/ltx-2.3-spatial-upscaler-x2-1.1.safetensors, DIR/ltx-2.3-22b-distilled-lora-384-1.1.safetensors
 //                                      the two-stage pipeline's upsampler and stage-2 LoRA, tiny and random,

@@ -11,6 +11,7 @@
 #include "models/ltx2/checkpoint_keys.h"
 #include "models/ltx2/demo.h"
 #include "models/ltx2/dit_parity.h"
+#include "models/ltx2/ic_lora_parity.h"
 #include "models/ltx2/pipeline_parity.h"
 #include "models/ltx2/presets.h"
 #include "models/ltx2/t2v_run.h"
@@ -103,6 +104,7 @@ class Ltx2Family final : public pipeline::Family {
     register_connector_parity_kind();         // ltx2.text.connector
     register_upsampler_parity_kinds();        // ltx2.upsampler
     register_two_stage_parity_kinds();        // ltx2.pipeline.two_stage, ltx2.pipeline.distilled
+    register_ic_lora_parity_kinds();          // ltx2.conditioning.reference_video, ltx2.pipeline.ic_lora
   }
 
   // A folder with a bundled LTX-2 checkpoint (its metadata config has a "transformer"): the demo

@@ -142,6 +142,7 @@ std::vector<Preset> make_presets() {
     v.tasks = {"t2v", "i2v"};  // i2v: images at chosen frames (Request::key_images), a first frame
     v.audio = true;
     v.key_images = true;
+    v.reference_videos = true;  // the IC-LoRA pipeline (--reference-video / --video, ic_lora_run.h)
     pipeline::Defaults& d = v.defaults;
     d.width = 768;  // PipelineParams.stage_1_width
     d.height = 512;
@@ -167,6 +168,7 @@ std::vector<Preset> make_presets() {
     v.tasks = {"t2v", "i2v"};  // i2v: images at chosen frames (Request::key_images), a first frame
     v.audio = true;
     v.key_images = true;
+    v.reference_videos = true;  // the IC-LoRA pipeline (--reference-video / --video, ic_lora_run.h)
     v.demo = true;
     pipeline::Defaults& d = v.defaults;
     d.width = 64;

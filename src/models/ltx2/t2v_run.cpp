@@ -1,6 +1,8 @@
 // The LTX-2 family's whole run (t2v_run.h).
 #include "models/ltx2/t2v_run.h"
 
+#include "models/ltx2/ic_lora_run.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -277,6 +279,9 @@ T2VRequest t2v_request(const Preset& preset, const pipeline::Request& q) {
     VIDAX_CHECK(q.guidance == 1.0, "--guidance " << q.guidance << ": " << preset.name()
                                                  << " runs without guidance (DistilledPipeline's SimpleDenoiser)");
   }
+  VIDAX_CHECK(!q.skip_stage_2 && q.conditioning_attention_strength == 1.0,
+              "--skip-stage-2 / --conditioning-attention-strength: for the IC-LoRA pipeline (--reference-video FILE or "
+              "--video FILE); this run takes no reference video");
   T2VRequest r;
   r.height = q.height;
   r.width = q.width;
@@ -349,6 +354,7 @@ pipeline::Result run(const Model& m, const pipeline::Request& q, const pipeline:
   VIDAX_CHECK(ev.on_stream_noise || ev.on_stream_latents || (!ev.on_noise && !ev.on_latent && !ev.replace_noise),
               "LTX-2's run has two latent streams (video, audio): it reports them through Events::on_stream_noise / "
               "on_stream_latents (pipeline/record.h), not on_noise / on_latent");
+  if (!q.reference_videos.empty()) return run_ic_lora(m, q, ev, decode);  // ICLoraPipeline (ic_lora_run.h)
   const T2VRequest r = t2v_request(m.preset, q);
   auto stage = [&](const std::string& s) {
     if (ev.on_stage) ev.on_stage(s);
@@ -482,6 +488,7 @@ pipeline::Parts make_parts(std::shared_ptr<Model> m) {
   p.max_images = 1;
   p.takes_key_images = true;
   p.two_stage = true;  // --two-stage (two_stage.h)
+  p.takes_reference_videos = true;  // the IC-LoRA pipeline (ic_lora_run.h)
   p.run = [m](const pipeline::Request& q, const pipeline::Events& ev, bool decode) { return run(*m, q, ev, decode); };
   // A server's per-job LoRAs (docs/lora.md): the DiT built again from its base weights with the
   // job's LoRAs (the same list as now costs nothing). The old DiT goes first (one DiT in memory, as
